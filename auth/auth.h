@@ -1,0 +1,225 @@
+/*
+ * auth.h: AWS Signature Version 4, aws-chunked payload decoding and payload
+ * checksums. The whole interface of auth/.
+ *
+ * auth/ is pure: it sees a small request view (method, raw path, raw query,
+ * headers, the current time) and a callback to look up a secret; it owns no
+ * clock, socket or HTTP library type. The same code signs in client/ and
+ * verifies in server/, and is fuzzable. OpenSSL is used only inside auth/.
+ * All functions are thread-safe (no global mutable state after init).
+ */
+#ifndef SHARD_AUTH_H
+#define SHARD_AUTH_H
+
+#include "common/common.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/* ---- request view ------------------------------------------------------ */
+
+struct auth_header {
+    struct slice name; /* any case */
+    struct slice value;
+};
+
+struct auth_request {
+    struct slice method;       /* "GET", "PUT", ... */
+    struct slice path;         /* raw request path exactly as on the wire (still %-encoded) */
+    struct slice query;        /* raw query string without '?' (still %-encoded), may be empty */
+    const struct auth_header *headers;
+    size_t n_headers;
+    int64_t now_s;             /* current Unix time, seconds */
+    const char *region;        /* the server's region, e.g. "us-east-1" */
+};
+
+/* Looks up the secret of 'access_key'. Copies it NUL-terminated into
+ * 'secret' (capacity 'cap') and returns 0, or returns -1 when the key is
+ * unknown. Called at most once per verification. */
+typedef int (*auth_secret_fn)(void *ctx, struct slice access_key, char *secret, size_t cap);
+
+enum auth_result {
+    AUTH_OK,
+    AUTH_ANONYMOUS,      /* no Authorization header and no X-Amz-Signature: unsigned request */
+    AUTH_MALFORMED,      /* Authorization header/query unparsable or missing parts: AuthorizationHeaderMalformed / AuthorizationQueryParametersError */
+    AUTH_UNSUPPORTED,    /* SigV2 or another algorithm than AWS4-HMAC-SHA256 */
+    AUTH_UNKNOWN_KEY,    /* InvalidAccessKeyId */
+    AUTH_BAD_SIGNATURE,  /* SignatureDoesNotMatch */
+    AUTH_SKEWED,         /* header auth: |x-amz-date - now| > 15 min: RequestTimeTooSkewed */
+    AUTH_EXPIRED,        /* presigned: now > X-Amz-Date + X-Amz-Expires: AccessDenied "Request has expired" */
+    AUTH_BAD_EXPIRES,    /* presigned: X-Amz-Expires not in 1..604800: AuthorizationQueryParametersError */
+    AUTH_BAD_REGION,     /* credential scope names another region: AuthorizationHeaderMalformed */
+};
+
+/* How the body is protected, from x-amz-content-sha256. */
+enum auth_payload {
+    AUTH_PAYLOAD_HASH,                    /* hex SHA-256 of the body: verify when the body is read */
+    AUTH_PAYLOAD_UNSIGNED,                /* UNSIGNED-PAYLOAD (always for presigned URLs) */
+    AUTH_PAYLOAD_STREAMING_SIGNED,        /* STREAMING-AWS4-HMAC-SHA256-PAYLOAD */
+    AUTH_PAYLOAD_STREAMING_SIGNED_TRAILER,/* STREAMING-AWS4-HMAC-SHA256-PAYLOAD-TRAILER */
+    AUTH_PAYLOAD_STREAMING_UNSIGNED_TRAILER, /* STREAMING-UNSIGNED-PAYLOAD-TRAILER */
+};
+
+/* What a successful verification learned. Plain data, copyable. */
+struct auth_verdict {
+    enum auth_payload payload;
+    bool is_presigned;
+    uint8_t payload_sha256[32];   /* valid when payload == AUTH_PAYLOAD_HASH */
+    char access_key[129];         /* NUL-terminated */
+    /* For streaming signed payloads: the state needed to verify chunk signatures. */
+    uint8_t signing_key[32];
+    char seed_signature[65];      /* hex signature of the request (NUL-terminated) */
+    char amz_date[17];            /* "YYYYMMDDTHHMMSSZ" */
+    char scope[160];              /* "YYYYMMDD/region/s3/aws4_request" */
+};
+
+/*
+ * Verifies SigV4 in the Authorization header or in the query string
+ * (presigned). Also enforces the clock-skew and expiry rules. Returns
+ * AUTH_OK and fills 'out', or another auth_result ('out' then undefined).
+ * The signature comparison is constant time. Never logs the secret.
+ */
+enum auth_result auth_sigv4_verify(const struct auth_request *req, auth_secret_fn lookup,
+                                   void *ctx, struct auth_verdict *out);
+
+/* Human-readable name of a result, for logs ("SignatureDoesNotMatch", ...). */
+const char *auth_result_name(enum auth_result r);
+
+/* Constant-time comparison of two byte runs; returns true when equal. */
+bool auth_equal_ct(const void *a, const void *b, size_t len);
+
+/*
+ * Signs a request (the client side, and the tests). 'req->headers' must
+ * already hold host, x-amz-date ("YYYYMMDDTHHMMSSZ") and x-amz-content-sha256;
+ * every header in it is signed. Writes the Authorization header value
+ * (NUL-terminated) into 'out' of capacity 'cap'. Returns 0, or -1 when 'cap'
+ * is too small or a required header is missing.
+ */
+int auth_sigv4_sign(const struct auth_request *req, const char *access_key, const char *secret,
+                    char *out, size_t cap);
+
+/*
+ * Builds a presigned URL query string (X-Amz-Algorithm ... X-Amz-Signature)
+ * for 'req' (method, path, host header, any existing query), valid for
+ * 'expires_s' seconds from 'req->now_s'. Writes the complete query string
+ * (NUL-terminated, without '?') into 'out'. Returns 0 or -1 (cap too small).
+ */
+int auth_sigv4_presign(const struct auth_request *req, const char *access_key,
+                       const char *secret, int64_t expires_s, char *out, size_t cap);
+
+/* ---- aws-chunked payload decoding -------------------------------------- */
+
+/*
+ * A resumable decoder for Content-Encoding: aws-chunked bodies:
+ *   hex-size[;chunk-signature=sig]\r\n data \r\n ... 0[;chunk-signature=sig]\r\n
+ *   [trailer-name:value\r\n ... [x-amz-trailer-signature:sig\r\n]] \r\n
+ * Chunk signatures are verified when the payload mode is signed; the
+ * trailer signature when it is signed with trailer. The caller owns the
+ * struct; no allocation. Feeding byte by byte gives the same result as
+ * feeding whole.
+ */
+#define AUTH_CHUNKED_MAX_TRAILERS 4
+
+enum auth_chunked_status {
+    AUTH_CHUNKED_AGAIN,     /* all input consumed, need more */
+    AUTH_CHUNKED_DONE,      /* final chunk and trailers read; input after it is not consumed */
+    AUTH_CHUNKED_ERROR,     /* bad framing (IncompleteBody / InvalidRequest) */
+    AUTH_CHUNKED_BAD_SIGNATURE, /* a chunk or trailer signature did not verify */
+};
+
+struct auth_chunked {
+    /* private state; initialize with auth_chunked_init */
+    int state;
+    bool is_signed;
+    bool has_trailer;
+    bool trailer_signed;
+    uint64_t chunk_left;
+    uint64_t decoded_total;
+    char line[256];
+    size_t line_len;
+    char prev_signature[65];
+    char chunk_signature[65];
+    uint8_t signing_key[32];
+    char amz_date[17];
+    char scope[160];
+    void *sha; /* in-progress SHA-256 of the current chunk (opaque) */
+    unsigned char sha_space[256];
+    size_t n_trailers;
+    char trailer_name[AUTH_CHUNKED_MAX_TRAILERS][64];
+    char trailer_value[AUTH_CHUNKED_MAX_TRAILERS][128];
+    char trailer_block[2 * AUTH_CHUNKED_MAX_TRAILERS * 200];
+    size_t trailer_block_len;
+};
+
+/* Prepares 'c' for the payload mode in 'v' (must be one of the STREAMING modes). */
+void auth_chunked_init(struct auth_chunked *c, const struct auth_verdict *v);
+
+/* Receives decoded payload bytes; returns 0 to continue or non-zero to stop
+ * (auth_chunked_feed then returns AUTH_CHUNKED_ERROR). */
+typedef int (*auth_data_fn)(void *ctx, const char *data, size_t len);
+
+/*
+ * Decodes 'in[0..len)'. Decoded payload is handed to 'fn' in order (the
+ * pieces point into 'in'). '*consumed' gets the bytes consumed (all of them
+ * unless DONE or an error).
+ */
+enum auth_chunked_status auth_chunked_feed(struct auth_chunked *c, const char *in, size_t len,
+                                           size_t *consumed, auth_data_fn fn, void *ctx);
+
+/* After DONE: the trailer value of 'name' (case-insensitive), or an empty
+ * slice when absent. Borrowed from 'c'. */
+struct slice auth_chunked_trailer(const struct auth_chunked *c, const char *name);
+
+/* Bytes of payload decoded so far. */
+uint64_t auth_chunked_decoded_len(const struct auth_chunked *c);
+
+/* ---- payload checksums -------------------------------------------------- */
+
+enum auth_checksum_algo {
+    AUTH_CK_NONE = 0,
+    AUTH_CK_CRC32,
+    AUTH_CK_CRC32C,
+    AUTH_CK_CRC64NVME,
+    AUTH_CK_SHA1,
+    AUTH_CK_SHA256,
+    AUTH_CK_MD5,
+};
+#define AUTH_CK_MAX_DIGEST 32
+
+/* Incremental hasher for any algorithm above. Plain struct, caller-owned.
+ * MD5/SHA use OpenSSL EVP contexts allocated by init and freed by final
+ * or cleanup; the CRCs are table-driven (slice-by-8 or better). */
+struct auth_checksum {
+    enum auth_checksum_algo algo;
+    uint64_t crc;
+    void *evp; /* EVP_MD_CTX* for MD5/SHA */
+};
+
+void auth_checksum_init(struct auth_checksum *c, enum auth_checksum_algo algo);
+void auth_checksum_update(struct auth_checksum *c, const void *data, size_t len);
+/* Writes the digest (big-endian for CRCs, as S3 sends them) and returns its
+ * length in bytes; releases the context. */
+size_t auth_checksum_final(struct auth_checksum *c, uint8_t out[AUTH_CK_MAX_DIGEST]);
+/* Releases the context without a result (safe after final, and twice). */
+void auth_checksum_cleanup(struct auth_checksum *c);
+/* Digest length of 'algo' in bytes (CRC32 4, CRC32C 4, CRC64NVME 8, SHA1 20, SHA256 32, MD5 16). */
+size_t auth_checksum_len(enum auth_checksum_algo algo);
+/* "CRC32", "CRC32C", "CRC64NVME", "SHA1", "SHA256", "MD5". */
+const char *auth_checksum_name(enum auth_checksum_algo algo);
+/* Header name: "x-amz-checksum-crc32", ... (NULL for NONE and MD5). */
+const char *auth_checksum_header(enum auth_checksum_algo algo);
+/* Parses an algorithm name in any case ("crc32", "CRC64NVME"); AUTH_CK_NONE if unknown. */
+enum auth_checksum_algo auth_checksum_from_name(struct slice name);
+
+/* Combines CRCs: the CRC of A||B from crc(A), crc(B) and len(B) (for
+ * FULL_OBJECT multipart checksums). Only for the CRC algorithms. */
+uint64_t auth_checksum_crc_combine(enum auth_checksum_algo algo, uint64_t crc_a, uint64_t crc_b,
+                                   uint64_t len_b);
+
+/* One-shot SHA-256 and HMAC-SHA256, for callers that need them (server/ uses
+ * SHA-256 for payload verification through auth_checksum instead). */
+void auth_sha256(const void *data, size_t len, uint8_t out[32]);
+void auth_hmac_sha256(const void *key, size_t key_len, const void *data, size_t len,
+                      uint8_t out[32]);
+
+#endif

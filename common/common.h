@@ -1,0 +1,118 @@
+/*
+ * common.h: the small helpers every module uses (DESIGN.md "common/").
+ *
+ * Slices for network bytes (never assumed NUL-terminated), an arena for
+ * request-scoped memory, aborting allocators for small bookkeeping, a
+ * leveled logger, and base64/hex codecs. Depends on libc only.
+ */
+#ifndef SHARD_COMMON_H
+#define SHARD_COMMON_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+/* A borrowed run of bytes. 'ptr' may be NULL when 'len' is 0. */
+struct slice {
+    const char *ptr;
+    size_t len;
+};
+
+#define SLICE_LIT(s) ((struct slice){(s), sizeof(s) - 1})
+#define SLICE_NULL ((struct slice){NULL, 0})
+
+/* Makes a slice of the NUL-terminated string 's' (NULL gives an empty slice). */
+struct slice slice_from_cstr(const char *s);
+/* Returns true when 'a' and 'b' hold the same bytes. */
+bool slice_eq(struct slice a, struct slice b);
+/* Returns true when 'a' equals the C string 'lit', ignoring ASCII case. */
+bool slice_eq_nocase(struct slice a, const char *lit);
+/* memcmp order; a proper prefix sorts first. Returns <0, 0 or >0. */
+int slice_cmp(struct slice a, struct slice b);
+/* Returns true when 's' begins with 'prefix'. */
+bool slice_has_prefix(struct slice s, struct slice prefix);
+
+/* Allocators that abort the process when memory is exhausted; only for
+ * small bookkeeping (payload buffers come from bounded pools). */
+void *xmalloc(size_t len);
+void *xcalloc(size_t n, size_t len);
+void *xrealloc(void *p, size_t len);
+char *xstrdup(const char *s);
+char *xstrndup(const char *s, size_t len);
+
+/*
+ * Arena: many small allocations freed at once. Not thread-safe; one owner.
+ * arena_create() never fails (aborts on OOM); arena_destroy(NULL) is a no-op.
+ */
+struct arena;
+struct arena *arena_create(size_t first_block_len);
+void arena_destroy(struct arena *a);
+/* Frees everything allocated so far but keeps the first block for reuse. */
+void arena_clear(struct arena *a);
+/* Returns 'len' bytes aligned to 16, valid until the arena is cleared/destroyed. */
+void *arena_alloc(struct arena *a, size_t len);
+void *arena_calloc(struct arena *a, size_t n, size_t len);
+void *arena_memdup(struct arena *a, const void *p, size_t len);
+/* Copies 'len' bytes and appends a NUL. */
+char *arena_strndup(struct arena *a, const char *s, size_t len);
+char *arena_sprintf(struct arena *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Registers 'fn(arg)' to run when the arena is destroyed or cleared (LIFO). */
+void arena_cleanup_add(struct arena *a, void (*fn)(void *), void *arg);
+
+/* Growable byte buffer on the heap; 'buf_cleanup' frees it. */
+struct buf {
+    char *ptr;
+    size_t len;
+    size_t cap;
+};
+void buf_init(struct buf *b);
+void buf_cleanup(struct buf *b);
+void buf_reserve(struct buf *b, size_t extra);
+void buf_append(struct buf *b, const void *p, size_t len);
+void buf_append_str(struct buf *b, const char *s);
+void buf_printf(struct buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Logging. Messages go to stderr with a timestamp and level. Never pass a
+ * secret to these. */
+enum log_level { LOG_DEBUG, LOG_INFO, LOG_WARN, LOG_ERROR };
+void log_set_level(enum log_level lvl);
+void log_msg(enum log_level lvl, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+#define log_debug(...) log_msg(LOG_DEBUG, __VA_ARGS__)
+#define log_info(...) log_msg(LOG_INFO, __VA_ARGS__)
+#define log_warn(...) log_msg(LOG_WARN, __VA_ARGS__)
+#define log_error(...) log_msg(LOG_ERROR, __VA_ARGS__)
+
+/* Corruption found in storage or index: logs file:line (one breakpoint
+ * catches every case) and evaluates to -EIO. */
+int common_corrupt(const char *file, int line, const char *what);
+#define CORRUPT_BKPT(what) common_corrupt(__FILE__, __LINE__, (what))
+
+/* Base64 (standard alphabet, padded). encode writes base64_encoded_len(n)
+ * bytes plus a NUL. decode returns the decoded length, or -1 on bad input;
+ * 'out' needs base64_decoded_cap(len) bytes. */
+size_t base64_encoded_len(size_t n);
+size_t base64_encode(const void *in, size_t n, char *out);
+size_t base64_decoded_cap(size_t len);
+long base64_decode(const char *in, size_t len, void *out);
+
+/* Lower-case hex; 'out' gets 2n chars plus a NUL. */
+void hex_encode(const void *in, size_t n, char *out);
+/* Returns 0 and fills 'out' with len/2 bytes, or -1 when not even-length hex. */
+int hex_decode(const char *in, size_t len, void *out);
+
+/* Parses a decimal uint64 of the whole slice with overflow checks.
+ * Returns 0, or -1 when empty, not all digits, or larger than 'max'. */
+int parse_u64(struct slice s, uint64_t max, uint64_t *out);
+
+/* Wall clock in nanoseconds since the epoch, and monotonic nanoseconds. */
+int64_t clock_now_ns(void);
+int64_t clock_mono_ns(void);
+
+#define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
+#define MIN(a, b) ((a) < (b) ? (a) : (b))
+#define MAX(a, b) ((a) > (b) ? (a) : (b))
+#define ALIGN_UP(x, a) (((x) + ((a)-1)) & ~((uint64_t)(a)-1))
+
+#endif

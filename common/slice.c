@@ -1,0 +1,70 @@
+/*
+ * slice.c: comparisons on (ptr, len) byte runs, and checked decimal parsing.
+ */
+#include "common/common.h"
+
+struct slice
+slice_from_cstr(const char *s)
+{
+    struct slice r = {s, s ? strlen(s) : 0};
+    return r;
+}
+
+bool
+slice_eq(struct slice a, struct slice b)
+{
+    return a.len == b.len && (a.len == 0 || memcmp(a.ptr, b.ptr, a.len) == 0);
+}
+
+static int
+lower(int c)
+{
+    return (c >= 'A' && c <= 'Z') ? c + 32 : c;
+}
+
+bool
+slice_eq_nocase(struct slice a, const char *lit)
+{
+    size_t n = strlen(lit);
+    if (a.len != n)
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if (lower((unsigned char)a.ptr[i]) != lower((unsigned char)lit[i]))
+            return false;
+    return true;
+}
+
+int
+slice_cmp(struct slice a, struct slice b)
+{
+    size_t n = MIN(a.len, b.len);
+    int c = n ? memcmp(a.ptr, b.ptr, n) : 0;
+    if (c)
+        return c;
+    return (a.len > b.len) - (a.len < b.len);
+}
+
+bool
+slice_has_prefix(struct slice s, struct slice prefix)
+{
+    return s.len >= prefix.len && (prefix.len == 0 || memcmp(s.ptr, prefix.ptr, prefix.len) == 0);
+}
+
+int
+parse_u64(struct slice s, uint64_t max, uint64_t *out)
+{
+    if (s.len == 0 || s.len > 20)
+        return -1;
+    uint64_t v = 0;
+    for (size_t i = 0; i < s.len; i++) {
+        unsigned c = (unsigned char)s.ptr[i];
+        if (c < '0' || c > '9')
+            return -1;
+        unsigned d = c - '0';
+        if (v > (max - d) / 10)
+            return -1;
+        v = v * 10 + d;
+    }
+    *out = v;
+    return 0;
+}

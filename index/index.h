@@ -1,0 +1,187 @@
+/*
+ * index.h: the metadata index (buckets, objects, listing). The whole
+ * interface of index/.
+ *
+ * The local implementation is LMDB, but no LMDB type appears here: a
+ * distributed ordered KV must be able to replace it without touching
+ * server/. All values handed out are copied into the caller's arena; none
+ * points into the store. Functions return 0 or a negative errno.
+ * Thread-safety: every function may be called from any thread; readers
+ * never wait for the writer (MVCC). index_commit() calls are serialized
+ * internally (one writer at a time).
+ */
+#ifndef SHARD_INDEX_H
+#define SHARD_INDEX_H
+
+#include "common/common.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct index;
+
+/* S3 allows keys up to 1024 bytes; bucket names up to 63. */
+#define INDEX_MAX_KEY 1024
+#define INDEX_MAX_BUCKET 63
+
+/*
+ * Opens (creating if needed) the index in directory 'dir' with a maximum
+ * size of 'map_size' bytes. Returns 0 and sets '*out', or -errno.
+ * 'is_nosync': skip fsync on commit (tests only; never in production).
+ */
+int index_open(struct index **out, const char *dir, uint64_t map_size, bool is_nosync);
+/* Closes the index; NULL is a no-op. No call may be in progress. */
+void index_close(struct index *ix);
+
+/* ---- buckets ------------------------------------------------------------ */
+
+struct index_bucket {
+    char name[INDEX_MAX_BUCKET + 1];
+    uint64_t id;          /* never reused, > 0 */
+    int64_t created_ns;
+    char owner[64];       /* owner user id (NUL-terminated, may be empty) */
+};
+
+/* Creates bucket 'name' (validated by the caller) owned by 'owner'.
+ * Returns 0 and fills 'out' (may be NULL), or -EEXIST (out filled with the
+ * existing bucket), or -ENOSPC (index full). */
+int index_bucket_create(struct index *ix, struct slice name, const char *owner, int64_t now_ns,
+                        struct index_bucket *out);
+/* Returns 0 and fills 'out', or -ENOENT. */
+int index_bucket_get(struct index *ix, struct slice name, struct index_bucket *out);
+/* Deletes an empty bucket. Returns 0, -ENOENT, or -ENOTEMPTY (objects remain). */
+int index_bucket_delete(struct index *ix, struct slice name);
+/* Calls 'fn' for each bucket in name order; stops early when fn returns non-zero. */
+typedef int (*index_bucket_fn)(void *ctx, const struct index_bucket *b);
+int index_bucket_list(struct index *ix, index_bucket_fn fn, void *ctx);
+
+/* ---- objects ------------------------------------------------------------ */
+
+/* A run of bytes in a storage volume. Mirrors struct storage_extent;
+ * server/ converts between the two. */
+struct index_extent {
+    uint32_t volume;
+    uint32_t flags;   /* reserved, 0 */
+    uint64_t offset;  /* bytes into the volume */
+    uint64_t len;     /* logical bytes of object data in this extent */
+};
+
+struct index_object {
+    uint64_t size;
+    int64_t mtime_ns;
+    uint8_t etag[16];        /* MD5 (single PUT) or MD5 of part MD5s (multipart) */
+    uint32_t parts_count;    /* 0 for a single PUT */
+    uint32_t n_extents;
+    const struct index_extent *extents;
+    /* Opaque to index/: the storage block checksums (storage/ format). */
+    const uint8_t *sums;
+    size_t sums_len;
+    /* Opaque to index/: metadata encoded by server/ (content-type, user
+     * metadata, checksums, part sizes...). */
+    const uint8_t *meta;
+    size_t meta_len;
+    /* Small objects may be stored inline instead of in extents (n_extents 0). */
+    const uint8_t *inline_data;
+    size_t inline_len;
+};
+
+/* Looks up 'key' in bucket 'bucket_id'. Returns 0 and fills 'out' (all
+ * pointers copied into 'a'), or -ENOENT. */
+int index_object_get(struct index *ix, uint64_t bucket_id, struct slice key, struct arena *a,
+                     struct index_object *out);
+
+/* ---- write batches (group commit) -------------------------------------- */
+
+enum index_op_kind {
+    INDEX_OP_PUT,     /* insert or replace the object */
+    INDEX_OP_DELETE,  /* remove the object if present (absent is not an error) */
+};
+
+/*
+ * One mutation inside a batch. Conditions are checked inside the write
+ * transaction, so conditional writes are atomic.
+ */
+struct index_op {
+    enum index_op_kind kind;
+    uint64_t bucket_id;
+    struct slice key;
+    const struct index_object *object;   /* INDEX_OP_PUT */
+    bool if_none_match;                  /* fail with -EEXIST when the key exists */
+    bool has_if_match;                   /* fail with -ESTALE unless the current etag matches */
+    uint8_t if_match_etag[16];
+    /* Results, filled by index_commit: */
+    int result;                          /* 0, -ENOENT (bucket gone), -EEXIST, -ESTALE, -ENOSPC */
+    /* The extents no longer referenced after this op (the replaced or
+     * deleted version), copied into 'arena'; the caller frees them in
+     * storage after the commit. */
+    struct arena *arena;
+    struct index_extent *freed;
+    uint32_t n_freed;
+};
+
+/*
+ * Applies 'ops' in ONE write transaction and one durable commit. An op
+ * whose condition fails (or whose bucket does not exist) is skipped with
+ * its 'result' set; the others still apply. Returns 0 when the transaction
+ * committed (check each op's result), or -errno when nothing was applied
+ * (-ENOSPC when the index is full, -EIO).
+ */
+int index_commit(struct index *ix, struct index_op *ops, size_t n_ops);
+
+/* ---- listing ------------------------------------------------------------ */
+
+struct index_list_params {
+    uint64_t bucket_id;
+    struct slice prefix;
+    struct slice delimiter;   /* any string; empty = none */
+    struct slice start_after; /* exclusive: list keys > start_after; when it
+                                 equals/extends a common prefix that prefix is skipped */
+    uint32_t max_keys;        /* 0..1000; keys + common prefixes returned <= max_keys */
+};
+
+struct index_list_entry {
+    bool is_prefix;           /* a CommonPrefix (only 'key' is set) */
+    struct slice key;         /* in the arena */
+    uint64_t size;
+    int64_t mtime_ns;
+    uint8_t etag[16];
+    uint32_t parts_count;
+};
+
+struct index_list_result {
+    struct index_list_entry *entries; /* in the arena, in S3 order */
+    uint32_t n_entries;
+    bool is_truncated;
+    struct slice next_marker; /* the last key or prefix returned when truncated */
+};
+
+/*
+ * Lists in S3 order with S3's prefix/delimiter semantics. A delimiter
+ * listing skips each common prefix with one seek, so the cost is
+ * proportional to the page returned. Keys of any length up to
+ * INDEX_MAX_KEY list in byte order. Returns 0 or -errno.
+ */
+int index_object_list(struct index *ix, const struct index_list_params *p, struct arena *a,
+                      struct index_list_result *out);
+
+/* Number of objects in a bucket (admin/metrics; O(n) allowed). */
+int index_bucket_count(struct index *ix, uint64_t bucket_id, uint64_t *n_objects,
+                       uint64_t *n_bytes);
+
+/* ---- space accounting --------------------------------------------------- */
+
+/* Calls 'fn' for every extent referenced by any record in the index, so
+ * the storage allocator can rebuild its free map at startup (free space is
+ * derived, never stored, so it cannot leak). Returns 0 or -errno. */
+typedef void (*index_extent_fn)(void *ctx, const struct index_extent *e);
+int index_extents_scan(struct index *ix, index_extent_fn fn, void *ctx);
+
+/* ---- small key/value settings (credentials, config) --------------------- */
+
+/* Stores / reads a small named value in the index's settings table.
+ * get returns the value length (copied into 'a'), or -ENOENT. */
+int index_setting_put(struct index *ix, const char *name, const void *val, size_t len);
+int index_setting_get(struct index *ix, const char *name, struct arena *a, const void **val,
+                      size_t *len);
+
+#endif

@@ -1,0 +1,2 @@
+bin_PROGRAMS += shardstore
+shardstore_SOURCES = server/main.c

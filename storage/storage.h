@@ -1,0 +1,144 @@
+/*
+ * storage.h: the extent store. The whole interface of storage/.
+ *
+ * Object bytes live in extents of preallocated volume files in the data
+ * directory. Writes go through io_uring with O_DIRECT from aligned staging
+ * buffers; every STORAGE_BLOCK_LEN block of an extent carries an xxHash64
+ * checksum kept by the caller (in the index record). Reads are either
+ * zero-copy (storage_read_fd + sendfile) or buffered reads.
+ *
+ * Space: the allocator is in memory. At startup the caller marks every
+ * extent the index references (storage_mark_used) and then calls
+ * storage_ready(); everything else is free. So a crash can never leak
+ * space: reserved-but-uncommitted extents are simply free after restart.
+ * Freed extents are reused only after every reader pinned before the free
+ * has unpinned (deferred reclaim).
+ *
+ * No io_uring type appears here. Functions return 0 / a byte count, or a
+ * negative errno. Thread-safety: a storage is shared by all threads; a
+ * writer is used by one thread at a time.
+ */
+#ifndef SHARD_STORAGE_H
+#define SHARD_STORAGE_H
+
+#include "common/common.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define STORAGE_ALIGN 4096u               /* extent offsets and allocations */
+#define STORAGE_BLOCK_LEN (1u << 20)      /* checksum block */
+#define STORAGE_SUM_LEN 8                 /* xxh64 per block, little-endian */
+
+struct storage;
+struct storage_writer;
+
+struct storage_extent {
+    uint32_t volume;
+    uint32_t flags;   /* reserved, 0 */
+    uint64_t offset;
+    uint64_t len;     /* logical bytes (the allocation is len rounded up to STORAGE_ALIGN) */
+};
+
+struct storage_config {
+    const char *dir;          /* data directory; volumes are dir/vol-NNNN.dat */
+    uint64_t volume_size;     /* bytes per volume file (multiple of 1 MiB) */
+    uint32_t max_volumes;     /* new volumes are created on demand up to this */
+    uint64_t write_buffer_total; /* bound on all staging buffers together (bytes) */
+    bool is_direct;           /* O_DIRECT writes (false only where the fs refuses it) */
+};
+
+/* Opens the volumes in cfg->dir (creating vol-0000 if none exists).
+ * Returns 0 and sets '*out', or -errno. */
+int storage_open(struct storage **out, const struct storage_config *cfg);
+/* Waits for in-flight I/O and closes; NULL is a no-op. */
+void storage_close(struct storage *st);
+
+/* Startup: marks 'e' as in use. Returns 0, or -EINVAL if the extent is out
+ * of range or overlaps one already marked (corruption). */
+int storage_mark_used(struct storage *st, const struct storage_extent *e);
+/* Startup: builds the free map from what was not marked. */
+int storage_ready(struct storage *st);
+
+/* ---- writing ------------------------------------------------------------ */
+
+/*
+ * Creates a writer for an object of 'size_hint' bytes (UINT64_MAX when
+ * unknown: extents are then allocated in chunks and the tail trimmed at
+ * finish). Reserves space up front when the size is known. Returns 0, or
+ * -ENOSPC (no space in any volume), -EAGAIN (staging buffer pool exhausted:
+ * 503 SlowDown).
+ */
+int storage_writer_create(struct storage *st, uint64_t size_hint, struct storage_writer **out);
+/* Appends 'len' bytes. Copies into staging buffers and submits full ones;
+ * blocks only when all of the writer's buffers are in flight. Returns 0 or
+ * -errno (-ENOSPC, -EIO, -EFBIG when exceeding a known size_hint). */
+int storage_writer_write(struct storage_writer *w, const void *buf, size_t len);
+/* Flushes the tail and waits for every write to complete (no fsync).
+ * Returns 0 or -errno. */
+int storage_writer_finish(struct storage_writer *w);
+/* After finish: the extents written, in order (owned by the writer). */
+size_t storage_writer_extents(const struct storage_writer *w, const struct storage_extent **out);
+/* After finish: the block checksums of those extents (owned by the writer). */
+const uint8_t *storage_writer_sums(const struct storage_writer *w, size_t *len);
+/* Total bytes written. */
+uint64_t storage_writer_size(const struct storage_writer *w);
+/*
+ * Destroys the writer. 'is_committed' true: its extents now belong to the
+ * index and stay allocated. false: they return to the free map at once
+ * (nothing was published). NULL is a no-op.
+ */
+void storage_writer_destroy(struct storage_writer *w, bool is_committed);
+
+/* Makes all completed writes durable: one fdatasync per volume written
+ * since the last sync (group commit calls it once per batch). */
+int storage_sync(struct storage *st);
+
+/* ---- freeing and reader pins ------------------------------------------- */
+
+/* Returns extents to the allocator once no reader pinned before this call
+ * is still active (deferred reclaim). */
+void storage_release(struct storage *st, const struct storage_extent *e, size_t n);
+/* A reader pins before it looks up extents and unpins when done with them. */
+uint64_t storage_reader_pin(struct storage *st);
+void storage_reader_unpin(struct storage *st, uint64_t pin);
+
+/* ---- reading ------------------------------------------------------------ */
+
+/* A new (dup'd) buffered read-only fd of 'volume' for sendfile; the caller
+ * closes it. Returns the fd or -errno. */
+int storage_volume_fd(struct storage *st, uint32_t volume);
+/* Reads 'len' bytes at 'off' within extent 'e' into 'buf'. Returns the
+ * bytes read (len unless past the extent end) or -errno. */
+ssize_t storage_read(struct storage *st, const struct storage_extent *e, uint64_t off, void *buf,
+                     size_t len);
+/* Hints the kernel to read ahead [off, off+len) of extent 'e'. */
+void storage_readahead(struct storage *st, const struct storage_extent *e, uint64_t off,
+                       uint64_t len);
+
+/*
+ * Scrub: re-reads 'n' extents and compares each block against 'sums'
+ * (STORAGE_SUM_LEN per block, blocks counted from each extent's start, in
+ * extent order). Returns the number of mismatching blocks (0 = clean) or -errno.
+ */
+long storage_verify(struct storage *st, const struct storage_extent *e, size_t n,
+                    const uint8_t *sums, size_t sums_len);
+/* Number of checksum bytes for an object with these extents. */
+size_t storage_sums_len(const struct storage_extent *e, size_t n);
+
+/* ---- accounting and test hooks ------------------------------------------ */
+
+struct storage_stats {
+    uint64_t total_bytes;  /* all volumes */
+    uint64_t free_bytes;   /* free in the allocator (including pending reclaim? no: excludes it) */
+    uint64_t pending_bytes;/* freed, waiting for readers */
+    uint32_t n_volumes;
+};
+void storage_stats_get(struct storage *st, struct storage_stats *out);
+
+/* Test hook: make the Nth (1-based, counted from now) operation of 'kind'
+ * fail with -EIO. n = 0 disarms. Kinds: "submit", "read", "fsync". */
+void storage_fault_inject(struct storage *st, const char *kind, uint64_t n);
+
+#endif
