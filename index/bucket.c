@@ -1,0 +1,270 @@
+/*
+ * bucket.c: buckets. A bucket lives in two databases kept in step inside
+ * one write transaction: "buckets" (name -> record) and "bucketids"
+ * (id -> name). Ids come from the counter in "meta" and are never reused,
+ * so a stale id held by a request that raced a DeleteBucket can never
+ * write into a newer bucket of the same name.
+ */
+#include "index/index_int.h"
+
+#include <errno.h>
+
+static const char NEXT_ID_KEY[] = "next_bucket_id";
+
+/* Formats 'b' into 'out' (>= 18 + 63 bytes); returns the length. */
+static size_t
+bucket_format(uint8_t *out, const struct index_bucket *b)
+{
+    size_t owner_len = strlen(b->owner);
+    out[0] = INDEX_BUCKET_VERSION;
+    index__put_le64(out + 1, b->id);
+    index__put_le64(out + 9, (uint64_t)b->created_ns);
+    out[17] = (uint8_t)owner_len;
+    memcpy(out + 18, b->owner, owner_len);
+    return 18 + owner_len;
+}
+
+/* Parses the record 'v' of bucket 'name' into 'out'. Returns 0 or -EIO. */
+static int
+bucket_parse(const MDB_val *name, const MDB_val *v, struct index_bucket *out)
+{
+    const uint8_t *p = v->mv_data;
+    memset(out, 0, sizeof(*out));
+    if (name->mv_size == 0 || name->mv_size > INDEX_MAX_BUCKET)
+        return CORRUPT_BKPT("bucket name length");
+    if (v->mv_size < 18 || p[0] != INDEX_BUCKET_VERSION)
+        return CORRUPT_BKPT("bucket record header");
+    size_t owner_len = p[17];
+    if (owner_len >= sizeof(out->owner) || v->mv_size != 18 + owner_len)
+        return CORRUPT_BKPT("bucket record length");
+    memcpy(out->name, name->mv_data, name->mv_size);
+    out->id = index__get_le64(p + 1);
+    out->created_ns = (int64_t)index__get_le64(p + 9);
+    memcpy(out->owner, p + 18, owner_len);
+    return 0;
+}
+
+/* Looks up bucket 'name' in 'txn'. Returns 0, -ENOENT or -EIO. */
+static int
+bucket_lookup(struct index *ix, MDB_txn *txn, struct slice name, struct index_bucket *out)
+{
+    MDB_val k = {name.len, (void *)name.ptr}, v;
+    int rc = index__err(mdb_get(txn, ix->dbi_buckets, &k, &v));
+    if (rc == 0)
+        rc = bucket_parse(&k, &v, out);
+    return rc;
+}
+
+static bool
+name_is_valid(struct slice name)
+{
+    return name.len > 0 && name.len <= INDEX_MAX_BUCKET && !memchr(name.ptr, '\0', name.len);
+}
+
+int
+index_bucket_create(struct index *ix, struct slice name, const char *owner, int64_t now_ns,
+                    struct index_bucket *out)
+{
+    MDB_txn *txn = NULL;
+    struct index_bucket b;
+    int rc;
+
+    if (!owner)
+        owner = "";
+    if (!name_is_valid(name) || strlen(owner) >= sizeof(b.owner))
+        return -EINVAL;
+    if ((rc = index__err(mdb_txn_begin(ix->env, NULL, 0, &txn))) != 0)
+        goto fail;
+    rc = bucket_lookup(ix, txn, name, &b);
+    if (rc == 0) {
+        if (out)
+            *out = b;
+        rc = -EEXIST;
+        goto fail;
+    }
+    if (rc != -ENOENT)
+        goto fail;
+
+    MDB_val mk = {sizeof(NEXT_ID_KEY) - 1, (void *)NEXT_ID_KEY}, mv;
+    uint64_t id = 1;
+    rc = index__err(mdb_get(txn, ix->dbi_meta, &mk, &mv));
+    if (rc == 0) {
+        if (mv.mv_size != 8) {
+            rc = CORRUPT_BKPT("meta next_bucket_id");
+            goto fail;
+        }
+        id = index__get_le64(mv.mv_data);
+    } else if (rc != -ENOENT) {
+        goto fail;
+    }
+    if (id == 0 || id == UINT64_MAX) {
+        rc = CORRUPT_BKPT("meta next_bucket_id value");
+        goto fail;
+    }
+
+    memset(&b, 0, sizeof(b));
+    memcpy(b.name, name.ptr, name.len);
+    b.id = id;
+    b.created_ns = now_ns;
+    memcpy(b.owner, owner, strlen(owner));
+    uint8_t rec[18 + sizeof(b.owner)], idkey[8], next[8];
+    index__put_be64(idkey, id);
+    index__put_le64(next, id + 1);
+    MDB_val bk = {name.len, (void *)name.ptr}, bv = {bucket_format(rec, &b), rec};
+    MDB_val ik = {8, idkey}, iv = {name.len, (void *)name.ptr};
+    MDB_val nv = {8, next};
+    if ((rc = index__err(mdb_put(txn, ix->dbi_buckets, &bk, &bv, 0))) != 0 ||
+        (rc = index__err(mdb_put(txn, ix->dbi_bucketids, &ik, &iv, 0))) != 0 ||
+        (rc = index__err(mdb_put(txn, ix->dbi_meta, &mk, &nv, 0))) != 0)
+        goto fail;
+    rc = index__err(mdb_txn_commit(txn));
+    txn = NULL;
+    if (rc != 0)
+        goto fail;
+    if (out)
+        *out = b;
+    return 0;
+
+fail:
+    if (txn)
+        mdb_txn_abort(txn);
+    return rc;
+}
+
+int
+index_bucket_get(struct index *ix, struct slice name, struct index_bucket *out)
+{
+    MDB_txn *txn = NULL;
+    if (!name_is_valid(name))
+        return -ENOENT;
+    int rc = index__read_begin(ix, &txn);
+    if (rc == 0)
+        rc = bucket_lookup(ix, txn, name, out);
+    index__read_end(ix, txn);
+    return rc;
+}
+
+int
+index_bucket_delete(struct index *ix, struct slice name)
+{
+    MDB_txn *txn = NULL;
+    MDB_cursor *cur = NULL;
+    struct index_bucket b;
+    int rc;
+
+    if (!name_is_valid(name))
+        return -ENOENT;
+    if ((rc = index__err(mdb_txn_begin(ix->env, NULL, 0, &txn))) != 0)
+        goto fail;
+    if ((rc = bucket_lookup(ix, txn, name, &b)) != 0)
+        goto fail;
+
+    /* Empty means no object key starts with the bucket id: one seek.
+     * (Multipart uploads in progress will be checked here as well.) */
+    uint8_t idkey[8];
+    index__put_be64(idkey, b.id);
+    MDB_val k = {8, idkey}, v;
+    if ((rc = index__err(mdb_cursor_open(txn, ix->dbi_objects, &cur))) != 0)
+        goto fail;
+    rc = index__err(mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE));
+    if (rc == 0 && k.mv_size >= 8 && memcmp(k.mv_data, idkey, 8) == 0) {
+        rc = -ENOTEMPTY;
+        goto fail;
+    }
+    if (rc != 0 && rc != -ENOENT)
+        goto fail;
+    mdb_cursor_close(cur);
+    cur = NULL;
+
+    MDB_val bk = {name.len, (void *)name.ptr}, ik = {8, idkey};
+    if ((rc = index__err(mdb_del(txn, ix->dbi_buckets, &bk, NULL))) != 0)
+        goto fail;
+    rc = index__err(mdb_del(txn, ix->dbi_bucketids, &ik, NULL));
+    if (rc == -ENOENT)
+        rc = CORRUPT_BKPT("bucket without its id record");
+    if (rc != 0)
+        goto fail;
+    rc = index__err(mdb_txn_commit(txn));
+    txn = NULL;
+    if (rc != 0)
+        goto fail;
+    return 0;
+
+fail:
+    if (cur)
+        mdb_cursor_close(cur);
+    if (txn)
+        mdb_txn_abort(txn);
+    return rc;
+}
+
+int
+index_bucket_list(struct index *ix, index_bucket_fn fn, void *ctx)
+{
+    MDB_txn *txn = NULL;
+    MDB_cursor *cur = NULL;
+    struct index_bucket b;
+    MDB_val k, v;
+    int rc;
+
+    if ((rc = index__read_begin(ix, &txn)) != 0)
+        goto fail;
+    if ((rc = index__err(mdb_cursor_open(txn, ix->dbi_buckets, &cur))) != 0)
+        goto fail;
+    for (rc = index__err(mdb_cursor_get(cur, &k, &v, MDB_FIRST)); rc == 0;
+         rc = index__err(mdb_cursor_get(cur, &k, &v, MDB_NEXT))) {
+        if ((rc = bucket_parse(&k, &v, &b)) != 0)
+            goto fail;
+        if (fn(ctx, &b) != 0)
+            break;
+    }
+    if (rc == -ENOENT)
+        rc = 0;
+
+fail:
+    if (cur)
+        mdb_cursor_close(cur);
+    index__read_end(ix, txn);
+    return rc;
+}
+
+int
+index_bucket_count(struct index *ix, uint64_t bucket_id, uint64_t *n_objects, uint64_t *n_bytes)
+{
+    MDB_txn *txn = NULL;
+    MDB_cursor *cur = NULL;
+    struct index__record r;
+    uint8_t idkey[8];
+    uint64_t n = 0, bytes = 0;
+    int rc;
+
+    index__put_be64(idkey, bucket_id);
+    MDB_val k = {8, idkey}, v;
+    if ((rc = index__read_begin(ix, &txn)) != 0)
+        goto fail;
+    if ((rc = index__err(mdb_cursor_open(txn, ix->dbi_objects, &cur))) != 0)
+        goto fail;
+    for (rc = index__err(mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE)); rc == 0;
+         rc = index__err(mdb_cursor_get(cur, &k, &v, MDB_NEXT))) {
+        if (k.mv_size < 8 || memcmp(k.mv_data, idkey, 8) != 0)
+            break;
+        if ((rc = index__record_parse(v.mv_data, v.mv_size, &r)) != 0)
+            goto fail;
+        n++;
+        bytes += r.obj.size;
+    }
+    if (rc == -ENOENT)
+        rc = 0;
+    if (rc == 0) {
+        if (n_objects)
+            *n_objects = n;
+        if (n_bytes)
+            *n_bytes = bytes;
+    }
+
+fail:
+    if (cur)
+        mdb_cursor_close(cur);
+    index__read_end(ix, txn);
+    return rc;
+}

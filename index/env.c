@@ -1,0 +1,168 @@
+/*
+ * env.c: opening and closing the LMDB environment, the pool of reusable
+ * read transactions, and the mapping of LMDB codes to -errno.
+ *
+ * Readers never block the writer or each other (MVCC). Beginning a read
+ * transaction costs a reader-slot search, so finished ones are reset
+ * (mdb_txn_reset keeps the slot) and parked in a small pool; the next
+ * reader on any thread renews one (MDB_NOTLS makes this legal). A pool
+ * rather than thread-local slots: a thread that exits can't strand a
+ * reader slot, and index_close() can find and abort every parked txn.
+ */
+#include "index/index_int.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+
+/* Parked read transactions kept at most; beyond this they are aborted. */
+#define INDEX_POOL_MAX 256
+/* Reader slots in the lock file (one per concurrent read txn). */
+#define INDEX_MAX_READERS 1024
+
+int
+index__err(int rc)
+{
+    switch (rc) {
+    case MDB_SUCCESS:
+        return 0;
+    case MDB_NOTFOUND:
+        return -ENOENT;
+    case MDB_KEYEXIST:
+        return -EEXIST;
+    case MDB_MAP_FULL:
+    case MDB_TXN_FULL:
+        return -ENOSPC;
+    case MDB_READERS_FULL:
+    case MDB_MAP_RESIZED:
+        return -EAGAIN;
+    case MDB_BAD_VALSIZE:
+        return -EINVAL;
+    case MDB_CORRUPTED:
+    case MDB_PAGE_NOTFOUND:
+    case MDB_INVALID:
+    case MDB_VERSION_MISMATCH:
+        return CORRUPT_BKPT(mdb_strerror(rc));
+    default:
+        if (rc > 0 && rc < 4096)
+            return -rc; /* an errno from the OS */
+        log_error("index: lmdb: %s", mdb_strerror(rc));
+        return -EIO;
+    }
+}
+
+/* Opens (creating) the named database 'name' in 'txn' into '*dbi'. */
+static int
+open_dbi(MDB_txn *txn, const char *name, MDB_dbi *dbi)
+{
+    return mdb_dbi_open(txn, name, MDB_CREATE, dbi);
+}
+
+int
+index_open(struct index **out, const char *dir, uint64_t map_size, bool is_nosync)
+{
+    struct index *ix = xcalloc(1, sizeof(*ix));
+    MDB_txn *txn = NULL;
+    int rc;
+
+    *out = NULL;
+    pthread_mutex_init(&ix->pool_mu, NULL);
+    ix->is_nosync = is_nosync;
+    if (mkdir(dir, 0700) != 0 && errno != EEXIST) {
+        rc = -errno;
+        log_error("index: mkdir %s: %s", dir, strerror(-rc));
+        goto fail;
+    }
+    if ((rc = index__err(mdb_env_create(&ix->env))) != 0)
+        goto fail;
+    if ((rc = index__err(mdb_env_set_maxdbs(ix->env, 8))) != 0 ||
+        (rc = index__err(mdb_env_set_maxreaders(ix->env, INDEX_MAX_READERS))) != 0 ||
+        (rc = index__err(mdb_env_set_mapsize(ix->env, (size_t)map_size))) != 0)
+        goto fail;
+    if (mdb_env_get_maxkeysize(ix->env) < INDEX_LKEY_MAX) {
+        log_error("index: this LMDB allows keys of %d bytes, need %d",
+                  mdb_env_get_maxkeysize(ix->env), INDEX_LKEY_MAX);
+        rc = -ENOTSUP;
+        goto fail;
+    }
+    unsigned flags = MDB_NOTLS | (is_nosync ? MDB_NOSYNC : 0);
+    if ((rc = index__err(mdb_env_open(ix->env, dir, flags, 0600))) != 0) {
+        log_error("index: open %s: %s", dir, strerror(-rc));
+        goto fail;
+    }
+    if ((rc = index__err(mdb_txn_begin(ix->env, NULL, 0, &txn))) != 0)
+        goto fail;
+    if ((rc = index__err(open_dbi(txn, "buckets", &ix->dbi_buckets))) != 0 ||
+        (rc = index__err(open_dbi(txn, "bucketids", &ix->dbi_bucketids))) != 0 ||
+        (rc = index__err(open_dbi(txn, "objects", &ix->dbi_objects))) != 0 ||
+        (rc = index__err(open_dbi(txn, "settings", &ix->dbi_settings))) != 0 ||
+        (rc = index__err(open_dbi(txn, "meta", &ix->dbi_meta))) != 0)
+        goto fail;
+    rc = index__err(mdb_txn_commit(txn));
+    txn = NULL;
+    if (rc != 0)
+        goto fail;
+    *out = ix;
+    return 0;
+
+fail:
+    if (txn)
+        mdb_txn_abort(txn);
+    index_close(ix);
+    return rc;
+}
+
+void
+index_close(struct index *ix)
+{
+    if (!ix)
+        return;
+    for (size_t i = 0; i < ix->pool_n; i++)
+        mdb_txn_abort(ix->pool[i]);
+    free(ix->pool);
+    if (ix->env)
+        mdb_env_close(ix->env);
+    pthread_mutex_destroy(&ix->pool_mu);
+    free(ix);
+}
+
+int
+index__read_begin(struct index *ix, MDB_txn **out)
+{
+    MDB_txn *txn = NULL;
+
+    pthread_mutex_lock(&ix->pool_mu);
+    if (ix->pool_n)
+        txn = ix->pool[--ix->pool_n];
+    pthread_mutex_unlock(&ix->pool_mu);
+    if (txn) {
+        if (mdb_txn_renew(txn) == MDB_SUCCESS) {
+            *out = txn;
+            return 0;
+        }
+        mdb_txn_abort(txn);
+    }
+    int rc = index__err(mdb_txn_begin(ix->env, NULL, MDB_RDONLY, &txn));
+    *out = rc == 0 ? txn : NULL;
+    return rc;
+}
+
+void
+index__read_end(struct index *ix, MDB_txn *txn)
+{
+    if (!txn)
+        return;
+    mdb_txn_reset(txn);
+    pthread_mutex_lock(&ix->pool_mu);
+    if (ix->pool_n == ix->pool_cap && ix->pool_cap < INDEX_POOL_MAX) {
+        ix->pool_cap = ix->pool_cap ? ix->pool_cap * 2 : 16;
+        ix->pool = xrealloc(ix->pool, ix->pool_cap * sizeof(*ix->pool));
+    }
+    if (ix->pool_n < ix->pool_cap) {
+        ix->pool[ix->pool_n++] = txn;
+        txn = NULL;
+    }
+    pthread_mutex_unlock(&ix->pool_mu);
+    if (txn)
+        mdb_txn_abort(txn);
+}

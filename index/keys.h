@@ -1,0 +1,122 @@
+/*
+ * keys.h: THE authoritative description of the index's on-disk format (the
+ * LMDB key schema and every record layout), plus the key encoders.
+ *
+ * The environment is a directory holding data.mdb and lock.mdb (no
+ * MDB_NOSUBDIR). It holds these named databases:
+ *
+ *   "buckets"    key: bucket name (1..63 bytes, no NUL)
+ *                val: bucket record (below)
+ *   "bucketids"  key: bucket id, 8 bytes big-endian
+ *                val: bucket name (reverse map, so "does bucket id N still
+ *                     exist" is one get inside a write transaction)
+ *   "objects"    key: object key (below)
+ *                val: object record (below)
+ *   "settings"   key: setting name (1..511 bytes)
+ *                val: opaque bytes
+ *   "meta"       key: "next_bucket_id"
+ *                val: u64 little-endian, the id the next bucket gets.
+ *                     Ids start at 1 and are never reused.
+ *
+ * Object keys. S3 keys reach 1024 bytes but LMDB keys stop at 511, so:
+ *
+ *   len(K) <= 480 (a "direct" key):   bid(8, BE) | K                (<= 488)
+ *   len(K) >  480 (a "long" key):     bid(8, BE) | K[0..480) | H    (= 504)
+ *        where H = XXH3-128(K) in canonical (big-endian) form, and the
+ *        object record carries the full K.
+ *
+ * Ordering argument. Let P be a 480-byte prefix. Every long key with
+ * prefix P sorts after the direct key bid|P (if any) and before any other
+ * direct key: a direct key D != P is at most 480 bytes, so it cannot
+ * extend P; it differs from P at a position < 480 and sorts on the same
+ * side of every K with prefix P as of P itself. Hence (a) the mapping
+ * full key -> LMDB key is monotone except inside a "run" (all long keys
+ * sharing a 480-byte prefix), (b) each run is contiguous in LMDB order,
+ * and (c) a run is recognizable by key length (exactly 504 bytes). The
+ * lister reads a whole run, sorts it by full key in memory, and emits it
+ * in order: its cost is proportional to the size of the run, which only
+ * matters for many keys longer than 480 bytes sharing 480 bytes of
+ * prefix. A lookup of a long key is exact (the hash; the full key in the
+ * record is compared too).
+ *
+ * Bucket record (little-endian):
+ *   u8  version (1)
+ *   u64 id
+ *   i64 created_ns
+ *   u8  owner_len (0..63)
+ *   owner_len bytes of owner id
+ *
+ * Object record, version 1 (little-endian, no padding):
+ *   off  len
+ *     0    1  version (1)
+ *     1    1  flags (0; reserved)
+ *     2    2  key_len: length of the full S3 key stored below (0 for a
+ *             direct key, whose full key is the LMDB key after bid)
+ *     4    8  size
+ *    12    8  mtime_ns (signed)
+ *    20   16  etag
+ *    36    4  parts_count
+ *    40    4  n_extents
+ *    44    4  sums_len
+ *    48    4  meta_len
+ *    52    4  inline_len
+ *    56       key_len bytes: full key
+ *             n_extents * 24 bytes: { u32 volume, u32 flags, u64 offset, u64 len }
+ *             sums_len bytes, meta_len bytes, inline_len bytes
+ *   The record length must equal the sum exactly; anything else is
+ *   corruption (CORRUPT_BKPT, -EIO).
+ */
+#ifndef SHARD_INDEX_KEYS_H
+#define SHARD_INDEX_KEYS_H
+
+#include "common/common.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#define INDEX_BID_LEN 8
+/* Longest S3 key stored directly in the LMDB key. */
+#define INDEX_DIRECT_MAX 480
+#define INDEX_HASH_LEN 16
+/* Length of every LMDB key of a long S3 key (and of no other key). */
+#define INDEX_LONG_LKEY_LEN (INDEX_BID_LEN + INDEX_DIRECT_MAX + INDEX_HASH_LEN)
+/* Room for any encoded object key. */
+#define INDEX_LKEY_MAX INDEX_LONG_LKEY_LEN
+
+#define INDEX_RECORD_VERSION 1
+#define INDEX_RECORD_HEAD_LEN 56
+#define INDEX_EXTENT_REC_LEN 24
+#define INDEX_BUCKET_VERSION 1
+
+/* Writes the 8-byte big-endian form of 'v' to 'p'. */
+void index__put_be64(uint8_t *p, uint64_t v);
+uint64_t index__get_be64(const uint8_t *p);
+void index__put_le16(uint8_t *p, uint16_t v);
+void index__put_le32(uint8_t *p, uint32_t v);
+void index__put_le64(uint8_t *p, uint64_t v);
+uint16_t index__get_le16(const uint8_t *p);
+uint32_t index__get_le32(const uint8_t *p);
+uint64_t index__get_le64(const uint8_t *p);
+
+/*
+ * Encodes the LMDB key of S3 key 'key' (1..INDEX_MAX_KEY bytes) in bucket
+ * 'bucket_id' into 'out' (INDEX_LKEY_MAX bytes). Returns its length.
+ */
+size_t index__objkey_encode(uint8_t *out, uint64_t bucket_id, struct slice key);
+
+/*
+ * Encodes a seek target: the LMDB key at or before which every object
+ * with full key >= 'key' is found (see list.c). For a long 'key' it is
+ * bid | key[0..480) | 16 zero bytes, which sorts before every member of
+ * the run with that prefix. 'key' may be empty. Returns its length.
+ */
+size_t index__objkey_seek_encode(uint8_t *out, uint64_t bucket_id, struct slice key);
+
+/* Returns true when an LMDB object key of length 'len' is a long key. */
+static inline bool
+index__objkey_is_long(size_t len)
+{
+    return len == INDEX_LONG_LKEY_LEN;
+}
+
+#endif
