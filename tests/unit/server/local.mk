@@ -1,1 +1,9 @@
 # unit tests of server/
+check_PROGRAMS += %D%/test_range %D%/test_xml_in
+TESTS += %D%/test_range %D%/test_xml_in
+
+%C%_test_range_SOURCES = %D%/test_range.c
+%C%_test_range_LDADD = server/libs3parse.la tests/lib/libtest.la
+
+%C%_test_xml_in_SOURCES = %D%/test_xml_in.c
+%C%_test_xml_in_LDADD = server/libs3parse.la tests/lib/libtest.la

@@ -1,0 +1,94 @@
+/*
+ * xml_in.h: parses S3 request bodies with expat. All output is in the
+ * arena. Bounded: bodies are limited by the caller (max 1 MiB for
+ * DeleteObjects/Complete, 64 KiB for others).
+ *
+ * Element names are matched by local name (any "prefix:" and the xmlns
+ * attributes are ignored); the root element must match; unknown elements
+ * inside known containers are skipped with their subtree. A DOCTYPE or
+ * entity declaration, an element inside a text element, a repeated text
+ * element, or text longer than XML_IN_TEXT_MAX bytes is MALFORMED. Every
+ * returned slice points into the arena and is NUL-terminated (the NUL is
+ * not counted), or is {NULL, 0} when absent. Thread-safe: no shared state.
+ */
+#ifndef SHARD_SERVER_XML_IN_H
+#define SHARD_SERVER_XML_IN_H
+
+#include "common/common.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Longest character data accepted in one text element, in bytes of UTF-8. */
+#define XML_IN_TEXT_MAX 4096
+#define XML_IN_DELETE_MAX 1000
+#define XML_IN_PARTS_MAX 10000
+
+enum xml_in_status {
+    XML_IN_OK,
+    XML_IN_MALFORMED, /* MalformedXML */
+    XML_IN_TOO_MANY,  /* >1000 keys for delete, >10000 parts */
+};
+
+struct xml_delete_object {
+    struct slice key;
+    struct slice version_id; /* {NULL, 0} when absent */
+};
+
+struct xml_delete_request {
+    bool is_quiet;
+    struct xml_delete_object *objects;
+    size_t n_objects;
+};
+
+/*
+ * Parses a DeleteObjects body:
+ *   <Delete><Quiet>true</Quiet><Object><Key>k</Key><VersionId>v</VersionId></Object>...</Delete>
+ * (the xmlns attribute may or may not be present). Needs 1 to 1000
+ * Objects, each with one non-empty Key; Quiet is "true" or "false" (any
+ * case, surrounding whitespace allowed) and defaults to false. Keys are
+ * returned exactly as decoded, whitespace and all.
+ * Returns XML_IN_OK and fills '*out'; XML_IN_TOO_MANY past 1000 Objects;
+ * XML_IN_MALFORMED otherwise. '*out' is meaningful only on XML_IN_OK.
+ */
+enum xml_in_status xml_parse_delete(const char *body, size_t len, struct arena *a,
+                                    struct xml_delete_request *out);
+
+struct xml_complete_part {
+    uint32_t part_number;
+    struct slice etag; /* without quotes; {NULL, 0} when absent */
+    struct slice checksum_crc32, checksum_crc32c, checksum_crc64nvme, checksum_sha1,
+        checksum_sha256; /* {NULL, 0} when absent */
+};
+
+struct xml_complete_request {
+    struct xml_complete_part *parts;
+    size_t n_parts;
+};
+
+/*
+ * Parses a CompleteMultipartUpload body:
+ *   <CompleteMultipartUpload><Part><PartNumber>1</PartNumber><ETag>"…"</ETag>
+ *   <ChecksumCRC32>…</ChecksumCRC32>…</Part>…</CompleteMultipartUpload>
+ * Each Part needs a PartNumber in 1..10000 (surrounding whitespace allowed).
+ * The ETag and checksums have surrounding whitespace trimmed, and the ETag
+ * loses one pair of surrounding quotes (written '"' or "&quot;"). Parts are
+ * returned in document order; the caller checks ordering and matches ETags.
+ * Returns XML_IN_OK for 1..10000 parts; XML_IN_TOO_MANY past 10000;
+ * XML_IN_MALFORMED otherwise. '*out' is meaningful only on XML_IN_OK.
+ */
+enum xml_in_status xml_parse_complete(const char *body, size_t len, struct arena *a,
+                                      struct xml_complete_request *out);
+
+/*
+ * Parses a CreateBucket body:
+ *   <CreateBucketConfiguration><LocationConstraint>eu-west-1</LocationConstraint></CreateBucketConfiguration>
+ * An empty (or all-whitespace) body, or one without LocationConstraint, is
+ * XML_IN_OK with '*location' empty; surrounding whitespace is trimmed.
+ * Returns XML_IN_OK or XML_IN_MALFORMED.
+ */
+enum xml_in_status xml_parse_create_bucket(const char *body, size_t len, struct arena *a,
+                                           struct slice *location);
+
+#endif
