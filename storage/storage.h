@@ -137,6 +137,10 @@ struct storage_stats {
 };
 void storage_stats_get(struct storage *st, struct storage_stats *out);
 
+/* True when writes really use O_DIRECT (false when configured off or when
+ * the filesystem refused it at open). */
+bool storage_is_direct(const struct storage *st);
+
 /* Test hook: make the Nth (1-based, counted from now) operation of 'kind'
  * fail with -EIO. n = 0 disarms. Kinds: "submit", "read", "fsync". */
 void storage_fault_inject(struct storage *st, const char *kind, uint64_t n);

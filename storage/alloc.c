@@ -1,0 +1,506 @@
+/*
+ * alloc.c: the in-memory extent allocator and deferred reclaim.
+ *
+ * Startup: storage_mark_used sets bits in a per-volume bitmap (one bit per
+ * 4 KiB, so overlaps are caught at once) and storage_ready turns the clear
+ * bits into the free map. At run time each volume's free map is a sorted
+ * array of free ranges, always coalesced (no two ranges touch); allocation is
+ * best fit over all volumes, then a fresh volume, then largest-first
+ * fragments. free_bytes always equals the sum of all free ranges (before
+ * ready: total minus marked). Extents released while readers may use them
+ * wait on the pending list until every pin of their generation or older is
+ * gone.
+ */
+#include "storage/storage_int.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define BLOCKS(len) ((len) / STORAGE_ALIGN)
+
+/* ---- free map primitives (alloc_lock held) ------------------------------ */
+
+/* Returns the index of the last range starting at or before 'off', or -1. */
+static long
+range_find(const struct storage__volume *v, uint64_t off)
+{
+    long lo = 0, hi = (long)v->n_free - 1, found = -1;
+    while (lo <= hi) {
+        long mid = lo + (hi - lo) / 2;
+        if (v->free[mid].off <= off) {
+            found = mid;
+            lo = mid + 1;
+        } else {
+            hi = mid - 1;
+        }
+    }
+    return found;
+}
+
+static void
+range_insert_at(struct storage__volume *v, size_t i, uint64_t off, uint64_t len)
+{
+    if (v->n_free == v->cap_free) {
+        v->cap_free = v->cap_free ? v->cap_free * 2 : 16;
+        v->free = xrealloc(v->free, v->cap_free * sizeof(*v->free));
+    }
+    memmove(&v->free[i + 1], &v->free[i], (v->n_free - i) * sizeof(*v->free));
+    v->free[i] = (struct storage__range){off, len};
+    v->n_free++;
+}
+
+static void
+range_remove_at(struct storage__volume *v, size_t i)
+{
+    memmove(&v->free[i], &v->free[i + 1], (v->n_free - i - 1) * sizeof(*v->free));
+    v->n_free--;
+}
+
+/* Removes [off, off+len) from free range 'i', which must contain it. */
+static void
+range_take(struct storage *st, struct storage__volume *v, size_t i, uint64_t off, uint64_t len)
+{
+    struct storage__range *r = &v->free[i];
+    uint64_t end = off + len, r_end = r->off + r->len;
+    if (r->off == off && r_end == end) {
+        range_remove_at(v, i);
+    } else if (r->off == off) {
+        r->off = end;
+        r->len -= len;
+    } else if (r_end == end) {
+        r->len -= len;
+    } else {
+        r->len = off - r->off;
+        range_insert_at(v, i + 1, end, r_end - end);
+    }
+    st->free_bytes -= len;
+}
+
+/* Adds [off, off+len) to the free map, coalescing. Returns 0, or -EINVAL
+ * when it overlaps free space (a double free: nothing changes). */
+static int
+range_put(struct storage *st, struct storage__volume *v, uint64_t off, uint64_t len)
+{
+    long p = range_find(v, off);
+    size_t next = (size_t)(p + 1);
+    if (p >= 0 && v->free[p].off + v->free[p].len > off)
+        return -EINVAL;
+    if (next < v->n_free && off + len > v->free[next].off)
+        return -EINVAL;
+    bool is_prev_adjacent = p >= 0 && v->free[p].off + v->free[p].len == off;
+    bool is_next_adjacent = next < v->n_free && off + len == v->free[next].off;
+    if (is_prev_adjacent && is_next_adjacent) {
+        v->free[p].len += len + v->free[next].len;
+        range_remove_at(v, next);
+    } else if (is_prev_adjacent) {
+        v->free[p].len += len;
+    } else if (is_next_adjacent) {
+        v->free[next].off = off;
+        v->free[next].len += len;
+    } else {
+        range_insert_at(v, next, off, len);
+    }
+    st->free_bytes += len;
+    return 0;
+}
+
+void
+storage__alloc_volume_init(struct storage *st, struct storage__volume *v)
+{
+    if (st->is_ready) {
+        range_insert_at(v, 0, 0, v->len);
+    } else {
+        v->used_bits = xcalloc(BLOCKS(v->len) / 64 + 1, sizeof(uint64_t));
+    }
+    st->free_bytes += v->len;
+}
+
+void
+storage__alloc_volume_cleanup(struct storage__volume *v)
+{
+    free(v->free);
+    free(v->used_bits);
+    v->free = NULL;
+    v->used_bits = NULL;
+}
+
+/* ---- startup ------------------------------------------------------------ */
+
+static bool
+bits_any(const uint64_t *bits, uint64_t from, uint64_t to)
+{
+    for (uint64_t i = from; i < to;) {
+        if (i % 64 == 0 && to - i >= 64) {
+            if (bits[i / 64])
+                return true;
+            i += 64;
+        } else {
+            if (bits[i / 64] & (1ull << (i % 64)))
+                return true;
+            i++;
+        }
+    }
+    return false;
+}
+
+static void
+bits_set(uint64_t *bits, uint64_t from, uint64_t to)
+{
+    for (uint64_t i = from; i < to;) {
+        if (i % 64 == 0 && to - i >= 64) {
+            bits[i / 64] = ~0ull;
+            i += 64;
+        } else {
+            bits[i / 64] |= 1ull << (i % 64);
+            i++;
+        }
+    }
+}
+
+int
+storage_mark_used(struct storage *st, const struct storage_extent *e)
+{
+    int err = 0;
+    struct storage__volume *v = storage__volume_get(st, e->volume);
+    if (!v || e->offset % STORAGE_ALIGN != 0 || e->offset > v->len || e->len > v->len - e->offset)
+        return -EINVAL;
+    uint64_t alloc_len = ALIGN_UP(e->len, STORAGE_ALIGN);
+    if (alloc_len == 0)
+        return 0;
+
+    pthread_mutex_lock(&st->alloc_lock);
+    if (!st->is_ready) {
+        uint64_t from = BLOCKS(e->offset), to = BLOCKS(e->offset + alloc_len);
+        if (bits_any(v->used_bits, from, to)) {
+            err = -EINVAL;
+            goto done;
+        }
+        bits_set(v->used_bits, from, to);
+        st->free_bytes -= alloc_len;
+    } else {
+        long i = range_find(v, e->offset);
+        if (i < 0 || v->free[i].off + v->free[i].len < e->offset + alloc_len) {
+            err = -EINVAL;
+            goto done;
+        }
+        range_take(st, v, (size_t)i, e->offset, alloc_len);
+    }
+done:
+    pthread_mutex_unlock(&st->alloc_lock);
+    return err;
+}
+
+int
+storage_ready(struct storage *st)
+{
+    pthread_mutex_lock(&st->alloc_lock);
+    if (st->is_ready)
+        goto done;
+    uint32_t n = atomic_load(&st->n_volumes);
+    for (uint32_t id = 0; id < n; id++) {
+        struct storage__volume *v = st->vols[id];
+        uint64_t n_blocks = BLOCKS(v->len);
+        uint64_t run_start = 0;
+        bool is_in_run = false;
+        for (uint64_t b = 0; b < n_blocks;) {
+            uint64_t word = v->used_bits[b / 64];
+            if (b % 64 == 0 && n_blocks - b >= 64 && (word == 0 || word == ~0ull)) {
+                bool is_free = word == 0;
+                if (is_free && !is_in_run) {
+                    run_start = b;
+                    is_in_run = true;
+                } else if (!is_free && is_in_run) {
+                    range_insert_at(v, v->n_free, run_start * STORAGE_ALIGN,
+                                    (b - run_start) * STORAGE_ALIGN);
+                    is_in_run = false;
+                }
+                b += 64;
+                continue;
+            }
+            bool is_free = !(word & (1ull << (b % 64)));
+            if (is_free && !is_in_run) {
+                run_start = b;
+                is_in_run = true;
+            } else if (!is_free && is_in_run) {
+                range_insert_at(v, v->n_free, run_start * STORAGE_ALIGN,
+                                (b - run_start) * STORAGE_ALIGN);
+                is_in_run = false;
+            }
+            b++;
+        }
+        if (is_in_run)
+            range_insert_at(v, v->n_free, run_start * STORAGE_ALIGN,
+                            (n_blocks - run_start) * STORAGE_ALIGN);
+        free(v->used_bits);
+        v->used_bits = NULL;
+    }
+    st->is_ready = true;
+done:
+    pthread_mutex_unlock(&st->alloc_lock);
+    return 0;
+}
+
+/* ---- allocation ------------------------------------------------------------ */
+
+static void
+ext_push(struct storage_extent **ext, uint64_t **alloc_lens, size_t *n, size_t *cap,
+         uint32_t vol, uint64_t off, uint64_t len)
+{
+    if (*n == *cap) {
+        *cap = *cap ? *cap * 2 : 4;
+        *ext = xrealloc(*ext, *cap * sizeof(**ext));
+        *alloc_lens = xrealloc(*alloc_lens, *cap * sizeof(**alloc_lens));
+    }
+    (*ext)[*n] = (struct storage_extent){.volume = vol, .offset = off, .len = 0};
+    (*alloc_lens)[*n] = len;
+    (*n)++;
+}
+
+/* Finds the smallest free range of at least 'len' bytes ('is_best' true) or
+ * the largest range (false). Returns false when there is none. */
+static bool
+range_pick(struct storage *st, uint64_t len, bool is_best, uint32_t *vol, size_t *idx)
+{
+    bool is_found = false;
+    uint64_t pick_len = 0;
+    uint32_t n = atomic_load_explicit(&st->n_volumes, memory_order_relaxed);
+    for (uint32_t id = 0; id < n; id++) {
+        struct storage__volume *v = st->vols[id];
+        for (size_t i = 0; i < v->n_free; i++) {
+            uint64_t l = v->free[i].len;
+            bool is_better = is_best ? (l >= len && (!is_found || l < pick_len))
+                                     : (!is_found || l > pick_len);
+            if (is_better) {
+                is_found = true;
+                pick_len = l;
+                *vol = id;
+                *idx = i;
+                if (is_best && l == len)
+                    return true;
+            }
+        }
+    }
+    return is_found;
+}
+
+int
+storage__alloc(struct storage *st, uint64_t len, bool is_partial_ok,
+               struct storage_extent **ext, uint64_t **alloc_lens, size_t *n, size_t *cap)
+{
+    int err = 0;
+    uint32_t vol;
+    size_t idx;
+    size_t n_before = *n;
+
+    pthread_mutex_lock(&st->alloc_lock);
+    if (!st->is_ready || len == 0 || len % STORAGE_ALIGN != 0) {
+        err = -EINVAL;
+        goto done;
+    }
+    /* One contiguous extent: an existing range, else a new volume. */
+    bool is_found = range_pick(st, len, true, &vol, &idx);
+    if (!is_found && len <= st->volume_size && storage__volume_add(st) == 0) {
+        vol = atomic_load_explicit(&st->n_volumes, memory_order_relaxed) - 1;
+        idx = 0;
+        is_found = true;
+    }
+    if (!is_found)
+        goto fragments;
+    {
+        struct storage__volume *v = st->vols[vol];
+        uint64_t off = v->free[idx].off;
+        range_take(st, v, idx, off, len);
+        ext_push(ext, alloc_lens, n, cap, vol, off, len);
+        goto done;
+    }
+
+fragments:
+    if (is_partial_ok) {
+        if (!range_pick(st, len, false, &vol, &idx)) {
+            err = storage__volume_add(st);
+            if (err < 0)
+                goto done;
+            vol = atomic_load_explicit(&st->n_volumes, memory_order_relaxed) - 1;
+            idx = 0;
+        }
+        struct storage__volume *v = st->vols[vol];
+        uint64_t off = v->free[idx].off, take = MIN(len, v->free[idx].len);
+        range_take(st, v, idx, off, take);
+        ext_push(ext, alloc_lens, n, cap, vol, off, take);
+        goto done;
+    }
+    {
+        uint32_t n_vol = atomic_load_explicit(&st->n_volumes, memory_order_relaxed);
+        uint64_t room = st->free_bytes + (uint64_t)(st->max_volumes - n_vol) * st->volume_size;
+        if (room < len) {
+            err = -ENOSPC;
+            goto done;
+        }
+    }
+    for (uint64_t left = len; left > 0;) {
+        if (!range_pick(st, len, false, &vol, &idx)) {
+            err = storage__volume_add(st);
+            if (err < 0)
+                goto undo;
+            continue;
+        }
+        struct storage__volume *v = st->vols[vol];
+        uint64_t off = v->free[idx].off, take = MIN(left, v->free[idx].len);
+        range_take(st, v, idx, off, take);
+        ext_push(ext, alloc_lens, n, cap, vol, off, take);
+        left -= take;
+    }
+    goto done;
+
+undo:
+    for (size_t i = n_before; i < *n; i++)
+        range_put(st, st->vols[(*ext)[i].volume], (*ext)[i].offset, (*alloc_lens)[i]);
+    *n = n_before;
+done:
+    pthread_mutex_unlock(&st->alloc_lock);
+    return err;
+}
+
+uint64_t
+storage__alloc_at(struct storage *st, uint32_t vol, uint64_t off, uint64_t max_len)
+{
+    uint64_t got = 0;
+    pthread_mutex_lock(&st->alloc_lock);
+    struct storage__volume *v = storage__volume_get(st, vol);
+    if (!v || !st->is_ready)
+        goto done;
+    long i = range_find(v, off);
+    if (i < 0 || v->free[i].off != off)
+        goto done;
+    got = MIN(max_len, v->free[i].len);
+    range_take(st, v, (size_t)i, off, got);
+done:
+    pthread_mutex_unlock(&st->alloc_lock);
+    return got;
+}
+
+void
+storage__free(struct storage *st, uint32_t vol, uint64_t off, uint64_t len)
+{
+    if (len == 0)
+        return;
+    pthread_mutex_lock(&st->alloc_lock);
+    struct storage__volume *v = storage__volume_get(st, vol);
+    if (!v || range_put(st, v, off, len) < 0)
+        CORRUPT_BKPT("freeing space that is already free");
+    pthread_mutex_unlock(&st->alloc_lock);
+}
+
+/* ---- deferred reclaim ---------------------------------------------------- */
+
+/* Moves pending extents no pinned reader can still see to the free map.
+ * Caller holds reclaim_lock. */
+static void
+reclaim_run(struct storage *st)
+{
+    while (st->pin_head < st->n_pins && st->pins[st->pin_head].n == 0)
+        st->pin_head++;
+    if (st->pin_head == st->n_pins)
+        st->pin_head = st->n_pins = 0;
+    uint64_t min_gen = st->pin_head < st->n_pins ? st->pins[st->pin_head].gen : UINT64_MAX;
+    if (st->pend_head == st->n_pending || st->pending[st->pend_head].gen >= min_gen)
+        return;
+
+    pthread_mutex_lock(&st->alloc_lock);
+    while (st->pend_head < st->n_pending && st->pending[st->pend_head].gen < min_gen) {
+        struct storage__pending *p = &st->pending[st->pend_head++];
+        struct storage__volume *v = storage__volume_get(st, p->volume);
+        if (!v || range_put(st, v, p->off, p->len) < 0)
+            CORRUPT_BKPT("released extent overlaps free space");
+        st->pending_bytes -= p->len;
+    }
+    pthread_mutex_unlock(&st->alloc_lock);
+    if (st->pend_head == st->n_pending)
+        st->pend_head = st->n_pending = 0;
+}
+
+void
+storage_release(struct storage *st, const struct storage_extent *e, size_t n)
+{
+    pthread_mutex_lock(&st->reclaim_lock);
+    for (size_t i = 0; i < n; i++) {
+        uint64_t alloc_len = ALIGN_UP(e[i].len, STORAGE_ALIGN);
+        if (alloc_len == 0 || storage__extent_check(st, &e[i]) < 0)
+            continue;
+        if (st->n_pending == st->cap_pending) {
+            if (st->pend_head > 0) {
+                memmove(st->pending, st->pending + st->pend_head,
+                        (st->n_pending - st->pend_head) * sizeof(*st->pending));
+                st->n_pending -= st->pend_head;
+                st->pend_head = 0;
+            } else {
+                st->cap_pending = st->cap_pending ? st->cap_pending * 2 : 64;
+                st->pending = xrealloc(st->pending, st->cap_pending * sizeof(*st->pending));
+            }
+        }
+        st->pending[st->n_pending++] = (struct storage__pending){
+            .volume = e[i].volume, .off = e[i].offset, .len = alloc_len, .gen = st->gen};
+        st->pending_bytes += alloc_len;
+    }
+    st->gen++;
+    reclaim_run(st);
+    pthread_mutex_unlock(&st->reclaim_lock);
+}
+
+uint64_t
+storage_reader_pin(struct storage *st)
+{
+    pthread_mutex_lock(&st->reclaim_lock);
+    uint64_t gen = st->gen;
+    if (st->n_pins > st->pin_head && st->pins[st->n_pins - 1].gen == gen) {
+        st->pins[st->n_pins - 1].n++;
+    } else {
+        if (st->n_pins == st->cap_pins) {
+            if (st->pin_head > 0) {
+                memmove(st->pins, st->pins + st->pin_head,
+                        (st->n_pins - st->pin_head) * sizeof(*st->pins));
+                st->n_pins -= st->pin_head;
+                st->pin_head = 0;
+            } else {
+                st->cap_pins = st->cap_pins ? st->cap_pins * 2 : 64;
+                st->pins = xrealloc(st->pins, st->cap_pins * sizeof(*st->pins));
+            }
+        }
+        st->pins[st->n_pins++] = (struct storage__pin_gen){.gen = gen, .n = 1};
+    }
+    pthread_mutex_unlock(&st->reclaim_lock);
+    return gen;
+}
+
+void
+storage_reader_unpin(struct storage *st, uint64_t pin)
+{
+    pthread_mutex_lock(&st->reclaim_lock);
+    size_t lo = st->pin_head, hi = st->n_pins;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (st->pins[mid].gen < pin)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo == st->n_pins || st->pins[lo].gen != pin || st->pins[lo].n == 0) {
+        log_error("storage: unpin of unknown pin %" PRIu64, pin);
+    } else {
+        st->pins[lo].n--;
+        if (lo == st->pin_head && st->pins[lo].n == 0)
+            reclaim_run(st);
+    }
+    pthread_mutex_unlock(&st->reclaim_lock);
+}
+
+void
+storage__reclaim_cleanup(struct storage *st)
+{
+    free(st->pins);
+    free(st->pending);
+    st->pins = NULL;
+    st->pending = NULL;
+}

@@ -1,0 +1,170 @@
+/*
+ * storage_int.h: private structures shared by the files of storage/.
+ *
+ * volume.c owns struct storage and the volume files, alloc.c the free map
+ * and deferred reclaim, ring.c the thread-local io_uring rings, writer.c the
+ * staging buffer pool and writers, reader.c reads and scrubbing. Nothing here
+ * leaves storage/; <liburing.h> is included by ring.c and writer.c only.
+ */
+#ifndef SHARD_STORAGE_INT_H
+#define SHARD_STORAGE_INT_H
+
+#include "storage/storage.h"
+#include "storage/extent_format.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+#define STORAGE_STAGE_LEN (512u << 10)    /* one staging buffer */
+#define STORAGE_STAGES_MAX 4              /* staging buffers per writer */
+#define STORAGE_CHUNK_LEN (64ull << 20)   /* allocation step for unknown sizes */
+#define STORAGE_RING_DEPTH 64
+
+enum storage__fault { STORAGE_FAULT_SUBMIT, STORAGE_FAULT_READ, STORAGE_FAULT_FSYNC, STORAGE_FAULT_N };
+
+/* A free range [off, off+len) of one volume. */
+struct storage__range {
+    uint64_t off;
+    uint64_t len;
+};
+
+struct storage__volume {
+    uint32_t id;
+    int wfd;              /* O_DIRECT|O_RDWR (or buffered when the fs refuses O_DIRECT) */
+    int rfd;              /* O_RDONLY buffered: reads, sendfile */
+    uint64_t len;
+
+    /* Free map, sorted by offset, never two adjacent ranges (coalesced).
+     * Guarded by storage.alloc_lock. */
+    struct storage__range *free;
+    size_t n_free;
+    size_t cap_free;
+    /* Before storage_ready: one bit per 4 KiB block marked used. */
+    uint64_t *used_bits;
+
+    /* Group commit: completed writes bump write_seq; storage_sync brings
+     * synced_seq up to it with one fdatasync under sync_lock. */
+    atomic_uint_fast64_t write_seq;
+    uint64_t synced_seq;
+    pthread_mutex_t sync_lock;
+};
+
+/* A set of active reader pins of one generation. */
+struct storage__pin_gen {
+    uint64_t gen;
+    uint64_t n;
+};
+
+/* An extent freed while readers may still use it. */
+struct storage__pending {
+    uint32_t volume;
+    uint64_t off;
+    uint64_t len;  /* allocation length */
+    uint64_t gen;
+};
+
+/* The bounded pool of aligned staging buffers (writer.c). */
+struct storage__pool {
+    pthread_mutex_t lock;
+    uint64_t total_len;
+    uint64_t used_len;
+    void **cached;   /* idle STORAGE_STAGE_LEN buffers */
+    size_t n_cached;
+    size_t cap_cached;
+};
+
+struct storage {
+    char *dir;
+    uint64_t volume_size;
+    uint32_t max_volumes;
+    bool is_direct;
+
+    /* vols[0..n_volumes) are immutable once published (release store of
+     * n_volumes), so readers index them without a lock. */
+    struct storage__volume **vols;
+    _Atomic uint32_t n_volumes;
+
+    pthread_mutex_t alloc_lock;  /* free maps, free_bytes, volume creation */
+    uint64_t free_bytes;
+    bool is_ready;
+
+    /* Deferred reclaim, guarded by reclaim_lock (taken before alloc_lock). */
+    pthread_mutex_t reclaim_lock;
+    uint64_t gen;
+    struct storage__pin_gen *pins;   /* ordered by gen, pins[pin_head..n_pins) */
+    size_t pin_head;
+    size_t n_pins;
+    size_t cap_pins;
+    struct storage__pending *pending; /* ordered by gen, pending[pend_head..n_pending) */
+    size_t pend_head;
+    size_t n_pending;
+    size_t cap_pending;
+    uint64_t pending_bytes;
+
+    struct storage__pool pool;
+
+    atomic_uint_fast64_t fault_left[STORAGE_FAULT_N];
+};
+
+/* ---- volume.c ---- */
+/* Creates volume number n_volumes (caller holds alloc_lock). Returns 0 or -errno. */
+int storage__volume_add(struct storage *st);
+/* Returns the volume 'id' or NULL when out of range. */
+struct storage__volume *storage__volume_get(struct storage *st, uint32_t id);
+/* True when this operation of 'kind' is the one armed to fail. */
+bool storage__fault_hit(struct storage *st, enum storage__fault kind);
+/* Checks that 'e' lies within its volume; logs corruption otherwise. */
+int storage__extent_check(struct storage *st, const struct storage_extent *e);
+
+/* ---- alloc.c ---- */
+/* Sets up an empty free map for a new volume (caller holds alloc_lock). */
+void storage__alloc_volume_init(struct storage *st, struct storage__volume *v);
+void storage__alloc_volume_cleanup(struct storage__volume *v);
+/* Reserves exactly 'len' (multiple of 4096) bytes, appending one or more
+ * extents (len 0, allocation in '*alloc_lens') to the arrays. With
+ * 'is_partial_ok', reserves one extent of up to 'len' bytes instead.
+ * Returns 0 or -ENOSPC (nothing reserved). */
+int storage__alloc(struct storage *st, uint64_t len, bool is_partial_ok,
+                   struct storage_extent **ext, uint64_t **alloc_lens, size_t *n, size_t *cap);
+/* Reserves up to 'max_len' bytes starting exactly at 'vol'/'off' when that is
+ * the start of a free range. Returns the bytes reserved (0: none). */
+uint64_t storage__alloc_at(struct storage *st, uint32_t vol, uint64_t off, uint64_t max_len);
+/* Returns [off, off+len) of 'vol' to the free map at once. */
+void storage__free(struct storage *st, uint32_t vol, uint64_t off, uint64_t len);
+void storage__reclaim_cleanup(struct storage *st);
+
+/* ---- writer.c ---- */
+void storage__pool_init(struct storage__pool *p, uint64_t total_len);
+void storage__pool_cleanup(struct storage__pool *p);
+
+/* ---- ring.c ---- */
+struct storage__ring;
+struct storage__io;
+typedef void storage__io_fn(struct storage__io *io, int res);
+/* One I/O in flight on a ring; embedded in its owner (a staging buffer). */
+struct storage__io {
+    /* Runs under the ring lock, on any thread; may resubmit on io->ring. */
+    storage__io_fn *complete_fn;
+    struct storage__ring *ring;    /* where it was submitted */
+    bool is_inflight;              /* guarded by ring's lock */
+};
+struct io_uring_sqe;
+/* Returns the calling thread's ring, created on first use, or NULL with
+ * '*err' set (-errno) when io_uring is unavailable. */
+struct storage__ring *storage__ring_get(int *err);
+void storage__ring_lock(struct storage__ring *r);
+void storage__ring_unlock(struct storage__ring *r);
+/* With the lock held: an SQE tagged with 'io', which is now in flight on 'r'.
+ * Never NULL (a full SQ is submitted first). */
+struct io_uring_sqe *storage__ring_prep(struct storage__ring *r, struct storage__io *io);
+/* With the lock held: submits prepared SQEs. Returns 0 or -errno. */
+int storage__ring_submit(struct storage__ring *r);
+/* Reaps completions of io's ring (any owner's) until 'io' is done. */
+void storage__io_wait(struct storage__io *io);
+/* True while 'io' is in flight (takes its ring's lock). */
+bool storage__io_is_inflight(struct storage__io *io);
+/* Drains and closes the calling thread's ring (storage_close; thread exit
+ * does the same through a key destructor). */
+void storage__ring_thread_release(void);
+
+#endif

@@ -1,0 +1,484 @@
+/*
+ * writer.c: the aligned writer and the staging buffer pool.
+ *
+ * A writer owns its extents (reserved up front for a known size, or in
+ * STORAGE_CHUNK_LEN steps) and up to STORAGE_STAGES_MAX staging buffers
+ * from the storage-wide pool. Bytes are copied into the current buffer and
+ * hashed per STORAGE_BLOCK_LEN block of the extent; a full buffer becomes
+ * one O_DIRECT IORING_OP_WRITE at its extent offset while the next buffer
+ * fills. Buffers are reused round robin, so the writer waits only when all
+ * of them are in flight. Invariant: a buffer is never touched while its
+ * io.is_inflight is set (the kernel owns it until the CQE is reaped).
+ */
+#define _GNU_SOURCE
+#include "storage/storage_int.h"
+
+#include <errno.h>
+#include <liburing.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <xxhash.h>
+
+struct writer_stage {
+    struct storage__io io;   /* first: the completion callback casts back */
+    struct storage_writer *w;
+    struct storage__volume *vol;
+    uint8_t *buf;
+    size_t cap;
+    size_t fill;             /* logical bytes staged */
+    size_t limit;            /* room left in the extent from disk_off (<= cap) */
+    uint64_t disk_off;
+    size_t io_len;           /* fill padded to STORAGE_ALIGN */
+    size_t io_done;
+    int res;                 /* outcome of the last write, 0 or -errno */
+};
+
+struct storage_writer {
+    struct storage *st;
+    uint64_t size_hint;      /* UINT64_MAX: unknown */
+    uint64_t size;
+
+    struct storage_extent *ext;  /* .len: logical bytes written so far */
+    uint64_t *alloc_lens;        /* reserved bytes of each extent */
+    size_t n_ext;
+    size_t cap_ext;
+    size_t cur;                  /* extent being written */
+
+    struct writer_stage stages[STORAGE_STAGES_MAX];
+    size_t n_stages;
+    size_t next_stage;
+    struct writer_stage *filling;
+
+    XXH64_state_t *hash;
+    uint64_t block_fill;
+    struct buf sums;
+
+    int err;
+    bool is_finished;
+};
+
+/* ---- staging buffer pool ---------------------------------------------- */
+
+void
+storage__pool_init(struct storage__pool *p, uint64_t total_len)
+{
+    memset(p, 0, sizeof(*p));
+    pthread_mutex_init(&p->lock, NULL);
+    p->total_len = total_len;
+}
+
+void
+storage__pool_cleanup(struct storage__pool *p)
+{
+    for (size_t i = 0; i < p->n_cached; i++)
+        free(p->cached[i]);
+    free(p->cached);
+    pthread_mutex_destroy(&p->lock);
+}
+
+/* Takes a 'len'-byte aligned buffer from the pool. Returns NULL when the
+ * pool's bound would be exceeded (or memory is short). */
+static void *
+pool_get(struct storage__pool *p, size_t len)
+{
+    void *buf = NULL;
+    pthread_mutex_lock(&p->lock);
+    if (p->used_len + len > p->total_len) {
+        pthread_mutex_unlock(&p->lock);
+        return NULL;
+    }
+    p->used_len += len;
+    if (len == STORAGE_STAGE_LEN && p->n_cached > 0)
+        buf = p->cached[--p->n_cached];
+    pthread_mutex_unlock(&p->lock);
+    if (!buf && posix_memalign(&buf, STORAGE_ALIGN, len) != 0) {
+        pthread_mutex_lock(&p->lock);
+        p->used_len -= len;
+        pthread_mutex_unlock(&p->lock);
+        return NULL;
+    }
+    return buf;
+}
+
+/* Returns 'buf' to the pool; full-size buffers are kept for reuse, which
+ * avoids an mmap and 128 page faults per buffer. */
+static void
+pool_put(struct storage__pool *p, void *buf, size_t len)
+{
+    if (!buf)
+        return;
+    pthread_mutex_lock(&p->lock);
+    p->used_len -= len;
+    if (len == STORAGE_STAGE_LEN) {
+        if (p->n_cached == p->cap_cached) {
+            p->cap_cached = p->cap_cached ? p->cap_cached * 2 : 16;
+            p->cached = xrealloc(p->cached, p->cap_cached * sizeof(*p->cached));
+        }
+        p->cached[p->n_cached++] = buf;
+        buf = NULL;
+    }
+    pthread_mutex_unlock(&p->lock);
+    free(buf);
+}
+
+/* ---- I/O ---------------------------------------------------------------- */
+
+static void
+stage_prep_write(struct storage__ring *r, struct writer_stage *s)
+{
+    struct io_uring_sqe *sqe = storage__ring_prep(r, &s->io);
+    io_uring_prep_write(sqe, s->vol->wfd, s->buf + s->io_done, (unsigned)(s->io_len - s->io_done),
+                        s->disk_off + s->io_done);
+}
+
+/* Completion of a staging buffer's write (any thread, ring lock held):
+ * retries short writes, records the outcome, and counts the write for
+ * storage_sync. */
+static void
+stage_complete(struct storage__io *io, int res)
+{
+    struct writer_stage *s = (struct writer_stage *)io;
+    if (res <= 0) {
+        s->res = res < 0 ? res : -EIO;
+        return;
+    }
+    s->io_done += (size_t)res;
+    if (s->io_done < s->io_len) {
+        stage_prep_write(io->ring, s);
+        if (storage__ring_submit(io->ring) < 0)
+            log_warn("storage: resubmit after a short write failed; retrying at next reap");
+        return;
+    }
+    s->res = 0;
+    atomic_fetch_add(&s->vol->write_seq, 1);
+}
+
+/* Writes without io_uring (rings unavailable): the same outcome, synchronously. */
+static int
+stage_pwrite(struct writer_stage *s)
+{
+    while (s->io_done < s->io_len) {
+        ssize_t n = pwrite(s->vol->wfd, s->buf + s->io_done, s->io_len - s->io_done,
+                           (off_t)(s->disk_off + s->io_done));
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return n < 0 ? -errno : -EIO;
+        s->io_done += (size_t)n;
+    }
+    atomic_fetch_add(&s->vol->write_seq, 1);
+    return 0;
+}
+
+/* Pads 's' to STORAGE_ALIGN and submits it. Returns 0 or -errno. */
+static int
+stage_submit(struct storage_writer *w, struct writer_stage *s)
+{
+    int err = 0;
+    s->io_len = ALIGN_UP(s->fill, STORAGE_ALIGN);
+    memset(s->buf + s->fill, 0, s->io_len - s->fill);
+    s->io_done = 0;
+    s->res = 0;
+    if (storage__fault_hit(w->st, STORAGE_FAULT_SUBMIT))
+        return -EIO;
+    struct storage__ring *r = storage__ring_get(&err);
+    if (!r)
+        return stage_pwrite(s);
+    storage__ring_lock(r);
+    stage_prep_write(r, s);
+    err = storage__ring_submit(r);
+    storage__ring_unlock(r);
+    if (err < 0)
+        log_warn("storage: io_uring_submit: %s; retrying at next reap", strerror(-err));
+    return 0;
+}
+
+/* Waits for 's' to be idle. Returns its last write's outcome. */
+static int
+stage_wait(struct writer_stage *s)
+{
+    storage__io_wait(&s->io);
+    int res = s->res;
+    s->res = 0;
+    return res;
+}
+
+static int
+writer_wait_all(struct storage_writer *w)
+{
+    int err = 0;
+    for (size_t i = 0; i < w->n_stages; i++) {
+        int res = stage_wait(&w->stages[i]);
+        if (res < 0 && err == 0)
+            err = res;
+    }
+    return err;
+}
+
+/* ---- checksums and extents ------------------------------------------- */
+
+static void
+writer_sum_emit(struct storage_writer *w)
+{
+    uint64_t h = XXH64_digest(w->hash);
+    uint8_t le[STORAGE_SUM_LEN];
+    for (int i = 0; i < STORAGE_SUM_LEN; i++)
+        le[i] = (uint8_t)(h >> (8 * i));
+    buf_append(&w->sums, le, sizeof(le));
+    XXH64_reset(w->hash, STORAGE_SUM_SEED);
+    w->block_fill = 0;
+}
+
+static void
+writer_hash(struct storage_writer *w, const uint8_t *p, size_t len)
+{
+    while (len > 0) {
+        size_t n = (size_t)MIN((uint64_t)len, STORAGE_BLOCK_LEN - w->block_fill);
+        XXH64_update(w->hash, p, n);
+        w->block_fill += n;
+        p += n;
+        len -= n;
+        if (w->block_fill == STORAGE_BLOCK_LEN)
+            writer_sum_emit(w);
+    }
+}
+
+/*
+ * Makes sure the current extent has room for at least one byte: grows it in
+ * place when the space after it is free (unknown size), moves to the next
+ * reserved extent, or reserves a new chunk. Returns 0, -ENOSPC or -EFBIG.
+ */
+static int
+writer_room(struct storage_writer *w)
+{
+    bool is_chunked = w->size_hint == UINT64_MAX;
+    if (w->cur < w->n_ext) {
+        struct storage_extent *e = &w->ext[w->cur];
+        if (e->len < w->alloc_lens[w->cur])
+            return 0;
+        if (is_chunked) {
+            uint64_t got = storage__alloc_at(w->st, e->volume, e->offset + w->alloc_lens[w->cur],
+                                             STORAGE_CHUNK_LEN);
+            if (got > 0) {
+                w->alloc_lens[w->cur] += got;
+                return 0;
+            }
+        }
+        /* The extent is done: its last (partial) block gets its sum. */
+        if (w->block_fill > 0)
+            writer_sum_emit(w);
+        w->cur++;
+    }
+    if (w->cur < w->n_ext)
+        return 0;
+    if (!is_chunked)
+        return -EFBIG;
+    return storage__alloc(w->st, STORAGE_CHUNK_LEN, true, &w->ext, &w->alloc_lens, &w->n_ext,
+                          &w->cap_ext);
+}
+
+/* Returns the next staging buffer, aimed at the current extent's next
+ * bytes, waiting while it is in flight. Returns NULL and sets w->err. */
+static struct writer_stage *
+writer_stage_next(struct storage_writer *w)
+{
+    int err = writer_room(w);
+    if (err < 0)
+        goto fail;
+    struct writer_stage *s = &w->stages[w->next_stage];
+    w->next_stage = (w->next_stage + 1) % w->n_stages;
+    err = stage_wait(s);
+    if (err < 0)
+        goto fail;
+    struct storage_extent *e = &w->ext[w->cur];
+    s->vol = storage__volume_get(w->st, e->volume);
+    s->disk_off = e->offset + e->len;
+    s->limit = (size_t)MIN((uint64_t)s->cap, w->alloc_lens[w->cur] - e->len);
+    s->fill = 0;
+    return s;
+
+fail:
+    w->err = err;
+    return NULL;
+}
+
+/* ---- interface ------------------------------------------------------------ */
+
+int
+storage_writer_create(struct storage *st, uint64_t size_hint, struct storage_writer **out)
+{
+    int err = 0;
+    struct storage_writer *w = xcalloc(1, sizeof(*w));
+    w->st = st;
+    w->size_hint = size_hint;
+    buf_init(&w->sums);
+    w->hash = XXH64_createState();
+    if (!w->hash)
+        abort();
+    XXH64_reset(w->hash, STORAGE_SUM_SEED);
+
+    bool is_known = size_hint != UINT64_MAX;
+    if (is_known && size_hint > UINT64_MAX - STORAGE_ALIGN) {
+        err = -EFBIG;
+        goto fail;
+    }
+    size_t want = 0, cap = STORAGE_STAGE_LEN;
+    if (!is_known) {
+        want = STORAGE_STAGES_MAX;
+    } else if (size_hint > 0 && size_hint <= STORAGE_STAGE_LEN) {
+        want = 1;
+        cap = (size_t)ALIGN_UP(size_hint, STORAGE_ALIGN);
+    } else if (size_hint > 0) {
+        want = (size_t)MIN((uint64_t)STORAGE_STAGES_MAX,
+                           (size_hint + STORAGE_STAGE_LEN - 1) / STORAGE_STAGE_LEN);
+    }
+    /* The first buffer is required; more only add overlap, so under
+     * pressure a writer runs with fewer instead of failing. */
+    for (size_t i = 0; i < want; i++) {
+        struct writer_stage *s = &w->stages[i];
+        s->buf = pool_get(&st->pool, cap);
+        if (!s->buf)
+            break;
+        s->cap = cap;
+        s->w = w;
+        s->io.complete_fn = stage_complete;
+        w->n_stages++;
+    }
+    if (want > 0 && w->n_stages == 0) {
+        err = -EAGAIN;
+        goto fail;
+    }
+    if (is_known && size_hint > 0) {
+        err = storage__alloc(st, ALIGN_UP(size_hint, STORAGE_ALIGN), false, &w->ext, &w->alloc_lens,
+                             &w->n_ext, &w->cap_ext);
+        if (err < 0)
+            goto fail;
+    }
+    *out = w;
+    return 0;
+
+fail:
+    storage_writer_destroy(w, false);
+    return err;
+}
+
+int
+storage_writer_write(struct storage_writer *w, const void *buf, size_t len)
+{
+    const uint8_t *p = buf;
+    if (w->err < 0)
+        return w->err;
+    if (w->is_finished)
+        return -EINVAL;
+    if (w->size_hint != UINT64_MAX && len > w->size_hint - w->size)
+        return -EFBIG;
+    while (len > 0) {
+        struct writer_stage *s = w->filling;
+        if (!s) {
+            s = writer_stage_next(w);
+            if (!s)
+                return w->err;
+            w->filling = s;
+        }
+        size_t n = MIN(len, s->limit - s->fill);
+        memcpy(s->buf + s->fill, p, n);
+        writer_hash(w, p, n);
+        s->fill += n;
+        w->ext[w->cur].len += n;
+        w->size += n;
+        p += n;
+        len -= n;
+        if (s->fill == s->limit) {
+            w->filling = NULL;
+            int err = stage_submit(w, s);
+            if (err < 0) {
+                w->err = err;
+                return err;
+            }
+        }
+    }
+    return 0;
+}
+
+int
+storage_writer_finish(struct storage_writer *w)
+{
+    int err = w->err;
+    if (w->is_finished)
+        return err;
+    if (err == 0 && w->filling && w->filling->fill > 0)
+        err = stage_submit(w, w->filling);
+    w->filling = NULL;
+    int wait_err = writer_wait_all(w);
+    if (err == 0)
+        err = wait_err;
+    if (err < 0)
+        goto fail;
+    if (w->block_fill > 0)
+        writer_sum_emit(w);
+
+    /* Give back what was reserved but not written, drop empty extents. */
+    size_t n = 0;
+    for (size_t i = 0; i < w->n_ext; i++) {
+        struct storage_extent *e = &w->ext[i];
+        uint64_t need = ALIGN_UP(e->len, STORAGE_ALIGN);
+        storage__free(w->st, e->volume, e->offset + need, w->alloc_lens[i] - need);
+        if (need == 0)
+            continue;
+        w->ext[n] = *e;
+        w->alloc_lens[n] = need;
+        n++;
+    }
+    w->n_ext = n;
+    w->is_finished = true;
+    for (size_t i = 0; i < w->n_stages; i++) {
+        pool_put(&w->st->pool, w->stages[i].buf, w->stages[i].cap);
+        w->stages[i].buf = NULL;
+    }
+    w->n_stages = 0;
+    return 0;
+
+fail:
+    w->err = err;
+    return err;
+}
+
+size_t
+storage_writer_extents(const struct storage_writer *w, const struct storage_extent **out)
+{
+    *out = w->ext;
+    return w->n_ext;
+}
+
+const uint8_t *
+storage_writer_sums(const struct storage_writer *w, size_t *len)
+{
+    *len = w->sums.len;
+    return (const uint8_t *)w->sums.ptr;
+}
+
+uint64_t
+storage_writer_size(const struct storage_writer *w)
+{
+    return w->size;
+}
+
+void
+storage_writer_destroy(struct storage_writer *w, bool is_committed)
+{
+    if (!w)
+        return;
+    writer_wait_all(w);
+    if (!is_committed) {
+        for (size_t i = 0; i < w->n_ext; i++)
+            storage__free(w->st, w->ext[i].volume, w->ext[i].offset, w->alloc_lens[i]);
+    }
+    for (size_t i = 0; i < w->n_stages; i++)
+        pool_put(&w->st->pool, w->stages[i].buf, w->stages[i].cap);
+    free(w->ext);
+    free(w->alloc_lens);
+    buf_cleanup(&w->sums);
+    XXH64_freeState(w->hash);
+    free(w);
+}
