@@ -1,1 +1,10 @@
-# unit tests of storage/
+# unit tests of storage/: each links storage/ (and, through it, common/) only.
+storage_tests = %D%/test_alloc %D%/test_writer %D%/test_pool
+check_PROGRAMS += $(storage_tests)
+TESTS += $(storage_tests)
+%C%_test_alloc_SOURCES = %D%/test_alloc.c %D%/storage_test.h
+%C%_test_alloc_LDADD = storage/libstorage.la tests/lib/libtest.la
+%C%_test_writer_SOURCES = %D%/test_writer.c %D%/storage_test.h
+%C%_test_writer_LDADD = storage/libstorage.la tests/lib/libtest.la
+%C%_test_pool_SOURCES = %D%/test_pool.c %D%/storage_test.h
+%C%_test_pool_LDADD = storage/libstorage.la tests/lib/libtest.la
