@@ -173,6 +173,15 @@ struct slice auth_chunked_trailer(const struct auth_chunked *c, const char *name
 /* Bytes of payload decoded so far. */
 uint64_t auth_chunked_decoded_len(const struct auth_chunked *c);
 
+/*
+ * Says whether the body may end here (end of input now is acceptable):
+ * true after DONE, and also when the last chunk and the trailer lines
+ * (and, in signed-trailer mode, a verified x-amz-trailer-signature) were
+ * read but the final empty line was not, which some clients omit. The
+ * trailers are then available through auth_chunked_trailer.
+ */
+bool auth_chunked_is_complete_at_eof(const struct auth_chunked *c);
+
 /* ---- payload checksums -------------------------------------------------- */
 
 enum auth_checksum_algo {

@@ -1,0 +1,397 @@
+/*
+ * checksum.c: the payload checksums S3 knows (CRC32, CRC32C, CRC64NVME,
+ * SHA1, SHA256, MD5) behind one incremental interface, plus CRC combination
+ * for FULL_OBJECT multipart checksums.
+ *
+ * All three CRCs are reflected with init and xorout all ones. CRC32 is
+ * zlib's; CRC32C uses the SSE4.2 crc32 instruction when the CPU has it and
+ * slice-by-8 tables otherwise; CRC64NVME is slice-by-8. The tables are
+ * built once (pthread_once) and read-only afterwards. Digests of CRCs are
+ * big-endian bytes, as S3 base64-encodes them.
+ */
+#include "config.h"
+
+#include "auth/auth_int.h"
+
+#include <openssl/evp.h>
+
+#include <pthread.h>
+#include <zlib.h>
+
+#if defined(__x86_64__)
+#include <nmmintrin.h>
+#endif
+
+#define POLY_CRC32C 0x82f63b78u
+#define POLY_CRC64NVME 0x9a6c9329ac4bc9b5ull
+
+/* Bytes per stream in the 3-way interleaved SSE4.2 loop. */
+#define CRC32C_BLOCK 1024
+
+static uint32_t crc32c_table[8][256];
+static uint64_t crc64_table[8][256];
+/* shift_table[k]: multiply a raw CRC32C register by x^(8 * CRC32C_BLOCK * (k + 1)) mod P,
+ * one 256-entry table per register byte. */
+static uint32_t crc32c_shift_table[2][4][256];
+static bool has_sse42;
+static pthread_once_t tables_once = PTHREAD_ONCE_INIT;
+
+/* ------------------------------------------------------------------------ */
+/* GF(2) arithmetic: x^(8n) mod P (the method of zlib 1.2.12+)               */
+/* ------------------------------------------------------------------------ */
+
+/* a * b mod P for reflected 'width'-bit polynomials 'poly'. */
+static uint64_t
+multmodp(uint64_t a, uint64_t b, uint64_t poly, int width)
+{
+    uint64_t m = 1ull << (width - 1), p = 0;
+    for (;;) {
+        if (a & m) {
+            p ^= b;
+            if ((a & (m - 1)) == 0)
+                break;
+        }
+        m >>= 1;
+        b = (b & 1) ? (b >> 1) ^ poly : b >> 1;
+    }
+    return p;
+}
+
+/* x^(8n) mod P: the operator that appends 'n' zero bytes to a register. */
+static uint64_t
+xbytesmodp(uint64_t n, uint64_t poly, int width)
+{
+    uint64_t p = 1ull << (width - 1); /* x^0 */
+    uint64_t sq = 1ull << (width - 2); /* x^1 */
+    for (int i = 0; i < 3; i++)
+        sq = multmodp(sq, sq, poly, width); /* x^8 */
+    while (n) {
+        if (n & 1)
+            p = multmodp(sq, p, poly, width);
+        n >>= 1;
+        if (n)
+            sq = multmodp(sq, sq, poly, width);
+    }
+    return p;
+}
+
+static void
+tables_build(void)
+{
+    for (uint32_t i = 0; i < 256; i++) {
+        uint32_t c = i;
+        uint64_t d = i;
+        for (int k = 0; k < 8; k++) {
+            c = (c & 1) ? (c >> 1) ^ POLY_CRC32C : c >> 1;
+            d = (d & 1) ? (d >> 1) ^ POLY_CRC64NVME : d >> 1;
+        }
+        crc32c_table[0][i] = c;
+        crc64_table[0][i] = d;
+    }
+    for (int k = 1; k < 8; k++) {
+        for (int i = 0; i < 256; i++) {
+            uint32_t c = crc32c_table[k - 1][i];
+            uint64_t d = crc64_table[k - 1][i];
+            crc32c_table[k][i] = (c >> 8) ^ crc32c_table[0][c & 0xff];
+            crc64_table[k][i] = (d >> 8) ^ crc64_table[0][d & 0xff];
+        }
+    }
+    for (int s = 0; s < 2; s++) {
+        uint64_t op = xbytesmodp((uint64_t)CRC32C_BLOCK * (uint64_t)(s + 1), POLY_CRC32C, 32);
+        for (int b = 0; b < 4; b++)
+            for (uint32_t i = 0; i < 256; i++)
+                crc32c_shift_table[s][b][i] =
+                    (uint32_t)multmodp(op, (uint64_t)i << (8 * b), POLY_CRC32C, 32);
+    }
+#if defined(__x86_64__)
+    __builtin_cpu_init();
+    has_sse42 = __builtin_cpu_supports("sse4.2");
+#endif
+}
+
+static inline uint64_t
+load_le64(const unsigned char *p)
+{
+    uint64_t v;
+    memcpy(&v, p, 8);
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+    v = __builtin_bswap64(v);
+#endif
+    return v;
+}
+
+/* 'crc' is the running register (already inverted); returns the new one. */
+static uint32_t
+crc32c_sw(uint32_t crc, const unsigned char *p, size_t len)
+{
+    const uint32_t(*t)[256] = crc32c_table;
+    while (len >= 8) {
+        uint64_t v = load_le64(p) ^ crc;
+        crc = t[7][v & 0xff] ^ t[6][(v >> 8) & 0xff] ^ t[5][(v >> 16) & 0xff] ^
+              t[4][(v >> 24) & 0xff] ^ t[3][(v >> 32) & 0xff] ^ t[2][(v >> 40) & 0xff] ^
+              t[1][(v >> 48) & 0xff] ^ t[0][v >> 56];
+        p += 8;
+        len -= 8;
+    }
+    while (len--)
+        crc = (crc >> 8) ^ t[0][(crc ^ *p++) & 0xff];
+    return crc;
+}
+
+#if defined(__x86_64__)
+static inline uint32_t
+crc32c_shift(int blocks, uint32_t r)
+{
+    const uint32_t(*t)[256] = crc32c_shift_table[blocks - 1];
+    return t[0][r & 0xff] ^ t[1][(r >> 8) & 0xff] ^ t[2][(r >> 16) & 0xff] ^ t[3][r >> 24];
+}
+
+__attribute__((target("sse4.2"))) static uint32_t
+crc32c_hw(uint32_t crc, const unsigned char *p, size_t len)
+{
+    uint64_t c = crc;
+    /* Three independent streams hide the instruction's 3-cycle latency;
+     * the partial registers are merged by appending zero bytes (a table
+     * multiply by x^(8 * block) mod P). */
+    while (len >= 3 * CRC32C_BLOCK) {
+        uint64_t c1 = 0, c2 = 0;
+        for (size_t i = 0; i < CRC32C_BLOCK; i += 8) {
+            c = _mm_crc32_u64(c, load_le64(p + i));
+            c1 = _mm_crc32_u64(c1, load_le64(p + CRC32C_BLOCK + i));
+            c2 = _mm_crc32_u64(c2, load_le64(p + 2 * CRC32C_BLOCK + i));
+        }
+        c = crc32c_shift(2, (uint32_t)c) ^ crc32c_shift(1, (uint32_t)c1) ^ (uint32_t)c2;
+        p += 3 * CRC32C_BLOCK;
+        len -= 3 * CRC32C_BLOCK;
+    }
+    while (len >= 8) {
+        c = _mm_crc32_u64(c, load_le64(p));
+        p += 8;
+        len -= 8;
+    }
+    while (len--)
+        c = _mm_crc32_u8((uint32_t)c, *p++);
+    return (uint32_t)c;
+}
+#endif
+
+static uint64_t
+crc64_sw(uint64_t crc, const unsigned char *p, size_t len)
+{
+    const uint64_t(*t)[256] = crc64_table;
+    while (len >= 8) {
+        uint64_t v = load_le64(p) ^ crc;
+        crc = t[7][v & 0xff] ^ t[6][(v >> 8) & 0xff] ^ t[5][(v >> 16) & 0xff] ^
+              t[4][(v >> 24) & 0xff] ^ t[3][(v >> 32) & 0xff] ^ t[2][(v >> 40) & 0xff] ^
+              t[1][(v >> 48) & 0xff] ^ t[0][v >> 56];
+        p += 8;
+        len -= 8;
+    }
+    while (len--)
+        crc = (crc >> 8) ^ t[0][(crc ^ *p++) & 0xff];
+    return crc;
+}
+
+uint64_t
+auth_checksum_crc_combine(enum auth_checksum_algo algo, uint64_t crc_a, uint64_t crc_b,
+                          uint64_t len_b)
+{
+    uint64_t poly;
+    int width;
+    switch (algo) {
+    case AUTH_CK_CRC32:
+        poly = 0xedb88320u;
+        width = 32;
+        break;
+    case AUTH_CK_CRC32C:
+        poly = POLY_CRC32C;
+        width = 32;
+        break;
+    case AUTH_CK_CRC64NVME:
+        poly = POLY_CRC64NVME;
+        width = 64;
+        break;
+    default:
+        return 0;
+    }
+    if (width == 32) {
+        crc_a &= 0xffffffffu;
+        crc_b &= 0xffffffffu;
+    }
+    /* With init = xorout = all ones, the inversions cancel exactly as in
+     * zlib's crc32_combine. */
+    return multmodp(xbytesmodp(len_b, poly, width), crc_a, poly, width) ^ crc_b;
+}
+
+/* ------------------------------------------------------------------------ */
+/* The incremental interface                                                 */
+/* ------------------------------------------------------------------------ */
+
+static const EVP_MD *
+evp_md(enum auth_checksum_algo algo)
+{
+    switch (algo) {
+    case AUTH_CK_SHA1:
+        return EVP_sha1();
+    case AUTH_CK_SHA256:
+        return EVP_sha256();
+    case AUTH_CK_MD5:
+        return EVP_md5();
+    default:
+        return NULL;
+    }
+}
+
+void
+auth_checksum_init(struct auth_checksum *c, enum auth_checksum_algo algo)
+{
+    pthread_once(&tables_once, tables_build);
+    c->algo = algo;
+    /* zlib's crc32_z takes and returns finished CRCs; ours keep the raw register. */
+    c->crc = algo == AUTH_CK_CRC32 ? 0 : ~0ull;
+    c->evp = NULL;
+    const EVP_MD *md = evp_md(algo);
+    if (md != NULL) {
+        EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+        if (ctx == NULL || EVP_DigestInit_ex(ctx, md, NULL) != 1) {
+            log_error("auth: cannot initialize %s", auth_checksum_name(algo));
+            abort();
+        }
+        c->evp = ctx;
+    }
+}
+
+void
+auth_checksum_update(struct auth_checksum *c, const void *data, size_t len)
+{
+    const unsigned char *p = data;
+    if (len == 0)
+        return;
+    switch (c->algo) {
+    case AUTH_CK_CRC32:
+        c->crc = crc32_z((unsigned long)c->crc, p, len);
+        break;
+    case AUTH_CK_CRC32C:
+#if defined(__x86_64__)
+        if (has_sse42) {
+            c->crc = crc32c_hw((uint32_t)c->crc, p, len);
+            break;
+        }
+#endif
+        c->crc = crc32c_sw((uint32_t)c->crc, p, len);
+        break;
+    case AUTH_CK_CRC64NVME:
+        c->crc = crc64_sw(c->crc, p, len);
+        break;
+    case AUTH_CK_SHA1:
+    case AUTH_CK_SHA256:
+    case AUTH_CK_MD5:
+        if (c->evp)
+            EVP_DigestUpdate(c->evp, p, len);
+        break;
+    case AUTH_CK_NONE:
+        break;
+    }
+}
+
+size_t
+auth_checksum_final(struct auth_checksum *c, uint8_t out[AUTH_CK_MAX_DIGEST])
+{
+    size_t n = auth_checksum_len(c->algo);
+    uint64_t v = 0;
+    switch (c->algo) {
+    case AUTH_CK_CRC32:
+        v = c->crc & 0xffffffffu;
+        break;
+    case AUTH_CK_CRC32C:
+        v = ~c->crc & 0xffffffffu;
+        break;
+    case AUTH_CK_CRC64NVME:
+        v = ~c->crc;
+        break;
+    case AUTH_CK_SHA1:
+    case AUTH_CK_SHA256:
+    case AUTH_CK_MD5: {
+        unsigned int len = 0;
+        if (c->evp == NULL || EVP_DigestFinal_ex(c->evp, out, &len) != 1)
+            n = 0;
+        auth_checksum_cleanup(c);
+        return n;
+    }
+    case AUTH_CK_NONE:
+        return 0;
+    }
+    for (size_t i = 0; i < n; i++)
+        out[i] = (uint8_t)(v >> (8 * (n - 1 - i)));
+    return n;
+}
+
+void
+auth_checksum_cleanup(struct auth_checksum *c)
+{
+    if (c == NULL)
+        return;
+    EVP_MD_CTX_free(c->evp);
+    c->evp = NULL;
+}
+
+size_t
+auth_checksum_len(enum auth_checksum_algo algo)
+{
+    switch (algo) {
+    case AUTH_CK_CRC32:
+    case AUTH_CK_CRC32C:
+        return 4;
+    case AUTH_CK_CRC64NVME:
+        return 8;
+    case AUTH_CK_SHA1:
+        return 20;
+    case AUTH_CK_SHA256:
+        return 32;
+    case AUTH_CK_MD5:
+        return 16;
+    case AUTH_CK_NONE:
+        break;
+    }
+    return 0;
+}
+
+static const struct {
+    enum auth_checksum_algo algo;
+    const char *name;
+    const char *header;
+} algos[] = {
+    {AUTH_CK_CRC32, "CRC32", "x-amz-checksum-crc32"},
+    {AUTH_CK_CRC32C, "CRC32C", "x-amz-checksum-crc32c"},
+    {AUTH_CK_CRC64NVME, "CRC64NVME", "x-amz-checksum-crc64nvme"},
+    {AUTH_CK_SHA1, "SHA1", "x-amz-checksum-sha1"},
+    {AUTH_CK_SHA256, "SHA256", "x-amz-checksum-sha256"},
+    {AUTH_CK_MD5, "MD5", NULL},
+};
+
+const char *
+auth_checksum_name(enum auth_checksum_algo algo)
+{
+    for (size_t i = 0; i < ARRAY_LEN(algos); i++)
+        if (algos[i].algo == algo)
+            return algos[i].name;
+    return "NONE";
+}
+
+const char *
+auth_checksum_header(enum auth_checksum_algo algo)
+{
+    for (size_t i = 0; i < ARRAY_LEN(algos); i++)
+        if (algos[i].algo == algo)
+            return algos[i].header;
+    return NULL;
+}
+
+enum auth_checksum_algo
+auth_checksum_from_name(struct slice name)
+{
+    for (size_t i = 0; i < ARRAY_LEN(algos); i++)
+        if (auth__eq_nocase(name, slice_from_cstr(algos[i].name)))
+            return algos[i].algo;
+    return AUTH_CK_NONE;
+}
