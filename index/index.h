@@ -39,19 +39,22 @@ struct index_bucket {
     char name[INDEX_MAX_BUCKET + 1];
     uint64_t id;          /* never reused, > 0 */
     int64_t created_ns;
-    char owner[64];       /* owner user id (NUL-terminated, may be empty) */
+    char owner[72];       /* owner user id (NUL-terminated, up to 64 hex chars, may be empty) */
 };
 
 /* Creates bucket 'name' (validated by the caller) owned by 'owner'.
  * Returns 0 and fills 'out' (may be NULL), or -EEXIST (out filled with the
- * existing bucket), or -ENOSPC (index full). */
+ * existing bucket), or -ENOSPC (index full). -EINVAL when 'name' is empty
+ * or longer than INDEX_MAX_BUCKET, or 'owner' does not fit 'owner[]'. */
 int index_bucket_create(struct index *ix, struct slice name, const char *owner, int64_t now_ns,
                         struct index_bucket *out);
 /* Returns 0 and fills 'out', or -ENOENT. */
 int index_bucket_get(struct index *ix, struct slice name, struct index_bucket *out);
 /* Deletes an empty bucket. Returns 0, -ENOENT, or -ENOTEMPTY (objects remain). */
 int index_bucket_delete(struct index *ix, struct slice name);
-/* Calls 'fn' for each bucket in name order; stops early when fn returns non-zero. */
+/* Calls 'fn' for each bucket in name order; stops early when fn returns non-zero.
+ * 'fn' runs inside a read transaction (a snapshot); it may call index/
+ * functions, including index_commit, which the snapshot will not see. */
 typedef int (*index_bucket_fn)(void *ctx, const struct index_bucket *b);
 int index_bucket_list(struct index *ix, index_bucket_fn fn, void *ctx);
 
@@ -111,9 +114,13 @@ struct index_op {
     uint8_t if_match_etag[16];
     /* Results, filled by index_commit: */
     int result;                          /* 0, -ENOENT (bucket gone), -EEXIST, -ESTALE, -ENOSPC */
+    /* (has_if_match on an absent key gives -ESTALE; an empty or too long
+     * key, a NULL 'arena', or a PUT without a consistent 'object' gives
+     * -EINVAL; -EIO marks a 128-bit hash collision between two keys of
+     * more than 480 bytes, which is not expected to ever happen.) */
     /* The extents no longer referenced after this op (the replaced or
      * deleted version), copied into 'arena'; the caller frees them in
-     * storage after the commit. */
+     * storage after the commit. 'arena' is required (NULL: -EINVAL). */
     struct arena *arena;
     struct index_extent *freed;
     uint32_t n_freed;
@@ -124,7 +131,8 @@ struct index_op {
  * whose condition fails (or whose bucket does not exist) is skipped with
  * its 'result' set; the others still apply. Returns 0 when the transaction
  * committed (check each op's result), or -errno when nothing was applied
- * (-ENOSPC when the index is full, -EIO).
+ * (-ENOSPC when the index is full, -EIO); then every op's 'result' holds
+ * that error and no op reports freed extents.
  */
 int index_commit(struct index *ix, struct index_op *ops, size_t n_ops);
 
@@ -136,7 +144,9 @@ struct index_list_params {
     struct slice delimiter;   /* any string; empty = none */
     struct slice start_after; /* exclusive: list keys > start_after; when it
                                  equals/extends a common prefix that prefix is skipped */
-    uint32_t max_keys;        /* 0..1000; keys + common prefixes returned <= max_keys */
+    uint32_t max_keys;        /* 0..1000 (larger is clamped to 1000); keys +
+                                 common prefixes returned <= max_keys; 0
+                                 returns nothing, not truncated */
 };
 
 struct index_list_entry {
@@ -152,7 +162,9 @@ struct index_list_result {
     struct index_list_entry *entries; /* in the arena, in S3 order */
     uint32_t n_entries;
     bool is_truncated;
-    struct slice next_marker; /* the last key or prefix returned when truncated */
+    struct slice next_marker; /* the last key or prefix returned when truncated
+                                 (empty otherwise); pass it as the next
+                                 page's start_after */
 };
 
 /*
@@ -179,7 +191,8 @@ int index_extents_scan(struct index *ix, index_extent_fn fn, void *ctx);
 /* ---- small key/value settings (credentials, config) --------------------- */
 
 /* Stores / reads a small named value in the index's settings table.
- * get returns the value length (copied into 'a'), or -ENOENT. */
+ * get returns the value length (copied into 'a'), or -ENOENT. Names are
+ * NUL-terminated, 1..511 bytes (put: -EINVAL otherwise). */
 int index_setting_put(struct index *ix, const char *name, const void *val, size_t len);
 int index_setting_get(struct index *ix, const char *name, struct arena *a, const void **val,
                       size_t *len);

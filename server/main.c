@@ -1,7 +1,200 @@
-/* placeholder replaced by the server */
-int main(void);
-int
-main(void)
+/*
+ * main.c: shardstore [--config FILE] [--listen ADDR:PORT] [--data DIR]
+ *
+ * Startup order: config -> data dir -> credentials -> index -> storage
+ * (free space rebuilt from the extents the index references, so a crash
+ * can never leak space) -> committer -> HTTP. SIGTERM/SIGINT stop
+ * accepting, let in-flight requests finish (bounded), and close in the
+ * reverse order.
+ */
+#include "server/creds.h"
+#include "server/server.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+
+static void
+usage(FILE *f)
 {
+    fprintf(f, "usage: shardstore [--config FILE] [--listen ADDR:PORT] [--data DIR]\n"
+               "  no arguments: listen on 127.0.0.1:9000, data in ./shardstore-data\n"
+               "  credentials: SHARDSTORE_ACCESS_KEY / SHARDSTORE_SECRET_KEY, or generated\n"
+               "  see conf/shardstore.conf for every option\n");
+}
+
+static int
+mkdir_p(const char *path)
+{
+    char tmp[4096];
+    snprintf(tmp, sizeof(tmp), "%s", path);
+    for (char *p = tmp + 1; *p; p++) {
+        if (*p == '/') {
+            *p = '\0';
+            if (mkdir(tmp, 0700) != 0 && errno != EEXIST)
+                return -errno;
+            *p = '/';
+        }
+    }
+    if (mkdir(tmp, 0700) != 0 && errno != EEXIST)
+        return -errno;
     return 0;
+}
+
+static void
+mark_extent(void *ctx, const struct index_extent *e)
+{
+    int *rc = ctx;
+    struct storage_extent se;
+    s3_extents_to_storage(e, 1, &se);
+    extern struct storage *g_storage_for_scan;
+    if (*rc == 0 && storage_mark_used(g_storage_for_scan, &se) != 0) {
+        log_error("index references an invalid extent (volume %u offset %llu len %llu)",
+                  e->volume, (unsigned long long)e->offset, (unsigned long long)e->len);
+        *rc = -EINVAL;
+    }
+}
+
+struct storage *g_storage_for_scan;
+
+static int
+open_stores(struct server *srv)
+{
+    char path[4200];
+    snprintf(path, sizeof(path), "%s/index", srv->cfg.data_dir);
+    int rc = mkdir_p(path);
+    if (rc == 0)
+        rc = index_open(&srv->index, path, srv->cfg.index_map_size, srv->cfg.index_nosync);
+    if (rc < 0) {
+        log_error("cannot open index in %s: %s", path, strerror(-rc));
+        return rc;
+    }
+    snprintf(path, sizeof(path), "%s/volumes", srv->cfg.data_dir);
+    rc = mkdir_p(path);
+    struct storage_config sc = {
+        .dir = path,
+        .volume_size = srv->cfg.volume_size,
+        .max_volumes = srv->cfg.max_volumes,
+        .write_buffer_total = srv->cfg.write_buffer_total,
+        .is_direct = true,
+    };
+    if (rc == 0)
+        rc = storage_open(&srv->storage, &sc);
+    if (rc < 0) {
+        log_error("cannot open storage in %s: %s", path, strerror(-rc));
+        return rc;
+    }
+    g_storage_for_scan = srv->storage;
+    int scan_rc = 0;
+    rc = index_extents_scan(srv->index, mark_extent, &scan_rc);
+    if (rc == 0)
+        rc = scan_rc;
+    if (rc == 0)
+        rc = storage_ready(srv->storage);
+    if (rc < 0) {
+        log_error("cannot rebuild free space: %s", strerror(-rc));
+        return rc;
+    }
+    struct storage_stats st;
+    storage_stats_get(srv->storage, &st);
+    log_info("storage: %u volume(s), %llu MiB free of %llu MiB", st.n_volumes,
+             (unsigned long long)(st.free_bytes >> 20), (unsigned long long)(st.total_bytes >> 20));
+    return 0;
+}
+
+int
+main(int argc, char **argv)
+{
+    static struct server srv;
+    config_defaults(&srv.cfg);
+    static const struct option opts[] = {
+        {"config", required_argument, NULL, 'c'}, {"listen", required_argument, NULL, 'l'},
+        {"data", required_argument, NULL, 'd'},   {"help", no_argument, NULL, 'h'},
+        {"version", no_argument, NULL, 'V'},      {NULL, 0, NULL, 0},
+    };
+    /* The config file is applied first, so command-line flags win. */
+    const char *config_path = NULL;
+    int c;
+    while ((c = getopt_long(argc, argv, "c:l:d:hV", opts, NULL)) != -1)
+        if (c == 'c')
+            config_path = optarg;
+    if (config_path && config_load_file(&srv.cfg, config_path) != 0)
+        return 2;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "c:l:d:hV", opts, NULL)) != -1) {
+        switch (c) {
+        case 'c':
+            break;
+        case 'l':
+            if (config_set_listen(&srv.cfg, optarg) != 0) {
+                fprintf(stderr, "shardstore: bad --listen '%s' (want ADDR:PORT)\n", optarg);
+                return 2;
+            }
+            break;
+        case 'd':
+            config_set(&srv.cfg, "data", optarg);
+            break;
+        case 'h':
+            usage(stdout);
+            return 0;
+        case 'V':
+            printf("shardstore %s\n", PACKAGE_VERSION);
+            return 0;
+        default:
+            usage(stderr);
+            return 2;
+        }
+    }
+    if (optind < argc) {
+        usage(stderr);
+        return 2;
+    }
+    log_set_level((enum log_level)srv.cfg.log_level);
+
+    /* Signals are taken synchronously by the main thread; every other
+     * thread inherits the blocked mask. */
+    sigset_t sigs;
+    sigemptyset(&sigs);
+    sigaddset(&sigs, SIGTERM);
+    sigaddset(&sigs, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &sigs, NULL);
+    signal(SIGPIPE, SIG_IGN);
+
+    int rc = mkdir_p(srv.cfg.data_dir);
+    if (rc < 0) {
+        log_error("cannot create data dir %s: %s", srv.cfg.data_dir, strerror(-rc));
+        return 1;
+    }
+    rc = creds_load(srv.cfg.data_dir, srv.access_key, sizeof(srv.access_key), srv.secret_key,
+                    sizeof(srv.secret_key));
+    if (rc < 0) {
+        log_error("cannot load credentials: %s", strerror(-rc));
+        return 1;
+    }
+    uint8_t h[32];
+    auth_sha256(srv.access_key, strlen(srv.access_key), h);
+    hex_encode(h, 32, srv.owner_id);
+    int exit_code = 1;
+    if (open_stores(&srv) != 0)
+        goto out;
+    srv.committer = committer_create(&srv, srv.cfg.group_commit, srv.cfg.group_commit_max);
+    if (!srv.committer)
+        goto out;
+    if (http_start(&srv) != 0)
+        goto out;
+    int sig = 0;
+    sigwait(&sigs, &sig);
+    log_info("signal %d: stopping", sig);
+    atomic_store(&srv.is_stopping, true);
+    http_stop(&srv);
+    exit_code = 0;
+out:
+    committer_destroy(srv.committer);
+    storage_close(srv.storage);
+    index_close(srv.index);
+    log_info("stopped");
+    return exit_code;
 }

@@ -258,8 +258,7 @@ xml_run(struct xml_ctx *ctx, const char *body, size_t len)
     do {
         size_t n = MIN(len - off, (size_t)XML_IN_CHUNK_LEN);
         bool is_final = off + n == len;
-        if (XML_Parse(ctx->parser, body ? body + off : NULL, (int)n, is_final) !=
-            XML_STATUS_OK) {
+        if (XML_Parse(ctx->parser, body ? body + off : NULL, (int)n, is_final) != XML_STATUS_OK) {
             xml_fail(ctx, XML_IN_MALFORMED);
             break;
         }

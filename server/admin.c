@@ -1,0 +1,107 @@
+/*
+ * admin.c: endpoints under /_/ (no bucket name can start with '_').
+ *   GET /_/health   200 "ok" when ready: the only path served before
+ *                   authentication.
+ *   GET /_/metrics  Prometheus text format; SigV4 with the root key.
+ */
+#include "server/server.h"
+
+#include <inttypes.h>
+#include <microhttpd.h>
+
+static int
+admin_lookup(void *ctx, struct slice access_key, char *secret, size_t cap)
+{
+    struct server *srv = ctx;
+    if (!slice_eq(access_key, slice_from_cstr(srv->access_key)))
+        return -1;
+    size_t n = strlen(srv->secret_key);
+    if (n + 1 > cap)
+        return -1;
+    memcpy(secret, srv->secret_key, n + 1);
+    return 0;
+}
+
+static bool
+admin_authenticate(struct s3_req *r)
+{
+    struct auth_request ar = {
+        .method = r->method, .path = r->raw_path, .query = r->raw_query,
+        .headers = r->headers, .n_headers = r->n_headers,
+        .now_s = clock_now_ns() / 1000000000, .region = r->srv->cfg.region,
+    };
+    enum auth_result res = auth_sigv4_verify(&ar, admin_lookup, r->srv, &r->auth);
+    if (res == AUTH_OK)
+        return true;
+    atomic_fetch_add(&r->srv->metrics.auth_failures, 1);
+    s3_respond_error(r, res == AUTH_BAD_SIGNATURE ? S3_ERR_SIGNATURE_DOES_NOT_MATCH
+                                                   : S3_ERR_ACCESS_DENIED, NULL);
+    return false;
+}
+
+static void
+metric(struct buf *b, const char *name, const char *type, const char *help, uint64_t v)
+{
+    buf_printf(b, "# HELP %s %s\n# TYPE %s %s\n%s %" PRIu64 "\n", name, help, name, type, name, v);
+}
+
+static void
+admin_metrics(struct s3_req *r)
+{
+    struct server *srv = r->srv;
+    struct storage_stats st;
+    storage_stats_get(srv->storage, &st);
+    struct buf b;
+    buf_init(&b);
+    metric(&b, "shardstore_requests_total", "counter", "HTTP requests received",
+           atomic_load(&srv->metrics.requests));
+    metric(&b, "shardstore_errors_4xx_total", "counter", "Requests answered 4xx",
+           atomic_load(&srv->metrics.errors_4xx));
+    metric(&b, "shardstore_errors_5xx_total", "counter", "Requests answered 5xx",
+           atomic_load(&srv->metrics.errors_5xx));
+    metric(&b, "shardstore_auth_failures_total", "counter", "Requests that failed authentication",
+           atomic_load(&srv->metrics.auth_failures));
+    metric(&b, "shardstore_bytes_in_total", "counter", "Request body bytes received",
+           atomic_load(&srv->metrics.bytes_in));
+    metric(&b, "shardstore_bytes_out_total", "counter", "Object bytes sent",
+           atomic_load(&srv->metrics.bytes_out));
+    metric(&b, "shardstore_puts_total", "counter", "Objects written",
+           atomic_load(&srv->metrics.puts));
+    metric(&b, "shardstore_gets_total", "counter", "Object reads",
+           atomic_load(&srv->metrics.gets));
+    metric(&b, "shardstore_index_commits_total", "counter", "Index write transactions",
+           atomic_load(&srv->metrics.commits));
+    metric(&b, "shardstore_index_committed_ops_total", "counter", "Mutations in those transactions",
+           atomic_load(&srv->metrics.committed_ops));
+    metric(&b, "shardstore_requests_in_flight", "gauge", "Requests being served",
+           atomic_load(&srv->in_flight));
+    metric(&b, "shardstore_storage_total_bytes", "gauge", "Bytes in all volumes", st.total_bytes);
+    metric(&b, "shardstore_storage_free_bytes", "gauge", "Free bytes in the allocator",
+           st.free_bytes);
+    metric(&b, "shardstore_storage_pending_bytes", "gauge", "Freed bytes waiting for readers",
+           st.pending_bytes);
+    metric(&b, "shardstore_storage_volumes", "gauge", "Volume files", st.n_volumes);
+    s3_respond_body(r, 200, "text/plain; version=0.0.4", b.ptr, b.len);
+    buf_cleanup(&b);
+}
+
+void
+op_admin(struct s3_req *r)
+{
+    struct slice what = {r->raw_path.ptr + 3, r->raw_path.len - 3};
+    bool is_get = slice_eq(r->method, SLICE_LIT("GET")) || slice_eq(r->method, SLICE_LIT("HEAD"));
+    if (slice_eq(what, SLICE_LIT("health")) && is_get) {
+        if (atomic_load(&r->srv->is_stopping))
+            s3_respond_body(r, 503, "text/plain", "stopping\n", 9);
+        else
+            s3_respond_body(r, 200, "text/plain", "ok\n", 3);
+        return;
+    }
+    if (!admin_authenticate(r))
+        return;
+    if (slice_eq(what, SLICE_LIT("metrics")) && is_get) {
+        admin_metrics(r);
+        return;
+    }
+    s3_respond_error(r, S3_ERR_INVALID_REQUEST, "Unknown admin endpoint");
+}

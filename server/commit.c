@@ -1,0 +1,195 @@
+/*
+ * commit.c: group commit. Every mutation of the index goes through here.
+ *
+ * With grouping on, handler threads queue their ops and sleep; one
+ * committer thread takes everything queued, makes the written extents
+ * durable with one storage_sync, applies all ops in ONE index transaction
+ * (one durable commit), then wakes the waiters. Under load, N concurrent
+ * PUTs cost one fdatasync and one LMDB commit instead of N of each. With
+ * grouping off, the caller does the same for its own ops under a mutex.
+ *
+ * Invariant: storage_sync happens before the index commit, so a record
+ * that is visible always points at durable data. Extents freed by the
+ * commit go back to storage only after it (deferred for readers).
+ */
+#include "server/server.h"
+
+#include <errno.h>
+#include <stdlib.h>
+
+struct commit_item {
+    struct commit_item *next;
+    struct index_op *ops;
+    size_t n_ops;
+    int result;
+    bool is_done;
+};
+
+struct committer {
+    struct server *srv;
+    bool is_group;
+    uint32_t max_batch;
+    pthread_mutex_t lock;
+    pthread_cond_t work;      /* committer waits for items */
+    pthread_cond_t done;      /* waiters wait for is_done */
+    struct commit_item *head; /* FIFO */
+    struct commit_item *tail;
+    bool is_stopping;
+    pthread_t thread;
+    pthread_mutex_t solo_lock; /* grouping off: serializes commits */
+};
+
+static void
+release_freed(struct server *srv, struct index_op *ops, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (ops[i].result != 0 || ops[i].n_freed == 0)
+            continue;
+        struct storage_extent *se = xmalloc(sizeof(*se) * ops[i].n_freed);
+        s3_extents_to_storage(ops[i].freed, ops[i].n_freed, se);
+        storage_release(srv->storage, se, ops[i].n_freed);
+        free(se);
+    }
+}
+
+/* Syncs data, then commits 'ops' in one transaction. */
+static int
+commit_ops(struct server *srv, struct index_op *ops, size_t n)
+{
+    int rc = storage_sync(srv->storage);
+    if (rc < 0) {
+        log_error("commit: storage sync failed: %d", rc);
+        return rc;
+    }
+    rc = index_commit(srv->index, ops, n);
+    atomic_fetch_add(&srv->metrics.commits, 1);
+    atomic_fetch_add(&srv->metrics.committed_ops, n);
+    return rc;
+}
+
+static void *
+committer_main(void *arg)
+{
+    struct committer *c = arg;
+    struct index_op *batch = NULL;
+    size_t batch_cap = 0;
+    pthread_mutex_lock(&c->lock);
+    for (;;) {
+        while (!c->head && !c->is_stopping)
+            pthread_cond_wait(&c->work, &c->lock);
+        if (!c->head && c->is_stopping)
+            break;
+        /* Take a run of items up to max_batch ops. */
+        struct commit_item *first = c->head;
+        struct commit_item *last = first;
+        size_t n = first->n_ops;
+        while (last->next && n + last->next->n_ops <= c->max_batch) {
+            last = last->next;
+            n += last->n_ops;
+        }
+        c->head = last->next;
+        if (!c->head)
+            c->tail = NULL;
+        last->next = NULL;
+        pthread_mutex_unlock(&c->lock);
+
+        /* Ops are copied into one array so index_commit sees one batch,
+         * then results are copied back. */
+        if (n > batch_cap) {
+            batch_cap = n * 2;
+            batch = xrealloc(batch, batch_cap * sizeof(*batch));
+        }
+        size_t k = 0;
+        for (struct commit_item *it = first; it; it = it->next) {
+            memcpy(batch + k, it->ops, it->n_ops * sizeof(*batch));
+            k += it->n_ops;
+        }
+        int rc = commit_ops(c->srv, batch, n);
+        k = 0;
+        for (struct commit_item *it = first; it; it = it->next) {
+            memcpy(it->ops, batch + k, it->n_ops * sizeof(*batch));
+            k += it->n_ops;
+        }
+        if (rc == 0)
+            release_freed(c->srv, batch, n);
+
+        pthread_mutex_lock(&c->lock);
+        for (struct commit_item *it = first; it;) {
+            struct commit_item *next = it->next;
+            it->result = rc;
+            it->is_done = true;
+            it = next;
+        }
+        pthread_cond_broadcast(&c->done);
+    }
+    pthread_mutex_unlock(&c->lock);
+    free(batch);
+    return NULL;
+}
+
+struct committer *
+committer_create(struct server *srv, bool group, uint32_t max_batch)
+{
+    struct committer *c = xcalloc(1, sizeof(*c));
+    c->srv = srv;
+    c->is_group = group;
+    c->max_batch = max_batch ? max_batch : 1024;
+    pthread_mutex_init(&c->lock, NULL);
+    pthread_mutex_init(&c->solo_lock, NULL);
+    pthread_cond_init(&c->work, NULL);
+    pthread_cond_init(&c->done, NULL);
+    if (group && pthread_create(&c->thread, NULL, committer_main, c) != 0) {
+        log_error("commit: cannot start committer thread");
+        free(c);
+        return NULL;
+    }
+    return c;
+}
+
+void
+committer_destroy(struct committer *c)
+{
+    if (!c)
+        return;
+    if (c->is_group) {
+        pthread_mutex_lock(&c->lock);
+        c->is_stopping = true;
+        pthread_cond_signal(&c->work);
+        pthread_mutex_unlock(&c->lock);
+        pthread_join(c->thread, NULL);
+    }
+    pthread_mutex_destroy(&c->lock);
+    pthread_mutex_destroy(&c->solo_lock);
+    pthread_cond_destroy(&c->work);
+    pthread_cond_destroy(&c->done);
+    free(c);
+}
+
+int
+committer_run(struct committer *c, struct index_op *ops, size_t n_ops)
+{
+    if (!c->is_group) {
+        pthread_mutex_lock(&c->solo_lock);
+        int rc = commit_ops(c->srv, ops, n_ops);
+        pthread_mutex_unlock(&c->solo_lock);
+        if (rc == 0)
+            release_freed(c->srv, ops, n_ops);
+        return rc;
+    }
+    struct commit_item item = {.ops = ops, .n_ops = n_ops};
+    pthread_mutex_lock(&c->lock);
+    if (c->is_stopping) {
+        pthread_mutex_unlock(&c->lock);
+        return -ESHUTDOWN;
+    }
+    if (c->tail)
+        c->tail->next = &item;
+    else
+        c->head = &item;
+    c->tail = &item;
+    pthread_cond_signal(&c->work);
+    while (!item.is_done)
+        pthread_cond_wait(&c->done, &c->lock);
+    pthread_mutex_unlock(&c->lock);
+    return item.result;
+}

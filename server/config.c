@@ -1,0 +1,238 @@
+/*
+ * config.c: the configuration: embedded defaults, a "key = value" file and
+ * the command line. Directives are a table (name, kind, field), so the
+ * file parser, the command line and conf/shardstore.conf stay in step.
+ */
+#include "server/server.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum directive_kind { DIR_STRING, DIR_SIZE, DIR_U32, DIR_BOOL, DIR_LISTEN, DIR_LOG_LEVEL };
+
+struct directive {
+    const char *name;
+    enum directive_kind kind;
+    size_t offset;
+    size_t len; /* for strings: capacity */
+};
+
+#define FIELD(f) offsetof(struct config, f)
+#define FIELD_LEN(f) sizeof(((struct config *)0)->f)
+
+static const struct directive directives[] = {
+    {"listen", DIR_LISTEN, 0, 0},
+    {"data", DIR_STRING, FIELD(data_dir), FIELD_LEN(data_dir)},
+    {"region", DIR_STRING, FIELD(region), FIELD_LEN(region)},
+    {"domains", DIR_STRING, FIELD(domains), FIELD_LEN(domains)},
+    {"volume_size", DIR_SIZE, FIELD(volume_size), 0},
+    {"max_volumes", DIR_U32, FIELD(max_volumes), 0},
+    {"index_map_size", DIR_SIZE, FIELD(index_map_size), 0},
+    {"write_buffer_total", DIR_SIZE, FIELD(write_buffer_total), 0},
+    {"group_commit", DIR_BOOL, FIELD(group_commit), 0},
+    {"group_commit_max", DIR_U32, FIELD(group_commit_max), 0},
+    {"threads", DIR_U32, FIELD(threads), 0},
+    {"connection_limit", DIR_U32, FIELD(connection_limit), 0},
+    {"connection_timeout", DIR_U32, FIELD(connection_timeout_s), 0},
+    {"shutdown_grace", DIR_U32, FIELD(shutdown_grace_s), 0},
+    {"max_object_size", DIR_SIZE, FIELD(max_object_size), 0},
+    {"inline_max", DIR_U32, FIELD(inline_max), 0},
+    {"log_level", DIR_LOG_LEVEL, FIELD(log_level), 0},
+    {"index_nosync", DIR_BOOL, FIELD(index_nosync), 0},
+};
+
+void
+config_defaults(struct config *c)
+{
+    memset(c, 0, sizeof(*c));
+    snprintf(c->listen_addr, sizeof(c->listen_addr), "127.0.0.1");
+    c->listen_port = 9000;
+    snprintf(c->data_dir, sizeof(c->data_dir), "./shardstore-data");
+    snprintf(c->region, sizeof(c->region), "us-east-1");
+    snprintf(c->domains, sizeof(c->domains), "localhost");
+    c->volume_size = 4ull << 30;
+    c->max_volumes = 64;
+    c->index_map_size = 64ull << 30;
+    c->write_buffer_total = 512ull << 20;
+    c->group_commit = true;
+    c->group_commit_max = 1024;
+    c->threads = 0; /* 0: two per core, at least 4 */
+    c->connection_limit = 4096;
+    c->connection_timeout_s = 60;
+    c->shutdown_grace_s = 10;
+    c->max_object_size = 5ull << 40;
+    c->inline_max = 0;
+    c->log_level = LOG_INFO;
+    c->index_nosync = false;
+}
+
+int
+config_parse_size(const char *s, uint64_t *out)
+{
+    char *end = NULL;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno || end == s)
+        return -1;
+    uint64_t mul = 1;
+    switch (toupper((unsigned char)*end)) {
+    case '\0':
+        break;
+    case 'K':
+        mul = 1ull << 10;
+        end++;
+        break;
+    case 'M':
+        mul = 1ull << 20;
+        end++;
+        break;
+    case 'G':
+        mul = 1ull << 30;
+        end++;
+        break;
+    case 'T':
+        mul = 1ull << 40;
+        end++;
+        break;
+    default:
+        return -1;
+    }
+    if (*end == 'i' || *end == 'B')
+        end++;
+    if (*end == 'B')
+        end++;
+    if (*end != '\0')
+        return -1;
+    if (v > UINT64_MAX / mul)
+        return -1;
+    *out = v * mul;
+    return 0;
+}
+
+int
+config_set_listen(struct config *c, const char *addr_port)
+{
+    const char *colon = strrchr(addr_port, ':');
+    if (!colon || colon == addr_port)
+        return -1;
+    size_t alen = (size_t)(colon - addr_port);
+    if (alen >= sizeof(c->listen_addr))
+        return -1;
+    uint64_t port;
+    if (parse_u64(slice_from_cstr(colon + 1), 65535, &port) != 0)
+        return -1;
+    memcpy(c->listen_addr, addr_port, alen);
+    c->listen_addr[alen] = '\0';
+    c->listen_port = (uint16_t)port;
+    return 0;
+}
+
+int
+config_set(struct config *c, const char *key, const char *value)
+{
+    for (size_t i = 0; i < ARRAY_LEN(directives); i++) {
+        const struct directive *d = &directives[i];
+        if (strcmp(d->name, key) != 0)
+            continue;
+        char *field = (char *)c + d->offset;
+        uint64_t v;
+        switch (d->kind) {
+        case DIR_LISTEN:
+            return config_set_listen(c, value);
+        case DIR_STRING:
+            if (strlen(value) >= d->len)
+                return -1;
+            memcpy(field, value, strlen(value) + 1);
+            return 0;
+        case DIR_SIZE:
+            if (config_parse_size(value, &v) != 0)
+                return -1;
+            memcpy(field, &v, sizeof(v));
+            return 0;
+        case DIR_U32: {
+            if (parse_u64(slice_from_cstr(value), UINT32_MAX, &v) != 0)
+                return -1;
+            uint32_t u = (uint32_t)v;
+            memcpy(field, &u, sizeof(u));
+            return 0;
+        }
+        case DIR_BOOL: {
+            bool b;
+            if (!strcmp(value, "on") || !strcmp(value, "true") || !strcmp(value, "yes") ||
+                !strcmp(value, "1"))
+                b = true;
+            else if (!strcmp(value, "off") || !strcmp(value, "false") || !strcmp(value, "no") ||
+                     !strcmp(value, "0"))
+                b = false;
+            else
+                return -1;
+            memcpy(field, &b, sizeof(b));
+            return 0;
+        }
+        case DIR_LOG_LEVEL: {
+            static const char *names[] = {"debug", "info", "warn", "error"};
+            for (int l = 0; l < 4; l++)
+                if (!strcmp(value, names[l])) {
+                    memcpy(field, &l, sizeof(l));
+                    return 0;
+                }
+            return -1;
+        }
+        }
+    }
+    return -1;
+}
+
+static char *
+trim(char *s)
+{
+    while (isspace((unsigned char)*s))
+        s++;
+    char *e = s + strlen(s);
+    while (e > s && isspace((unsigned char)e[-1]))
+        *--e = '\0';
+    return s;
+}
+
+int
+config_load_file(struct config *c, const char *path)
+{
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        fprintf(stderr, "shardstore: cannot open config %s: %s\n", path, strerror(errno));
+        return -1;
+    }
+    char line[4096];
+    int lineno = 0;
+    int rc = 0;
+    while (fgets(line, sizeof(line), f)) {
+        lineno++;
+        char *hash = strchr(line, '#');
+        if (hash)
+            *hash = '\0';
+        char *s = trim(line);
+        if (!*s)
+            continue;
+        char *eq = strchr(s, '=');
+        if (!eq) {
+            fprintf(stderr, "shardstore: %s:%d: expected 'key = value'\n", path, lineno);
+            rc = -1;
+            break;
+        }
+        *eq = '\0';
+        char *key = trim(s);
+        char *value = trim(eq + 1);
+        if (config_set(c, key, value) != 0) {
+            fprintf(stderr, "shardstore: %s:%d: bad directive or value for '%s'\n", path, lineno,
+                    key);
+            rc = -1;
+            break;
+        }
+    }
+    fclose(f);
+    return rc;
+}

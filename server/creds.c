@@ -1,0 +1,86 @@
+/*
+ * creds.c: the root credentials. From SHARDSTORE_ACCESS_KEY and
+ * SHARDSTORE_SECRET_KEY when set; otherwise from DATA/credentials, which is
+ * generated (random, mode 0600) on first start and printed once on stdout.
+ * The secret never goes to the log.
+ */
+#include "server/creds.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/random.h>
+#include <unistd.h>
+
+static void
+random_string(char *out, size_t n, const char *alphabet)
+{
+    size_t alen = strlen(alphabet);
+    unsigned char rnd[128];
+    if (getrandom(rnd, n, 0) != (ssize_t)n) {
+        log_error("getrandom failed");
+        abort();
+    }
+    for (size_t i = 0; i < n; i++)
+        out[i] = alphabet[rnd[i] % alen];
+    out[n] = '\0';
+}
+
+static int
+read_file(const char *path, char *ak, size_t akcap, char *sk, size_t skcap)
+{
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return -errno;
+    int rc = -EINVAL;
+    char line1[256], line2[256];
+    if (fgets(line1, sizeof(line1), f) && fgets(line2, sizeof(line2), f)) {
+        line1[strcspn(line1, "\r\n")] = '\0';
+        line2[strcspn(line2, "\r\n")] = '\0';
+        if (*line1 && *line2 && strlen(line1) < akcap && strlen(line2) < skcap) {
+            memcpy(ak, line1, strlen(line1) + 1);
+            memcpy(sk, line2, strlen(line2) + 1);
+            rc = 0;
+        }
+    }
+    fclose(f);
+    return rc;
+}
+
+int
+creds_load(const char *data_dir, char *ak, size_t akcap, char *sk, size_t skcap)
+{
+    const char *eak = getenv("SHARDSTORE_ACCESS_KEY");
+    const char *esk = getenv("SHARDSTORE_SECRET_KEY");
+    if (eak && esk && *eak && *esk) {
+        if (strlen(eak) >= akcap || strlen(esk) >= skcap)
+            return -EINVAL;
+        memcpy(ak, eak, strlen(eak) + 1);
+        memcpy(sk, esk, strlen(esk) + 1);
+        return 0;
+    }
+    char path[4200];
+    snprintf(path, sizeof(path), "%s/credentials", data_dir);
+    int rc = read_file(path, ak, akcap, sk, skcap);
+    if (rc != -ENOENT)
+        return rc;
+    random_string(ak, 20, "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789");
+    random_string(sk, 40, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/");
+    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0600);
+    if (fd < 0)
+        return -errno;
+    char content[300];
+    int n = snprintf(content, sizeof(content), "%s\n%s\n", ak, sk);
+    if (write(fd, content, (size_t)n) != n || fsync(fd) != 0) {
+        rc = -errno;
+        close(fd);
+        return rc;
+    }
+    close(fd);
+    printf("shardstore: generated root credentials (stored in %s):\n"
+           "  access key: %s\n  secret key: %s\n",
+           path, ak, sk);
+    fflush(stdout);
+    return 0;
+}

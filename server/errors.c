@@ -1,0 +1,58 @@
+/*
+ * errors.c: the table behind s3_errors.def, and the one translation of
+ * index/storage errnos into S3 errors.
+ */
+#include "server/server.h"
+
+#include <errno.h>
+
+struct s3_error_info {
+    int status;
+    const char *code;
+    const char *message;
+};
+
+static const struct s3_error_info errors[S3_ERR_COUNT] = {
+    [S3_OK] = {200, "OK", "OK"},
+#define S3_ERROR(name, st, cd, msg) [S3_ERR_##name] = {st, cd, msg},
+#include "server/s3_errors.def"
+#undef S3_ERROR
+};
+
+int
+s3_error_status(enum s3_error e)
+{
+    return errors[e].status;
+}
+
+const char *
+s3_error_code(enum s3_error e)
+{
+    return errors[e].code;
+}
+
+const char *
+s3_error_message(enum s3_error e)
+{
+    return errors[e].message;
+}
+
+enum s3_error
+s3_error_from_errno(int err)
+{
+    switch (err) {
+    case -ENOSPC:
+        return S3_ERR_INSUFFICIENT_STORAGE;
+    case -EAGAIN:
+        return S3_ERR_SLOW_DOWN;
+    case -EFBIG:
+        return S3_ERR_ENTITY_TOO_LARGE;
+    case -ENOENT:
+        return S3_ERR_NO_SUCH_KEY;
+    case -EEXIST:
+    case -ESTALE:
+        return S3_ERR_PRECONDITION_FAILED;
+    default:
+        return S3_ERR_INTERNAL_ERROR;
+    }
+}

@@ -1,0 +1,721 @@
+/*
+ * http.c: libmicrohttpd glue. The only file that drives MHD's request
+ * lifecycle:
+ *
+ *   URI log callback   -> struct s3_req created in its own arena (raw URI kept
+ *                         for SigV4, which needs it as sent)
+ *   first access call  -> headers collected, addressing resolved, SigV4
+ *                         verified, route chosen; the handler either responds
+ *                         at once or installs on_body/on_end
+ *   body calls         -> payload decoded (aws-chunked) and verified (SHA-256)
+ *                         on the fly, then handed to on_body; after an error
+ *                         the rest of the body is discarded
+ *   final call         -> payload checks, then on_end responds
+ *   completion         -> on_cleanup, reader unpin, arena destroyed
+ *
+ * Only /_/health runs before authentication.
+ */
+#include "server/server.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <microhttpd.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+/* ======================================================================
+ * Responses
+ * ====================================================================== */
+
+void
+s3_resp_header(struct MHD_Response *resp, const char *name, const char *value)
+{
+    MHD_add_response_header(resp, name, value);
+}
+
+void
+s3_respond(struct s3_req *r, int status, struct MHD_Response *resp)
+{
+    if (r->is_responded) {
+        MHD_destroy_response(resp);
+        return;
+    }
+    MHD_add_response_header(resp, "x-amz-request-id", r->request_id);
+    MHD_add_response_header(resp, "x-amz-id-2", r->request_id);
+    MHD_add_response_header(resp, "Server", "shardstore");
+    r->is_responded = true;
+    r->status = status;
+    /* MHD closes the connection when a response is queued before the
+     * request is fully read. Without a body the request is complete after
+     * the headers, so wait for MHD's next callback and keep the connection
+     * alive; with a body (an early error), queue now and let it close
+     * rather than read a body nobody wants. */
+    if (r->is_first_call && !r->has_request_body) {
+        r->deferred_resp = resp;
+    } else {
+        if (MHD_queue_response(r->conn, (unsigned int)status, resp) != MHD_YES)
+            log_warn("request %s: could not queue response %d", r->request_id, status);
+        MHD_destroy_response(resp);
+    }
+    if (status >= 500)
+        atomic_fetch_add(&r->srv->metrics.errors_5xx, 1);
+    else if (status >= 400)
+        atomic_fetch_add(&r->srv->metrics.errors_4xx, 1);
+}
+
+void
+s3_respond_body(struct s3_req *r, int status, const char *content_type, const char *body,
+                size_t len)
+{
+    struct MHD_Response *resp =
+        MHD_create_response_from_buffer(len, (void *)body, MHD_RESPMEM_MUST_COPY);
+    if (content_type)
+        MHD_add_response_header(resp, "Content-Type", content_type);
+    s3_respond(r, status, resp);
+}
+
+void
+s3_respond_empty(struct s3_req *r, int status)
+{
+    struct MHD_Response *resp = MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT);
+    s3_respond(r, status, resp);
+}
+
+void
+s3_respond_error(struct s3_req *r, enum s3_error e, const char *message)
+{
+    struct buf b;
+    buf_init(&b);
+    int status = s3_error_status(e);
+    if (status == 304) {
+        s3_respond_empty(r, status);
+        return;
+    }
+    xml_error(&b, s3_error_code(e), message ? message : s3_error_message(e), r->raw_path,
+              r->request_id);
+    log_debug("request %s: %.*s %.*s -> %d %s", r->request_id, (int)r->method.len, r->method.ptr,
+              (int)r->raw_path.len, r->raw_path.ptr, status, s3_error_code(e));
+    struct MHD_Response *resp =
+        MHD_create_response_from_buffer(b.len, b.ptr, MHD_RESPMEM_MUST_FREE);
+    MHD_add_response_header(resp, "Content-Type", "application/xml");
+    s3_respond(r, status, resp);
+}
+
+/* ======================================================================
+ * Request accessors
+ * ====================================================================== */
+
+struct slice
+s3_req_header(const struct s3_req *r, const char *name)
+{
+    for (size_t i = 0; i < r->n_headers; i++)
+        if (slice_eq_nocase(r->headers[i].name, name))
+            return r->headers[i].value;
+    return SLICE_NULL;
+}
+
+bool
+s3_req_has_header(const struct s3_req *r, const char *name)
+{
+    for (size_t i = 0; i < r->n_headers; i++)
+        if (slice_eq_nocase(r->headers[i].name, name))
+            return true;
+    return false;
+}
+
+const struct s3_param *
+s3_req_param(const struct s3_req *r, const char *name)
+{
+    for (size_t i = 0; i < r->n_params; i++)
+        if (slice_eq(r->params[i].name, slice_from_cstr(name)))
+            return &r->params[i];
+    return NULL;
+}
+
+static enum s3_error
+xml_body_chunk(struct s3_req *r, const char *data, size_t len)
+{
+    if (r->xml_body.len + len > r->xml_body_max)
+        return S3_ERR_MALFORMED_XML;
+    buf_append(&r->xml_body, data, len);
+    return S3_OK;
+}
+
+void
+s3_req_expect_xml(struct s3_req *r, size_t max, s3_end_fn end)
+{
+    r->xml_body_max = max;
+    r->on_body = xml_body_chunk;
+    r->on_end = end;
+}
+
+/* ======================================================================
+ * Parsing the request line and headers
+ * ====================================================================== */
+
+struct header_collect {
+    struct s3_req *r;
+    size_t cap;
+};
+
+static enum MHD_Result
+collect_header(void *cls, enum MHD_ValueKind kind, const char *key, size_t key_len,
+               const char *value, size_t value_len)
+{
+    (void)kind;
+    struct header_collect *hc = cls;
+    struct s3_req *r = hc->r;
+    if (r->n_headers == hc->cap)
+        return MHD_NO;
+    struct auth_header *h = &r->headers[r->n_headers++];
+    h->name = (struct slice){key, key_len};
+    h->value = (struct slice){value ? value : "", value ? value_len : 0};
+    return MHD_YES;
+}
+
+static void
+parse_query(struct s3_req *r)
+{
+    struct slice q = r->raw_query;
+    size_t n = 1;
+    for (size_t i = 0; i < q.len; i++)
+        if (q.ptr[i] == '&')
+            n++;
+    r->params = arena_calloc(r->arena, n, sizeof(*r->params));
+    r->n_params = 0;
+    size_t i = 0;
+    while (i < q.len) {
+        size_t j = i;
+        while (j < q.len && q.ptr[j] != '&')
+            j++;
+        if (j > i) {
+            struct slice part = {q.ptr + i, j - i};
+            const char *eq = memchr(part.ptr, '=', part.len);
+            struct s3_param *p = &r->params[r->n_params];
+            struct slice name = part;
+            struct slice value = SLICE_NULL;
+            if (eq) {
+                name.len = (size_t)(eq - part.ptr);
+                value = (struct slice){eq + 1, part.len - name.len - 1};
+                p->has_value = true;
+            }
+            if (s3_uri_decode(r->arena, name, &p->name) &&
+                s3_uri_decode(r->arena, value, &p->value))
+                r->n_params++;
+        }
+        i = j + 1;
+    }
+}
+
+/* Splits Host into a bucket when it is "<bucket>.<domain>[:port]" for one
+ * of the configured domains (virtual-hosted-style addressing). */
+static bool
+virtual_host_bucket(struct s3_req *r, struct slice host, struct slice *bucket)
+{
+    const char *colon = memchr(host.ptr, ':', host.len);
+    if (colon)
+        host.len = (size_t)(colon - host.ptr);
+    const char *d = r->srv->cfg.domains;
+    while (*d) {
+        const char *comma = strchr(d, ',');
+        size_t dl = comma ? (size_t)(comma - d) : strlen(d);
+        while (dl && *d == ' ') {
+            d++;
+            dl--;
+        }
+        if (dl && host.len > dl + 1 && host.ptr[host.len - dl - 1] == '.' &&
+            strncasecmp(host.ptr + host.len - dl, d, dl) == 0) {
+            *bucket = (struct slice){host.ptr, host.len - dl - 1};
+            return true;
+        }
+        if (!comma)
+            break;
+        d = comma + 1;
+    }
+    return false;
+}
+
+/* Resolves bucket and key from the Host header and the path. */
+static bool
+resolve_address(struct s3_req *r)
+{
+    struct slice path = r->raw_path;
+    struct slice vbucket;
+    struct slice host = s3_req_header(r, "host");
+    if (host.len && virtual_host_bucket(r, host, &vbucket)) {
+        r->is_virtual_host = true;
+        r->bucket = (struct slice){arena_strndup(r->arena, vbucket.ptr, vbucket.len), vbucket.len};
+        struct slice k = path;
+        if (k.len && k.ptr[0] == '/') {
+            k.ptr++;
+            k.len--;
+        }
+        return s3_uri_decode(r->arena, k, &r->key);
+    }
+    if (path.len == 0 || path.ptr[0] != '/')
+        return false;
+    path.ptr++;
+    path.len--;
+    const char *slash = memchr(path.ptr, '/', path.len);
+    struct slice b = path;
+    struct slice k = SLICE_NULL;
+    if (slash) {
+        b.len = (size_t)(slash - path.ptr);
+        k = (struct slice){slash + 1, path.len - b.len - 1};
+    }
+    return s3_uri_decode(r->arena, b, &r->bucket) && s3_uri_decode(r->arena, k, &r->key);
+}
+
+/* ======================================================================
+ * Authentication
+ * ====================================================================== */
+
+static int
+lookup_secret(void *ctx, struct slice access_key, char *secret, size_t cap)
+{
+    struct server *srv = ctx;
+    if (!slice_eq(access_key, slice_from_cstr(srv->access_key)))
+        return -1;
+    size_t n = strlen(srv->secret_key);
+    if (n + 1 > cap)
+        return -1;
+    memcpy(secret, srv->secret_key, n + 1);
+    return 0;
+}
+
+static bool
+authenticate(struct s3_req *r)
+{
+    struct auth_request ar = {
+        .method = r->method,
+        .path = r->raw_path,
+        .query = r->raw_query,
+        .headers = r->headers,
+        .n_headers = r->n_headers,
+        .now_s = clock_now_ns() / 1000000000,
+        .region = r->srv->cfg.region,
+    };
+    enum auth_result res = auth_sigv4_verify(&ar, lookup_secret, r->srv, &r->auth);
+    if (res == AUTH_OK) {
+        r->is_authenticated = true;
+        return true;
+    }
+    atomic_fetch_add(&r->srv->metrics.auth_failures, 1);
+    bool is_query = s3_req_param(r, "X-Amz-Signature") || s3_req_param(r, "X-Amz-Credential");
+    switch (res) {
+    case AUTH_ANONYMOUS:
+        s3_respond_error(r, S3_ERR_ACCESS_DENIED, NULL);
+        break;
+    case AUTH_MALFORMED:
+    case AUTH_BAD_EXPIRES:
+        s3_respond_error(r, is_query ? S3_ERR_AUTH_QUERY_ERROR : S3_ERR_AUTH_HEADER_MALFORMED,
+                         NULL);
+        break;
+    case AUTH_BAD_REGION: {
+        char msg[160];
+        snprintf(msg, sizeof(msg), "The authorization header is malformed; the region is wrong; "
+                                   "expecting '%s'", r->srv->cfg.region);
+        s3_respond_error(r, is_query ? S3_ERR_AUTH_QUERY_ERROR : S3_ERR_AUTH_HEADER_MALFORMED,
+                         msg);
+        break;
+    }
+    case AUTH_UNSUPPORTED:
+        s3_respond_error(r, S3_ERR_INVALID_REQUEST,
+                         "The authorization mechanism you have provided is not supported. "
+                         "Please use AWS4-HMAC-SHA256.");
+        break;
+    case AUTH_UNKNOWN_KEY:
+        s3_respond_error(r, S3_ERR_INVALID_ACCESS_KEY_ID, NULL);
+        break;
+    case AUTH_BAD_SIGNATURE:
+        s3_respond_error(r, S3_ERR_SIGNATURE_DOES_NOT_MATCH, NULL);
+        break;
+    case AUTH_SKEWED:
+        s3_respond_error(r, S3_ERR_REQUEST_TIME_TOO_SKEWED, NULL);
+        break;
+    case AUTH_EXPIRED:
+        s3_respond_error(r, S3_ERR_ACCESS_DENIED, "Request has expired");
+        break;
+    case AUTH_OK:
+        break;
+    }
+    return false;
+}
+
+/* ======================================================================
+ * Routing
+ * ====================================================================== */
+
+enum route_level { LEVEL_SERVICE, LEVEL_BUCKET, LEVEL_OBJECT };
+
+struct route {
+    const char *method;
+    enum route_level level;
+    const char *subresource; /* query parameter that selects the route, or NULL */
+    void (*handler)(struct s3_req *r);
+};
+
+static const struct route routes[] = {
+    {"GET", LEVEL_SERVICE, NULL, op_list_buckets},
+    {"GET", LEVEL_BUCKET, "location", op_get_bucket_location},
+    {"GET", LEVEL_BUCKET, "versioning", op_get_bucket_versioning},
+    {"GET", LEVEL_BUCKET, NULL, op_list_objects},
+    {"PUT", LEVEL_BUCKET, NULL, op_create_bucket},
+    {"HEAD", LEVEL_BUCKET, NULL, op_head_bucket},
+    {"DELETE", LEVEL_BUCKET, NULL, op_delete_bucket},
+    {"POST", LEVEL_BUCKET, "delete", op_delete_objects},
+    {"GET", LEVEL_OBJECT, NULL, op_get_object},
+    {"HEAD", LEVEL_OBJECT, NULL, op_head_object},
+    {"PUT", LEVEL_OBJECT, NULL, op_put_object},
+    {"DELETE", LEVEL_OBJECT, NULL, op_delete_object},
+};
+
+/* Query parameters that name an S3 sub-resource: a request carrying one
+ * that no route handles is NotImplemented rather than silently treated as
+ * the plain operation. */
+static const char *subresources[] = {
+    "accelerate", "acl", "analytics", "attributes", "cors", "delete", "encryption",
+    "intelligent-tiering", "inventory", "legal-hold", "lifecycle", "location", "logging",
+    "metrics", "notification", "object-lock", "ownershipControls", "policy", "policyStatus",
+    "publicAccessBlock", "replication", "requestPayment", "restore", "retention", "select",
+    "tagging", "torrent", "uploadId", "uploads", "versioning", "versions", "website",
+};
+
+static const char *
+request_subresource(const struct s3_req *r)
+{
+    for (size_t i = 0; i < r->n_params; i++)
+        for (size_t k = 0; k < ARRAY_LEN(subresources); k++)
+            if (slice_eq(r->params[i].name, slice_from_cstr(subresources[k])))
+                return subresources[k];
+    return NULL;
+}
+
+static void
+route(struct s3_req *r)
+{
+    enum route_level level = LEVEL_OBJECT;
+    if (r->bucket.len == 0)
+        level = LEVEL_SERVICE;
+    else if (r->key.len == 0)
+        level = LEVEL_BUCKET;
+    if (level != LEVEL_SERVICE && (r->bucket.len > INDEX_MAX_BUCKET || r->bucket.ptr[0] == '_')) {
+        s3_respond_error(r, S3_ERR_INVALID_BUCKET_NAME, NULL);
+        return;
+    }
+    if (r->key.len > INDEX_MAX_KEY) {
+        s3_respond_error(r, S3_ERR_KEY_TOO_LONG, NULL);
+        return;
+    }
+    const char *sub = request_subresource(r);
+    bool has_method = false;
+    for (size_t i = 0; i < ARRAY_LEN(routes); i++) {
+        const struct route *rt = &routes[i];
+        if (rt->level != level || !slice_eq(r->method, slice_from_cstr(rt->method)))
+            continue;
+        has_method = true;
+        if (rt->subresource ? (sub && !strcmp(sub, rt->subresource)) : !sub) {
+            rt->handler(r);
+            return;
+        }
+    }
+    if (sub || has_method)
+        s3_respond_error(r, S3_ERR_NOT_IMPLEMENTED, NULL);
+    else
+        s3_respond_error(r, S3_ERR_METHOD_NOT_ALLOWED, NULL);
+}
+
+/* ======================================================================
+ * Body pipeline
+ * ====================================================================== */
+
+static int
+deliver_payload(void *ctx, const char *data, size_t len)
+{
+    struct s3_req *r = ctx;
+    r->payload_len += len;
+    if (r->body_error)
+        return 0;
+    if (r->on_body) {
+        enum s3_error e = r->on_body(r, data, len);
+        if (e != S3_OK)
+            r->body_error = e;
+    }
+    return 0;
+}
+
+static void
+start_body(struct s3_req *r)
+{
+    r->has_body_started = true;
+    switch (r->auth.payload) {
+    case AUTH_PAYLOAD_HASH:
+        r->verify_payload_sha = true;
+        auth_checksum_init(&r->payload_sha, AUTH_CK_SHA256);
+        break;
+    case AUTH_PAYLOAD_STREAMING_SIGNED:
+    case AUTH_PAYLOAD_STREAMING_SIGNED_TRAILER:
+    case AUTH_PAYLOAD_STREAMING_UNSIGNED_TRAILER:
+        r->is_chunked_payload = true;
+        auth_chunked_init(&r->chunked, &r->auth);
+        break;
+    case AUTH_PAYLOAD_UNSIGNED:
+        break;
+    }
+}
+
+static void
+feed_body(struct s3_req *r, const char *data, size_t len)
+{
+    r->body_received += len;
+    atomic_fetch_add(&r->srv->metrics.bytes_in, len);
+    if (r->body_error == S3_ERR_INCOMPLETE_BODY || r->body_error == S3_ERR_SIGNATURE_DOES_NOT_MATCH)
+        return; /* framing lost: discard */
+    if (r->verify_payload_sha)
+        auth_checksum_update(&r->payload_sha, data, len);
+    if (!r->is_chunked_payload) {
+        deliver_payload(r, data, len);
+        return;
+    }
+    size_t consumed = 0;
+    enum auth_chunked_status st = auth_chunked_feed(&r->chunked, data, len, &consumed,
+                                                    deliver_payload, r);
+    if (st == AUTH_CHUNKED_ERROR)
+        r->body_error = S3_ERR_INCOMPLETE_BODY;
+    else if (st == AUTH_CHUNKED_BAD_SIGNATURE)
+        r->body_error = S3_ERR_SIGNATURE_DOES_NOT_MATCH;
+    else if (st == AUTH_CHUNKED_DONE && consumed < len)
+        r->body_error = S3_ERR_INCOMPLETE_BODY; /* bytes after the final chunk */
+}
+
+static void
+finish_body(struct s3_req *r)
+{
+    if (!r->body_error && r->is_chunked_payload) {
+        size_t consumed = 0;
+        enum auth_chunked_status st =
+            auth_chunked_feed(&r->chunked, "", 0, &consumed, deliver_payload, r);
+        if (st != AUTH_CHUNKED_DONE && !auth_chunked_is_complete_at_eof(&r->chunked))
+            r->body_error = S3_ERR_INCOMPLETE_BODY;
+    }
+    if (r->verify_payload_sha) {
+        uint8_t got[AUTH_CK_MAX_DIGEST];
+        auth_checksum_final(&r->payload_sha, got);
+        r->verify_payload_sha = false;
+        if (!r->body_error && !auth_equal_ct(got, r->auth.payload_sha256, 32))
+            r->body_error = S3_ERR_CONTENT_SHA256_MISMATCH;
+    }
+    if (r->body_error) {
+        s3_respond_error(r, r->body_error, NULL);
+        return;
+    }
+    if (r->on_end)
+        r->on_end(r);
+    if (!r->is_responded)
+        s3_respond_error(r, S3_ERR_INTERNAL_ERROR, NULL);
+}
+
+/* ======================================================================
+ * MHD callbacks
+ * ====================================================================== */
+
+static void *
+on_uri(void *cls, const char *uri, struct MHD_Connection *conn)
+{
+    struct server *srv = cls;
+    struct arena *a = arena_create(16384);
+    struct s3_req *r = arena_calloc(a, 1, sizeof(*r));
+    r->arena = a;
+    r->srv = srv;
+    r->conn = conn;
+    r->start_ns = clock_mono_ns();
+    r->id = atomic_fetch_add(&srv->request_seq, 1) + 1;
+    snprintf(r->request_id, sizeof(r->request_id), "%08" PRIX64 "%08" PRIX64,
+             (uint64_t)(clock_now_ns() / 1000000000) & 0xffffffffu, r->id & 0xffffffffu);
+    size_t len = strlen(uri);
+    r->raw_uri = (struct slice){arena_strndup(a, uri, len), len};
+    const char *q = memchr(r->raw_uri.ptr, '?', len);
+    if (q) {
+        r->raw_path = (struct slice){r->raw_uri.ptr, (size_t)(q - r->raw_uri.ptr)};
+        r->raw_query = (struct slice){q + 1, len - r->raw_path.len - 1};
+    } else {
+        r->raw_path = r->raw_uri;
+    }
+    buf_init(&r->xml_body);
+    atomic_fetch_add(&srv->in_flight, 1);
+    atomic_fetch_add(&srv->metrics.requests, 1);
+    return r;
+}
+
+static void
+dispatch(struct s3_req *r, const char *method)
+{
+    r->method = slice_from_cstr(arena_strndup(r->arena, method, strlen(method)));
+    int n = MHD_get_connection_values_n(r->conn, MHD_HEADER_KIND, NULL, NULL);
+    struct header_collect hc = {r, n > 0 ? (size_t)n : 0};
+    r->headers = arena_calloc(r->arena, hc.cap + 1, sizeof(*r->headers));
+    MHD_get_connection_values_n(r->conn, MHD_HEADER_KIND, collect_header, &hc);
+    parse_query(r);
+    struct slice cl = s3_req_header(r, "content-length");
+    r->has_request_body = s3_req_has_header(r, "transfer-encoding") ||
+                          (cl.ptr && !slice_eq(cl, SLICE_LIT("0")));
+
+    if (slice_has_prefix(r->raw_path, SLICE_LIT("/_/"))) {
+        op_admin(r);
+        return;
+    }
+    if (!resolve_address(r)) {
+        s3_respond_error(r, S3_ERR_INVALID_REQUEST, "Bad request path");
+        return;
+    }
+    if (!authenticate(r))
+        return;
+    start_body(r);
+    route(r);
+}
+
+static enum MHD_Result
+on_access(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
+          const char *version, const char *upload_data, size_t *upload_data_size, void **req_cls)
+{
+    (void)cls;
+    (void)url;
+    (void)version;
+    struct s3_req *r = *req_cls;
+    if (!r)
+        return MHD_NO;
+    r->conn = conn;
+    if (!r->method.ptr) {
+        r->is_first_call = true;
+        dispatch(r, method);
+        r->is_first_call = false;
+        return MHD_YES;
+    }
+    if (r->deferred_resp) {
+        struct MHD_Response *resp = r->deferred_resp;
+        r->deferred_resp = NULL;
+        *upload_data_size = 0;
+        if (MHD_queue_response(conn, (unsigned int)r->status, resp) != MHD_YES)
+            log_warn("request %s: could not queue response %d", r->request_id, r->status);
+        MHD_destroy_response(resp);
+        return MHD_YES;
+    }
+    if (*upload_data_size) {
+        size_t n = *upload_data_size;
+        *upload_data_size = 0;
+        if (!r->is_responded)
+            feed_body(r, upload_data, n);
+        return MHD_YES;
+    }
+    if (!r->is_responded)
+        finish_body(r);
+    return MHD_YES;
+}
+
+static void
+on_completed(void *cls, struct MHD_Connection *conn, void **req_cls,
+             enum MHD_RequestTerminationCode toe)
+{
+    (void)conn;
+    struct server *srv = cls;
+    struct s3_req *r = *req_cls;
+    if (!r)
+        return;
+    *req_cls = NULL;
+    if (r->deferred_resp)
+        MHD_destroy_response(r->deferred_resp);
+    if (r->on_cleanup)
+        r->on_cleanup(r);
+    if (r->verify_payload_sha)
+        auth_checksum_cleanup(&r->payload_sha);
+    if (r->has_pin)
+        storage_reader_unpin(srv->storage, r->pin);
+    if (toe != MHD_REQUEST_TERMINATED_COMPLETED_OK && r->method.ptr)
+        log_debug("request %s: %.*s %.*s terminated early (%d)", r->request_id,
+                  (int)r->method.len, r->method.ptr, (int)r->raw_path.len, r->raw_path.ptr,
+                  (int)toe);
+    buf_cleanup(&r->xml_body);
+    atomic_fetch_sub(&srv->in_flight, 1);
+    arena_destroy(r->arena);
+}
+
+static void
+on_mhd_log(void *cls, const char *fmt, va_list ap)
+{
+    (void)cls;
+    char msg[512];
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    size_t n = strlen(msg);
+    while (n && (msg[n - 1] == '\n' || msg[n - 1] == '\r'))
+        msg[--n] = '\0';
+    log_debug("mhd: %s", msg);
+}
+
+/* ======================================================================
+ * Start and stop
+ * ====================================================================== */
+
+int
+http_start(struct server *srv)
+{
+    struct sockaddr_in sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sin_family = AF_INET;
+    sa.sin_port = htons(srv->cfg.listen_port);
+    if (inet_pton(AF_INET, srv->cfg.listen_addr, &sa.sin_addr) != 1) {
+        log_error("listen address '%s' is not an IPv4 address", srv->cfg.listen_addr);
+        return -1;
+    }
+    unsigned threads = srv->cfg.threads;
+    if (threads == 0) {
+        long cores = sysconf(_SC_NPROCESSORS_ONLN);
+        threads = (unsigned)(cores > 0 ? cores * 2 : 4);
+        if (threads < 4)
+            threads = 4;
+    }
+    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ERROR_LOG |
+                     MHD_USE_TURBO | MHD_USE_ITC;
+    srv->daemon = MHD_start_daemon(
+        flags, 0, NULL, NULL, on_access, srv, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
+        MHD_OPTION_THREAD_POOL_SIZE, threads, MHD_OPTION_CONNECTION_LIMIT,
+        srv->cfg.connection_limit, MHD_OPTION_CONNECTION_TIMEOUT, srv->cfg.connection_timeout_s,
+        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(256 * 1024),
+        MHD_OPTION_CONNECTION_MEMORY_INCREMENT, (size_t)(16 * 1024),
+        MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv, MHD_OPTION_URI_LOG_CALLBACK, on_uri, srv,
+        MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, srv, MHD_OPTION_LISTENING_ADDRESS_REUSE, 1u,
+        MHD_OPTION_END);
+    if (!srv->daemon) {
+        log_error("cannot listen on %s:%u", srv->cfg.listen_addr, srv->cfg.listen_port);
+        return -1;
+    }
+    const union MHD_DaemonInfo *info = MHD_get_daemon_info(srv->daemon, MHD_DAEMON_INFO_LISTEN_FD);
+    struct sockaddr_in bound;
+    socklen_t blen = sizeof(bound);
+    if (info && getsockname(info->listen_fd, (struct sockaddr *)&bound, &blen) == 0)
+        srv->cfg.listen_port = ntohs(bound.sin_port);
+    printf("shardstore: listening on http://%s:%u\n", srv->cfg.listen_addr, srv->cfg.listen_port);
+    fflush(stdout);
+    log_info("listening on %s:%u with %u threads", srv->cfg.listen_addr, srv->cfg.listen_port,
+             threads);
+    return 0;
+}
+
+void
+http_stop(struct server *srv)
+{
+    if (!srv->daemon)
+        return;
+    MHD_quiesce_daemon(srv->daemon);
+    int64_t deadline = clock_mono_ns() + (int64_t)srv->cfg.shutdown_grace_s * 1000000000;
+    while (atomic_load(&srv->in_flight) > 0 && clock_mono_ns() < deadline) {
+        struct timespec ts = {0, 10 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    MHD_stop_daemon(srv->daemon);
+    srv->daemon = NULL;
+}

@@ -1,0 +1,170 @@
+/*
+ * meta.c: the object metadata blob (index_object.meta), opaque to index/.
+ *
+ * Format, version 1: byte 0x01, then entries of
+ *   u16 name_len | name | u32 value_len | value      (little-endian)
+ * Names are lower-case header names: content-type, content-encoding,
+ * content-disposition, content-language, cache-control, expires,
+ * x-amz-meta-*, x-amz-checksum-<algo>, x-amz-checksum-type,
+ * x-amz-storage-class, x-amz-website-redirect-location.
+ */
+#include "server/server.h"
+
+#include <ctype.h>
+
+#define META_VERSION 1
+#define META_MAX_USER 2048 /* S3: user metadata is limited to 2 KB */
+
+void
+meta_encode(struct arena *a, const struct meta *m, const uint8_t **out, size_t *out_len)
+{
+    size_t len = 1;
+    for (size_t i = 0; i < m->n; i++)
+        len += 2 + m->entries[i].name.len + 4 + m->entries[i].value.len;
+    uint8_t *p = arena_alloc(a, len);
+    size_t o = 0;
+    p[o++] = META_VERSION;
+    for (size_t i = 0; i < m->n; i++) {
+        const struct meta_entry *e = &m->entries[i];
+        uint16_t nl = (uint16_t)e->name.len;
+        uint32_t vl = (uint32_t)e->value.len;
+        p[o++] = (uint8_t)nl;
+        p[o++] = (uint8_t)(nl >> 8);
+        memcpy(p + o, e->name.ptr, nl);
+        o += nl;
+        for (int k = 0; k < 4; k++)
+            p[o++] = (uint8_t)(vl >> (8 * k));
+        if (vl)
+            memcpy(p + o, e->value.ptr, vl);
+        o += vl;
+    }
+    *out = p;
+    *out_len = len;
+}
+
+bool
+meta_decode(struct arena *a, const uint8_t *p, size_t len, struct meta *out)
+{
+    out->entries = NULL;
+    out->n = 0;
+    if (len == 0)
+        return true;
+    if (p[0] != META_VERSION)
+        return false;
+    size_t n = 0;
+    size_t o = 1;
+    while (o < len) {
+        if (len - o < 2)
+            return false;
+        size_t nl = (size_t)p[o] | (size_t)p[o + 1] << 8;
+        o += 2;
+        if (len - o < nl + 4)
+            return false;
+        o += nl;
+        size_t vl = (size_t)p[o] | (size_t)p[o + 1] << 8 | (size_t)p[o + 2] << 16 |
+                    (size_t)p[o + 3] << 24;
+        o += 4;
+        if (len - o < vl)
+            return false;
+        o += vl;
+        n++;
+    }
+    out->entries = arena_calloc(a, n, sizeof(*out->entries));
+    o = 1;
+    for (size_t i = 0; i < n; i++) {
+        size_t nl = (size_t)p[o] | (size_t)p[o + 1] << 8;
+        o += 2;
+        out->entries[i].name = (struct slice){(const char *)p + o, nl};
+        o += nl;
+        size_t vl = (size_t)p[o] | (size_t)p[o + 1] << 8 | (size_t)p[o + 2] << 16 |
+                    (size_t)p[o + 3] << 24;
+        o += 4;
+        out->entries[i].value = (struct slice){(const char *)p + o, vl};
+        o += vl;
+    }
+    out->n = n;
+    return true;
+}
+
+struct slice
+meta_get(const struct meta *m, const char *name)
+{
+    for (size_t i = 0; i < m->n; i++)
+        if (slice_eq(m->entries[i].name, slice_from_cstr(name)))
+            return m->entries[i].value;
+    return SLICE_NULL;
+}
+
+static const char *stored_headers[] = {
+    "content-type",  "content-encoding", "content-disposition",
+    "content-language", "cache-control", "expires",
+    "x-amz-storage-class", "x-amz-website-redirect-location",
+};
+
+/* Removes "aws-chunked" from a Content-Encoding list: it describes the
+ * transfer, not the object. Returns the cleaned value (maybe empty). */
+static struct slice
+strip_aws_chunked(struct arena *a, struct slice v)
+{
+    struct buf b;
+    buf_init(&b);
+    size_t i = 0;
+    while (i < v.len) {
+        size_t j = i;
+        while (j < v.len && v.ptr[j] != ',')
+            j++;
+        struct slice tok = {v.ptr + i, j - i};
+        while (tok.len && isspace((unsigned char)tok.ptr[0])) {
+            tok.ptr++;
+            tok.len--;
+        }
+        while (tok.len && isspace((unsigned char)tok.ptr[tok.len - 1]))
+            tok.len--;
+        if (tok.len && !slice_eq_nocase(tok, "aws-chunked")) {
+            if (b.len)
+                buf_append_str(&b, ",");
+            buf_append(&b, tok.ptr, tok.len);
+        }
+        i = j + 1;
+    }
+    struct slice r = {arena_strndup(a, b.ptr ? b.ptr : "", b.len), b.len};
+    buf_cleanup(&b);
+    return r;
+}
+
+enum s3_error
+meta_from_request(struct s3_req *r, struct meta *out)
+{
+    out->entries = arena_calloc(r->arena, r->n_headers + 1, sizeof(*out->entries));
+    out->n = 0;
+    size_t user_len = 0;
+    for (size_t i = 0; i < r->n_headers; i++) {
+        struct slice name = r->headers[i].name;
+        struct slice value = r->headers[i].value;
+        bool keep = false;
+        if (name.len > 11 && slice_eq_nocase((struct slice){name.ptr, 11}, "x-amz-meta-")) {
+            keep = true;
+            user_len += name.len - 11 + value.len;
+        } else {
+            for (size_t k = 0; k < ARRAY_LEN(stored_headers); k++)
+                if (slice_eq_nocase(name, stored_headers[k]))
+                    keep = true;
+        }
+        if (!keep)
+            continue;
+        if (slice_eq_nocase(name, "content-encoding")) {
+            value = strip_aws_chunked(r->arena, value);
+            if (value.len == 0)
+                continue;
+        }
+        char *lname = arena_strndup(r->arena, name.ptr, name.len);
+        for (size_t k = 0; k < name.len; k++)
+            lname[k] = (char)tolower((unsigned char)lname[k]);
+        out->entries[out->n].name = (struct slice){lname, name.len};
+        out->entries[out->n].value = value;
+        out->n++;
+    }
+    if (user_len > META_MAX_USER)
+        return S3_ERR_METADATA_TOO_LARGE;
+    return S3_OK;
+}

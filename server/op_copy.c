@@ -1,0 +1,204 @@
+/*
+ * op_copy.c: CopyObject (PUT with x-amz-copy-source).
+ *
+ * The bytes are copied into new extents through a storage writer (bounded
+ * 1 MiB buffer): extents are not shared between objects, because sharing
+ * needs reference counts in the index that it does not keep yet. The new
+ * record is published by one group commit like any PUT.
+ */
+#include "server/server.h"
+
+#include <errno.h>
+#include <microhttpd.h>
+#include <stdlib.h>
+
+#define COPY_BUF_LEN (1u << 20)
+
+/* Splits "/bucket/key?versionId=..." (URL-encoded) into bucket and key. */
+static bool
+parse_copy_source(struct s3_req *r, struct slice src, struct slice *bucket, struct slice *key)
+{
+    const char *q = memchr(src.ptr, '?', src.len);
+    if (q) {
+        struct slice vid = {q + 1, src.len - (size_t)(q - src.ptr) - 1};
+        if (!slice_eq(vid, SLICE_LIT("versionId=null")))
+            return false;
+        src.len = (size_t)(q - src.ptr);
+    }
+    struct slice dec;
+    if (!s3_uri_decode(r->arena, src, &dec))
+        return false;
+    if (dec.len && dec.ptr[0] == '/') {
+        dec.ptr++;
+        dec.len--;
+    }
+    const char *slash = memchr(dec.ptr, '/', dec.len);
+    if (!slash)
+        return false;
+    *bucket = (struct slice){dec.ptr, (size_t)(slash - dec.ptr)};
+    *key = (struct slice){slash + 1, dec.len - bucket->len - 1};
+    return bucket->len > 0 && key->len > 0 && key->len <= INDEX_MAX_KEY;
+}
+
+static enum s3_error
+copy_conditions(struct s3_req *r, const struct index_object *src)
+{
+    uint8_t md5[16];
+    int64_t t, mtime_s = src->mtime_ns / 1000000000;
+    struct slice im = s3_req_header(r, "x-amz-copy-source-if-match");
+    struct slice inm = s3_req_header(r, "x-amz-copy-source-if-none-match");
+    struct slice ims = s3_req_header(r, "x-amz-copy-source-if-modified-since");
+    struct slice ius = s3_req_header(r, "x-amz-copy-source-if-unmodified-since");
+    if (im.ptr && !(s3_parse_etag(im, md5) && memcmp(md5, src->etag, 16) == 0))
+        return S3_ERR_PRECONDITION_FAILED;
+    if (!im.ptr && ius.ptr && s3_parse_http_date(ius, &t) == 0 && mtime_s > t)
+        return S3_ERR_PRECONDITION_FAILED;
+    if (inm.ptr && ((s3_parse_etag(inm, md5) && memcmp(md5, src->etag, 16) == 0) ||
+                    slice_eq(inm, SLICE_LIT("*"))))
+        return S3_ERR_PRECONDITION_FAILED;
+    if (!inm.ptr && ims.ptr && s3_parse_http_date(ims, &t) == 0 && mtime_s <= t)
+        return S3_ERR_PRECONDITION_FAILED;
+    return S3_OK;
+}
+
+/* Copies the bytes of 'src' into a new writer. Returns 0 or -errno. */
+static int
+copy_bytes(struct server *srv, const struct index_object *src, struct storage_writer **out)
+{
+    int rc = storage_writer_create(srv->storage, src->size, out);
+    if (rc < 0)
+        return rc;
+    if (src->inline_len)
+        return storage_writer_write(*out, src->inline_data, src->inline_len);
+    char *buf = xmalloc(COPY_BUF_LEN);
+    for (uint32_t i = 0; i < src->n_extents && rc == 0; i++) {
+        struct storage_extent e;
+        s3_extents_to_storage(&src->extents[i], 1, &e);
+        for (uint64_t off = 0; off < e.len && rc == 0;) {
+            size_t want = (size_t)MIN((uint64_t)COPY_BUF_LEN, e.len - off);
+            ssize_t n = storage_read(srv->storage, &e, off, buf, want);
+            if (n <= 0) {
+                rc = n < 0 ? (int)n : -EIO;
+                break;
+            }
+            rc = storage_writer_write(*out, buf, (size_t)n);
+            off += (uint64_t)n;
+        }
+    }
+    free(buf);
+    if (rc == 0)
+        rc = storage_writer_finish(*out);
+    return rc;
+}
+
+void
+op_copy_object(struct s3_req *r)
+{
+    struct index_bucket dst_bk, src_bk;
+    struct slice sb, sk;
+    if (!s3_bucket_lookup(r, &dst_bk))
+        return;
+    if (!parse_copy_source(r, s3_req_header(r, "x-amz-copy-source"), &sb, &sk)) {
+        s3_respond_error(r, S3_ERR_INVALID_ARGUMENT, "Invalid copy source");
+        return;
+    }
+    int rc = index_bucket_get(r->srv->index, sb, &src_bk);
+    if (rc < 0) {
+        s3_respond_error(r, S3_ERR_NO_SUCH_BUCKET, NULL);
+        return;
+    }
+    r->pin = storage_reader_pin(r->srv->storage);
+    r->has_pin = true;
+    struct index_object src;
+    rc = index_object_get(r->srv->index, src_bk.id, sk, r->arena, &src);
+    if (rc < 0) {
+        s3_respond_error(r, rc == -ENOENT ? S3_ERR_NO_SUCH_KEY : S3_ERR_INTERNAL_ERROR, NULL);
+        return;
+    }
+    enum s3_error e = copy_conditions(r, &src);
+    if (e != S3_OK) {
+        s3_respond_error(r, e, NULL);
+        return;
+    }
+    struct slice directive = s3_req_header(r, "x-amz-metadata-directive");
+    bool is_replace = slice_eq_nocase(directive, "REPLACE");
+    if (directive.ptr && !is_replace && !slice_eq_nocase(directive, "COPY")) {
+        s3_respond_error(r, S3_ERR_INVALID_ARGUMENT, "Unknown metadata directive.");
+        return;
+    }
+    if (!is_replace && src_bk.id == dst_bk.id && slice_eq(sk, r->key)) {
+        s3_respond_error(r, S3_ERR_INVALID_REQUEST,
+                         "This copy request is illegal because it is trying to copy an object to "
+                         "itself without changing the object's metadata, storage class, website "
+                         "redirect location or encryption attributes.");
+        return;
+    }
+    struct meta src_meta, new_meta;
+    if (!meta_decode(r->arena, src.meta, src.meta_len, &src_meta)) {
+        s3_respond_error(r, S3_ERR_INTERNAL_ERROR, NULL);
+        return;
+    }
+    if (is_replace) {
+        e = meta_from_request(r, &new_meta);
+        if (e != S3_OK) {
+            s3_respond_error(r, e, NULL);
+            return;
+        }
+        /* The bytes are the same, so their checksum still holds. */
+        struct meta_entry *ents = arena_calloc(r->arena, new_meta.n + src_meta.n + 1, sizeof(*ents));
+        memcpy(ents, new_meta.entries, new_meta.n * sizeof(*ents));
+        for (size_t i = 0; i < src_meta.n; i++)
+            if (slice_has_prefix(src_meta.entries[i].name, SLICE_LIT("x-amz-checksum-")))
+                ents[new_meta.n++] = src_meta.entries[i];
+        new_meta.entries = ents;
+    } else {
+        new_meta = src_meta;
+    }
+
+    struct storage_writer *w = NULL;
+    struct index_object obj = src;
+    obj.mtime_ns = clock_now_ns();
+    meta_encode(r->arena, &new_meta, &obj.meta, &obj.meta_len);
+    if (!src.inline_len && src.size > 0) {
+        rc = copy_bytes(r->srv, &src, &w);
+        if (rc < 0) {
+            storage_writer_destroy(w, false);
+            s3_respond_error(r, s3_error_from_errno(rc), NULL);
+            return;
+        }
+        const struct storage_extent *se;
+        size_t n = storage_writer_extents(w, &se);
+        struct index_extent *ie = arena_calloc(r->arena, n ? n : 1, sizeof(*ie));
+        for (size_t i = 0; i < n; i++) {
+            ie[i].volume = se[i].volume;
+            ie[i].offset = se[i].offset;
+            ie[i].len = se[i].len;
+        }
+        obj.extents = ie;
+        obj.n_extents = (uint32_t)n;
+        obj.sums = storage_writer_sums(w, &obj.sums_len);
+    }
+    struct index_op op = {
+        .kind = INDEX_OP_PUT, .bucket_id = dst_bk.id, .key = r->key, .object = &obj,
+        .arena = r->arena,
+    };
+    rc = committer_run(r->srv->committer, &op, 1);
+    if (rc == 0)
+        rc = op.result;
+    storage_writer_destroy(w, rc == 0);
+    if (rc < 0) {
+        s3_respond_error(r, rc == -ENOENT ? S3_ERR_NO_SUCH_BUCKET : s3_error_from_errno(rc), NULL);
+        return;
+    }
+    char etag[48], date[40];
+    s3_format_etag(obj.etag, obj.parts_count, etag);
+    s3_format_iso_date(obj.mtime_ns, date);
+    struct buf b;
+    buf_init(&b);
+    buf_append_str(&b, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<CopyObjectResult>");
+    xml_elem_str(&b, "LastModified", date);
+    xml_elem_str(&b, "ETag", etag);
+    buf_append_str(&b, "</CopyObjectResult>");
+    s3_respond_body(r, 200, "application/xml", b.ptr, b.len);
+    buf_cleanup(&b);
+}

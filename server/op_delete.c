@@ -1,0 +1,130 @@
+/*
+ * op_delete.c: DeleteObjects (POST /bucket?delete). The body's integrity
+ * is checked with Content-MD5 or, as current SDKs send instead, an
+ * x-amz-checksum-* header; then every key is deleted in one group commit.
+ */
+#include "server/server.h"
+#include "server/xml_in.h"
+
+#include <errno.h>
+
+static const enum auth_checksum_algo body_algos[] = {
+    AUTH_CK_CRC32, AUTH_CK_CRC32C, AUTH_CK_CRC64NVME, AUTH_CK_SHA1, AUTH_CK_SHA256,
+};
+
+/* Returns S3_OK when a declared digest of the body matches. */
+static enum s3_error
+check_body_digest(struct s3_req *r)
+{
+    const char *body = r->xml_body.ptr ? r->xml_body.ptr : "";
+    struct slice cmd5 = s3_req_header(r, "content-md5");
+    enum auth_checksum_algo algo = AUTH_CK_NONE;
+    struct slice expected = SLICE_NULL;
+    if (cmd5.ptr) {
+        algo = AUTH_CK_MD5;
+        expected = cmd5;
+    } else {
+        for (size_t i = 0; i < ARRAY_LEN(body_algos); i++) {
+            struct slice v = s3_req_header(r, auth_checksum_header(body_algos[i]));
+            if (v.ptr) {
+                algo = body_algos[i];
+                expected = v;
+            }
+        }
+        if (algo == AUTH_CK_NONE && r->is_chunked_payload) {
+            for (size_t i = 0; i < ARRAY_LEN(body_algos); i++) {
+                struct slice v = auth_chunked_trailer(&r->chunked, auth_checksum_header(body_algos[i]));
+                if (v.len) {
+                    algo = body_algos[i];
+                    expected = v;
+                }
+            }
+        }
+    }
+    if (algo == AUTH_CK_NONE)
+        return S3_ERR_MISSING_SECURITY_HEADER;
+    struct auth_checksum ck;
+    uint8_t dig[AUTH_CK_MAX_DIGEST];
+    auth_checksum_init(&ck, algo);
+    auth_checksum_update(&ck, body, r->xml_body.len);
+    size_t n = auth_checksum_final(&ck, dig);
+    char b64[64];
+    size_t bl = base64_encode(dig, n, b64);
+    if (!slice_eq(expected, (struct slice){b64, bl}))
+        return algo == AUTH_CK_MD5 && expected.len != 24 ? S3_ERR_INVALID_DIGEST : S3_ERR_BAD_DIGEST;
+    return S3_OK;
+}
+
+static void
+delete_objects_end(struct s3_req *r)
+{
+    struct index_bucket bk;
+    if (!s3_bucket_lookup(r, &bk))
+        return;
+    enum s3_error e = check_body_digest(r);
+    if (e != S3_OK) {
+        s3_respond_error(r, e, NULL);
+        return;
+    }
+    struct xml_delete_request req;
+    enum xml_in_status st = xml_parse_delete(r->xml_body.ptr ? r->xml_body.ptr : "", r->xml_body.len,
+                                             r->arena, &req);
+    if (st != XML_IN_OK) {
+        s3_respond_error(r, S3_ERR_MALFORMED_XML, NULL);
+        return;
+    }
+    struct index_op *ops = arena_calloc(r->arena, req.n_objects, sizeof(*ops));
+    size_t n_ops = 0;
+    for (size_t i = 0; i < req.n_objects; i++) {
+        struct slice k = req.objects[i].key;
+        if (k.len == 0 || k.len > INDEX_MAX_KEY)
+            continue;
+        ops[n_ops++] = (struct index_op){.kind = INDEX_OP_DELETE, .bucket_id = bk.id, .key = k,
+                                         .arena = r->arena};
+    }
+    int rc = n_ops ? committer_run(r->srv->committer, ops, n_ops) : 0;
+    struct buf b;
+    buf_init(&b);
+    xml_begin(&b, "DeleteResult");
+    size_t k = 0;
+    for (size_t i = 0; i < req.n_objects; i++) {
+        struct slice key = req.objects[i].key;
+        const char *code = NULL, *msg = NULL;
+        if (key.len == 0 || key.len > INDEX_MAX_KEY) {
+            code = key.len ? "KeyTooLongError" : "InvalidArgument";
+            msg = key.len ? "Your key is too long" : "Empty key";
+        } else {
+            int res = rc < 0 ? rc : ops[k].result;
+            k++;
+            if (res == -ENOENT) {
+                code = "NoSuchBucket";
+                msg = "The specified bucket does not exist";
+            } else if (res < 0) {
+                code = "InternalError";
+                msg = "We encountered an internal error. Please try again.";
+            }
+        }
+        if (code) {
+            buf_append_str(&b, "<Error>");
+            xml_elem(&b, "Key", key);
+            xml_elem_str(&b, "Code", code);
+            xml_elem_str(&b, "Message", msg);
+            buf_append_str(&b, "</Error>");
+        } else if (!req.is_quiet) {
+            buf_append_str(&b, "<Deleted>");
+            xml_elem(&b, "Key", key);
+            if (req.objects[i].version_id.len)
+                xml_elem(&b, "VersionId", req.objects[i].version_id);
+            buf_append_str(&b, "</Deleted>");
+        }
+    }
+    xml_end(&b, "DeleteResult");
+    s3_respond_body(r, 200, "application/xml", b.ptr, b.len);
+    buf_cleanup(&b);
+}
+
+void
+op_delete_objects(struct s3_req *r)
+{
+    s3_req_expect_xml(r, 2u << 20, delete_objects_end);
+}

@@ -1,0 +1,365 @@
+/*
+ * op_put.c: PutObject and DeleteObject.
+ *
+ * PUT streams the decoded payload through the hashers (MD5 for the ETag,
+ * plus the checksum the client asked for) into a storage writer, which
+ * stages it in aligned buffers and writes it with io_uring into freshly
+ * reserved extents. Only when the body is complete and every digest
+ * matches is the object published, by one group commit (storage sync +
+ * one index transaction). Any failure before that destroys the writer
+ * uncommitted, which returns its extents: nothing becomes visible and no
+ * space is leaked.
+ */
+#include "server/server.h"
+
+#include <errno.h>
+#include <microhttpd.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+static const enum auth_checksum_algo checksum_algos[] = {
+    AUTH_CK_CRC32, AUTH_CK_CRC32C, AUTH_CK_CRC64NVME, AUTH_CK_SHA1, AUTH_CK_SHA256,
+};
+
+struct put_ctx {
+    struct index_bucket bucket;
+    struct storage_writer *writer;
+    char *inline_buf;
+    size_t inline_len;
+    bool is_inline;
+    struct auth_checksum md5;
+    bool has_md5;
+    enum auth_checksum_algo ck_algo;
+    struct auth_checksum ck;
+    bool has_ck;
+    struct slice ck_expected;   /* base64 from a header, empty when from a trailer */
+    bool is_ck_trailer;
+    bool has_content_md5;
+    uint8_t content_md5[16];
+    bool has_declared_len;
+    uint64_t declared_len;
+    struct meta meta;
+    bool if_none_match;
+    bool has_if_match;
+    uint8_t if_match[16];
+};
+
+static void
+put_cleanup(struct s3_req *r)
+{
+    struct put_ctx *c = r->op_ctx;
+    if (!c)
+        return;
+    storage_writer_destroy(c->writer, false);
+    c->writer = NULL;
+    if (c->has_md5)
+        auth_checksum_cleanup(&c->md5);
+    if (c->has_ck)
+        auth_checksum_cleanup(&c->ck);
+    c->has_md5 = c->has_ck = false;
+}
+
+static enum s3_error
+put_body(struct s3_req *r, const char *data, size_t len)
+{
+    struct put_ctx *c = r->op_ctx;
+    if (c->has_declared_len && r->payload_len > c->declared_len)
+        return S3_ERR_INCOMPLETE_BODY;
+    auth_checksum_update(&c->md5, data, len);
+    if (c->has_ck)
+        auth_checksum_update(&c->ck, data, len);
+    if (c->is_inline) {
+        memcpy(c->inline_buf + c->inline_len, data, len);
+        c->inline_len += len;
+        return S3_OK;
+    }
+    int rc = storage_writer_write(c->writer, data, len);
+    if (rc < 0) {
+        log_warn("request %s: write failed: %d", r->request_id, rc);
+        return s3_error_from_errno(rc);
+    }
+    return S3_OK;
+}
+
+/* Picks the checksum the client sent or announced: a header with the value
+ * (x-amz-checksum-ALGO), a trailer (x-amz-trailer: x-amz-checksum-ALGO), or
+ * only the algorithm (x-amz-sdk-checksum-algorithm). */
+static enum s3_error
+put_choose_checksum(struct s3_req *r, struct put_ctx *c)
+{
+    c->ck_algo = AUTH_CK_NONE;
+    for (size_t i = 0; i < ARRAY_LEN(checksum_algos); i++) {
+        struct slice v = s3_req_header(r, auth_checksum_header(checksum_algos[i]));
+        if (v.ptr) {
+            if (c->ck_algo != AUTH_CK_NONE)
+                return S3_ERR_INVALID_REQUEST;
+            c->ck_algo = checksum_algos[i];
+            c->ck_expected = v;
+        }
+    }
+    struct slice trailer = s3_req_header(r, "x-amz-trailer");
+    if (trailer.ptr && c->ck_algo == AUTH_CK_NONE) {
+        for (size_t i = 0; i < ARRAY_LEN(checksum_algos); i++)
+            if (slice_eq_nocase(trailer, auth_checksum_header(checksum_algos[i]))) {
+                c->ck_algo = checksum_algos[i];
+                c->is_ck_trailer = true;
+            }
+        if (c->ck_algo == AUTH_CK_NONE || !r->is_chunked_payload)
+            return S3_ERR_INVALID_REQUEST;
+    }
+    struct slice sdk = s3_req_header(r, "x-amz-sdk-checksum-algorithm");
+    if (sdk.ptr && c->ck_algo == AUTH_CK_NONE) {
+        c->ck_algo = auth_checksum_from_name(sdk);
+        if (c->ck_algo == AUTH_CK_NONE || c->ck_algo == AUTH_CK_MD5)
+            return S3_ERR_INVALID_REQUEST;
+    }
+    if (c->ck_algo != AUTH_CK_NONE) {
+        auth_checksum_init(&c->ck, c->ck_algo);
+        c->has_ck = true;
+    }
+    return S3_OK;
+}
+
+/* Adds a header entry to the request's metadata (names are lower-case). */
+static void
+meta_add(struct s3_req *r, struct meta *m, const char *name, struct slice value)
+{
+    struct meta_entry *e = arena_calloc(r->arena, m->n + 1, sizeof(*e));
+    if (m->n)
+        memcpy(e, m->entries, m->n * sizeof(*e));
+    e[m->n].name = slice_from_cstr(arena_strndup(r->arena, name, strlen(name)));
+    e[m->n].value = (struct slice){arena_strndup(r->arena, value.ptr ? value.ptr : "", value.len),
+                                   value.len};
+    m->entries = e;
+    m->n++;
+}
+
+/* Finishes the digests and compares them with what the client declared. */
+static enum s3_error
+put_verify(struct s3_req *r, struct put_ctx *c, uint8_t etag[16], struct slice *ck_b64)
+{
+    uint8_t md5[AUTH_CK_MAX_DIGEST];
+    auth_checksum_final(&c->md5, md5);
+    c->has_md5 = false;
+    memcpy(etag, md5, 16);
+    if (c->has_content_md5 && !auth_equal_ct(md5, c->content_md5, 16))
+        return S3_ERR_BAD_DIGEST;
+    *ck_b64 = SLICE_NULL;
+    if (!c->has_ck)
+        return S3_OK;
+    uint8_t dig[AUTH_CK_MAX_DIGEST];
+    size_t n = auth_checksum_final(&c->ck, dig);
+    c->has_ck = false;
+    char *b64 = arena_alloc(r->arena, base64_encoded_len(n) + 1);
+    size_t bl = base64_encode(dig, n, b64);
+    *ck_b64 = (struct slice){b64, bl};
+    struct slice expected = c->ck_expected;
+    if (c->is_ck_trailer)
+        expected = auth_chunked_trailer(&r->chunked, auth_checksum_header(c->ck_algo));
+    if (expected.len && !slice_eq(expected, *ck_b64))
+        return S3_ERR_BAD_DIGEST;
+    return S3_OK;
+}
+
+static void
+put_end(struct s3_req *r)
+{
+    struct put_ctx *c = r->op_ctx;
+    if (c->has_declared_len && r->payload_len != c->declared_len) {
+        s3_respond_error(r, S3_ERR_INCOMPLETE_BODY, NULL);
+        return;
+    }
+    if (c->writer) {
+        int rc = storage_writer_finish(c->writer);
+        if (rc < 0) {
+            log_warn("request %s: writer finish failed: %d", r->request_id, rc);
+            s3_respond_error(r, s3_error_from_errno(rc), NULL);
+            return;
+        }
+    }
+    uint8_t etag[16];
+    struct slice ck_b64;
+    enum s3_error e = put_verify(r, c, etag, &ck_b64);
+    if (e != S3_OK) {
+        char msg[128];
+        snprintf(msg, sizeof(msg), "The %s you specified did not match the calculated checksum.",
+                 c->has_content_md5 && !ck_b64.len ? "Content-MD5" : auth_checksum_name(c->ck_algo));
+        s3_respond_error(r, e, e == S3_ERR_BAD_DIGEST ? msg : NULL);
+        return;
+    }
+    if (ck_b64.len) {
+        meta_add(r, &c->meta, auth_checksum_header(c->ck_algo), ck_b64);
+        meta_add(r, &c->meta, "x-amz-checksum-type", SLICE_LIT("FULL_OBJECT"));
+    }
+
+    struct index_object obj;
+    memset(&obj, 0, sizeof(obj));
+    obj.size = r->payload_len;
+    obj.mtime_ns = clock_now_ns();
+    memcpy(obj.etag, etag, 16);
+    meta_encode(r->arena, &c->meta, &obj.meta, &obj.meta_len);
+    if (c->is_inline) {
+        obj.inline_data = (const uint8_t *)c->inline_buf;
+        obj.inline_len = c->inline_len;
+    } else if (c->writer) {
+        const struct storage_extent *se;
+        size_t n = storage_writer_extents(c->writer, &se);
+        struct index_extent *ie = arena_calloc(r->arena, n ? n : 1, sizeof(*ie));
+        for (size_t i = 0; i < n; i++) {
+            ie[i].volume = se[i].volume;
+            ie[i].offset = se[i].offset;
+            ie[i].len = se[i].len;
+        }
+        obj.extents = ie;
+        obj.n_extents = (uint32_t)n;
+        obj.sums = storage_writer_sums(c->writer, &obj.sums_len);
+    }
+    struct index_op op = {
+        .kind = INDEX_OP_PUT,
+        .bucket_id = c->bucket.id,
+        .key = r->key,
+        .object = &obj,
+        .if_none_match = c->if_none_match,
+        .has_if_match = c->has_if_match,
+        .arena = r->arena,
+    };
+    memcpy(op.if_match_etag, c->if_match, 16);
+    int rc = committer_run(r->srv->committer, &op, 1);
+    if (rc == 0)
+        rc = op.result;
+    if (rc < 0) {
+        if (rc == -ENOENT)
+            s3_respond_error(r, S3_ERR_NO_SUCH_BUCKET, NULL);
+        else
+            s3_respond_error(r, s3_error_from_errno(rc), NULL);
+        return; /* cleanup destroys the writer uncommitted */
+    }
+    storage_writer_destroy(c->writer, true);
+    c->writer = NULL;
+    atomic_fetch_add(&r->srv->metrics.puts, 1);
+
+    char etag_s[48];
+    s3_format_etag(etag, 0, etag_s);
+    struct MHD_Response *resp = MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT);
+    s3_resp_header(resp, "ETag", etag_s);
+    if (ck_b64.len) {
+        s3_resp_header(resp, auth_checksum_header(c->ck_algo),
+                       arena_strndup(r->arena, ck_b64.ptr, ck_b64.len));
+        s3_resp_header(resp, "x-amz-checksum-type", "FULL_OBJECT");
+    }
+    s3_respond(r, 200, resp);
+}
+
+/* Reads the declared payload length: X-Amz-Decoded-Content-Length for
+ * aws-chunked bodies, else Content-Length. A body with neither (plain
+ * Transfer-Encoding: chunked) has an unknown length. */
+static enum s3_error
+put_declared_len(struct s3_req *r, struct put_ctx *c)
+{
+    struct slice v = r->is_chunked_payload ? s3_req_header(r, "x-amz-decoded-content-length")
+                                           : s3_req_header(r, "content-length");
+    if (v.ptr) {
+        if (parse_u64(v, UINT64_MAX, &c->declared_len) != 0)
+            return S3_ERR_INVALID_ARGUMENT;
+        c->has_declared_len = true;
+        return S3_OK;
+    }
+    if (r->is_chunked_payload)
+        return S3_ERR_MISSING_CONTENT_LENGTH;
+    struct slice te = s3_req_header(r, "transfer-encoding");
+    if (!te.ptr)
+        return S3_ERR_MISSING_CONTENT_LENGTH;
+    return S3_OK;
+}
+
+static enum s3_error
+put_conditions(struct s3_req *r, struct put_ctx *c)
+{
+    struct slice inm = s3_req_header(r, "if-none-match");
+    if (inm.ptr) {
+        if (!slice_eq(inm, SLICE_LIT("*")))
+            return S3_ERR_NOT_IMPLEMENTED;
+        c->if_none_match = true;
+    }
+    struct slice im = s3_req_header(r, "if-match");
+    if (im.ptr) {
+        if (!s3_parse_etag(im, c->if_match))
+            return S3_ERR_PRECONDITION_FAILED;
+        c->has_if_match = true;
+    }
+    return S3_OK;
+}
+
+void
+op_put_object(struct s3_req *r)
+{
+    if (s3_req_has_header(r, "x-amz-copy-source")) {
+        op_copy_object(r);
+        return;
+    }
+    struct put_ctx *c = arena_calloc(r->arena, 1, sizeof(*c));
+    if (!s3_bucket_lookup(r, &c->bucket))
+        return;
+    enum s3_error e = put_declared_len(r, c);
+    if (e == S3_OK)
+        e = put_conditions(r, c);
+    if (e == S3_OK)
+        e = meta_from_request(r, &c->meta);
+    if (e == S3_OK && c->has_declared_len && c->declared_len > r->srv->cfg.max_object_size)
+        e = S3_ERR_ENTITY_TOO_LARGE;
+    struct slice cmd5 = s3_req_header(r, "content-md5");
+    if (e == S3_OK && cmd5.ptr) {
+        uint8_t tmp[32];
+        if (cmd5.len > 40 || base64_decode(cmd5.ptr, cmd5.len, tmp) != 16)
+            e = S3_ERR_INVALID_DIGEST;
+        memcpy(c->content_md5, tmp, 16);
+        c->has_content_md5 = true;
+    }
+    if (e == S3_OK)
+        e = put_choose_checksum(r, c);
+    if (e != S3_OK) {
+        s3_respond_error(r, e, NULL);
+        return;
+    }
+    r->op_ctx = c;
+    r->on_cleanup = put_cleanup;
+    auth_checksum_init(&c->md5, AUTH_CK_MD5);
+    c->has_md5 = true;
+    if (c->has_declared_len && c->declared_len <= r->srv->cfg.inline_max) {
+        c->is_inline = true;
+        c->inline_buf = arena_alloc(r->arena, c->declared_len + 1);
+    } else if (!c->has_declared_len || c->declared_len > 0) {
+        int rc = storage_writer_create(r->srv->storage,
+                                       c->has_declared_len ? c->declared_len : UINT64_MAX,
+                                       &c->writer);
+        if (rc < 0) {
+            s3_respond_error(r, s3_error_from_errno(rc), NULL);
+            return;
+        }
+    }
+    r->on_body = put_body;
+    r->on_end = put_end;
+}
+
+void
+op_delete_object(struct s3_req *r)
+{
+    struct index_bucket bk;
+    if (!s3_bucket_lookup(r, &bk))
+        return;
+    struct index_op op = {
+        .kind = INDEX_OP_DELETE,
+        .bucket_id = bk.id,
+        .key = r->key,
+        .arena = r->arena,
+    };
+    int rc = committer_run(r->srv->committer, &op, 1);
+    if (rc == 0)
+        rc = op.result;
+    if (rc == -ENOENT)
+        s3_respond_error(r, S3_ERR_NO_SUCH_BUCKET, NULL);
+    else if (rc < 0)
+        s3_respond_error(r, s3_error_from_errno(rc), NULL);
+    else
+        s3_respond_empty(r, 204);
+}

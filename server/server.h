@@ -1,0 +1,299 @@
+/*
+ * server.h: what the files of server/ share. server/ is the top layer: it
+ * owns libmicrohttpd, the configuration and the mapping of every error to
+ * an S3 status and code, and it coordinates auth/, index/ and storage/.
+ *
+ * A request lives in a struct s3_req allocated from its own arena when MHD
+ * first sees the URI and destroyed in the completion callback; everything
+ * request-scoped hangs off that arena.
+ */
+#ifndef SHARD_SERVER_H
+#define SHARD_SERVER_H
+
+#include "config.h"
+
+#include "auth/auth.h"
+#include "common/common.h"
+#include "index/index.h"
+#include "storage/storage.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+struct MHD_Connection;
+struct MHD_Response;
+struct MHD_Daemon;
+
+/* ---- errors (s3_errors.def) -------------------------------------------- */
+
+enum s3_error {
+    S3_OK = 0,
+#define S3_ERROR(name, status, code, msg) S3_ERR_##name,
+#include "server/s3_errors.def"
+#undef S3_ERROR
+    S3_ERR_COUNT
+};
+
+int s3_error_status(enum s3_error e);
+const char *s3_error_code(enum s3_error e);
+const char *s3_error_message(enum s3_error e);
+/* Maps a negative errno from index/ or storage/ to an S3 error. */
+enum s3_error s3_error_from_errno(int err);
+
+/* ---- configuration ------------------------------------------------------ */
+
+struct config {
+    char listen_addr[64];   /* "127.0.0.1" */
+    uint16_t listen_port;   /* 9000; 0 = any free port */
+    char data_dir[4096];
+    char region[64];
+    char domains[256];      /* comma-separated domains for virtual-hosted style */
+    uint64_t volume_size;
+    uint32_t max_volumes;
+    uint64_t index_map_size;
+    uint64_t write_buffer_total;
+    bool group_commit;
+    uint32_t group_commit_max;   /* ops per batch */
+    uint32_t threads;
+    uint32_t connection_limit;
+    uint32_t connection_timeout_s;
+    uint32_t shutdown_grace_s;
+    uint64_t max_object_size;
+    uint32_t inline_max;    /* objects up to this size are stored in the index */
+    int log_level;
+    bool index_nosync;      /* tests only */
+};
+
+/* Fills 'c' with the embedded defaults. */
+void config_defaults(struct config *c);
+/* Reads a config file ("key = value", '#' comments). Returns 0, or -1 after
+ * printing the offending line to stderr. */
+int config_load_file(struct config *c, const char *path);
+/* Applies one directive; used by the file parser and the command line. */
+int config_set(struct config *c, const char *key, const char *value);
+/* Parses "ADDR:PORT" into the config. */
+int config_set_listen(struct config *c, const char *addr_port);
+/* Parses sizes like "64M", "4G", "1048576". Returns 0 or -1. */
+int config_parse_size(const char *s, uint64_t *out);
+
+/* ---- metrics -------------------------------------------------------------- */
+
+struct metrics {
+    atomic_uint_fast64_t requests;
+    atomic_uint_fast64_t errors_4xx;
+    atomic_uint_fast64_t errors_5xx;
+    atomic_uint_fast64_t bytes_in;
+    atomic_uint_fast64_t bytes_out;
+    atomic_uint_fast64_t puts;
+    atomic_uint_fast64_t gets;
+    atomic_uint_fast64_t commits;       /* index transactions */
+    atomic_uint_fast64_t committed_ops; /* ops in them */
+    atomic_uint_fast64_t auth_failures;
+};
+
+/* ---- the server ---------------------------------------------------------- */
+
+struct committer;
+
+struct server {
+    struct config cfg;
+    struct index *index;
+    struct storage *storage;
+    struct committer *committer;
+    struct MHD_Daemon *daemon;
+    char access_key[129];
+    char secret_key[129];
+    char owner_id[65];      /* canonical user id of the root user */
+    struct metrics metrics;
+    atomic_bool is_stopping;
+    atomic_uint_fast64_t request_seq;
+    atomic_uint_fast64_t in_flight;
+};
+
+/* ---- group commit ------------------------------------------------------- */
+
+/* Starts the committer ('group' true: batches from a thread). */
+struct committer *committer_create(struct server *srv, bool group, uint32_t max_batch);
+void committer_destroy(struct committer *c);
+/*
+ * Makes 'ops' durable: syncs storage, then one index transaction. Blocks
+ * until done. Returns 0 when the transaction committed (each op's result
+ * says whether that op applied), or -errno when nothing was applied.
+ * Releases the extents each op freed to storage (deferred for readers).
+ */
+int committer_run(struct committer *c, struct index_op *ops, size_t n_ops);
+
+/* ---- requests ------------------------------------------------------------- */
+
+struct s3_param {
+    struct slice name;  /* decoded */
+    struct slice value; /* decoded */
+    bool has_value;
+};
+
+struct s3_req;
+
+/* A request body consumer: gets decoded payload bytes. Returns S3_OK or an
+ * error (the rest of the body is then discarded and the error sent). */
+typedef enum s3_error (*s3_body_fn)(struct s3_req *r, const char *data, size_t len);
+/* Called once the whole body is in (or at once for requests without body
+ * handlers). Must call one of the s3_respond_* functions. */
+typedef void (*s3_end_fn)(struct s3_req *r);
+/* Called when the request ends for any reason (cleanup, e.g. abort a writer). */
+typedef void (*s3_cleanup_fn)(struct s3_req *r);
+
+struct s3_req {
+    struct server *srv;
+    struct MHD_Connection *conn;
+    struct arena *arena;
+    uint64_t id;
+    char request_id[24];
+    int64_t start_ns;
+
+    struct slice method;
+    struct slice raw_uri;     /* as on the wire */
+    struct slice raw_path;
+    struct slice raw_query;
+    struct auth_header *headers;
+    size_t n_headers;
+    struct s3_param *params;
+    size_t n_params;
+
+    struct slice bucket;      /* decoded */
+    struct slice key;         /* decoded; empty for bucket/service ops */
+    bool is_virtual_host;
+
+    struct auth_verdict auth;
+    bool is_authenticated;
+
+    /* body processing */
+    bool has_body_started;
+    bool is_chunked_payload;
+    struct auth_chunked chunked;
+    struct auth_checksum payload_sha;  /* for AUTH_PAYLOAD_HASH */
+    bool verify_payload_sha;
+    uint64_t body_received;   /* raw bytes off the wire */
+    uint64_t payload_len;     /* decoded payload bytes */
+    enum s3_error body_error; /* set when a body error occurred; rest discarded */
+    s3_body_fn on_body;
+    s3_end_fn on_end;
+    s3_cleanup_fn on_cleanup;
+    void *op_ctx;             /* per-operation state */
+
+    /* body accumulation for XML requests */
+    struct buf xml_body;
+    size_t xml_body_max;
+
+    /* response */
+    bool is_first_call;        /* inside MHD's first callback for this request */
+    bool has_request_body;     /* Content-Length > 0 or Transfer-Encoding */
+    struct MHD_Response *deferred_resp; /* queued at the next callback (keep-alive) */
+    bool is_responded;
+    int status;
+    uint64_t resp_bytes;
+    bool has_pin;
+    uint64_t pin;
+};
+
+/* Header lookup (case-insensitive). Returns an empty slice with ptr NULL when absent. */
+struct slice s3_req_header(const struct s3_req *r, const char *name);
+bool s3_req_has_header(const struct s3_req *r, const char *name);
+/* Query parameter lookup. Returns NULL when absent. */
+const struct s3_param *s3_req_param(const struct s3_req *r, const char *name);
+
+/* Queues 'resp' with 'status', adding the common headers; takes ownership. */
+void s3_respond(struct s3_req *r, int status, struct MHD_Response *resp);
+/* Queues an S3 XML error with an optional message override. */
+void s3_respond_error(struct s3_req *r, enum s3_error e, const char *message);
+/* Queues an XML (or other) body of 'len' bytes, copied. */
+void s3_respond_body(struct s3_req *r, int status, const char *content_type, const char *body,
+                     size_t len);
+/* Queues an empty response. */
+void s3_respond_empty(struct s3_req *r, int status);
+/* Adds a header to a response (name and value copied by MHD). */
+void s3_resp_header(struct MHD_Response *resp, const char *name, const char *value);
+
+/* Expects an XML body of at most 'max' bytes, then calls 'end'. */
+void s3_req_expect_xml(struct s3_req *r, size_t max, s3_end_fn end);
+
+/* ---- handlers ------------------------------------------------------------ */
+
+void op_list_buckets(struct s3_req *r);
+void op_create_bucket(struct s3_req *r);
+void op_head_bucket(struct s3_req *r);
+void op_delete_bucket(struct s3_req *r);
+void op_get_bucket_location(struct s3_req *r);
+void op_get_bucket_versioning(struct s3_req *r);
+void op_list_objects(struct s3_req *r);
+void op_delete_objects(struct s3_req *r);
+void op_put_object(struct s3_req *r);
+void op_get_object(struct s3_req *r);
+void op_head_object(struct s3_req *r);
+void op_delete_object(struct s3_req *r);
+void op_copy_object(struct s3_req *r);
+void op_admin(struct s3_req *r);
+
+/* ---- helpers shared by handlers ----------------------------------------- */
+
+/* Looks up the request's bucket; on failure responds (NoSuchBucket) and returns false. */
+bool s3_bucket_lookup(struct s3_req *r, struct index_bucket *out);
+/* S3 bucket naming rules. */
+bool s3_bucket_name_is_valid(struct slice name);
+/* Formats an ETag with quotes: "\"hex\"" or "\"hex-N\"". 'out' >= 48 bytes. */
+void s3_format_etag(const uint8_t md5[16], uint32_t parts, char *out);
+/* Parses an ETag with or without quotes (and without -N suffix). */
+bool s3_parse_etag(struct slice s, uint8_t md5[16]);
+/* "Wed, 21 Oct 2015 07:28:00 GMT" / "2015-10-21T07:28:00.000Z". 'out' >= 40 bytes. */
+void s3_format_http_date(int64_t ns, char *out);
+void s3_format_iso_date(int64_t ns, char *out);
+/* Parses an HTTP date (RFC 1123, RFC 850 or asctime). Returns 0 and seconds, or -1. */
+int s3_parse_http_date(struct slice s, int64_t *out_s);
+
+/* URI percent-decoding into the arena. Returns false on bad escapes. */
+bool s3_uri_decode(struct arena *a, struct slice in, struct slice *out);
+/* Appends 'in' URL-encoded (for encoding-type=url; '/' kept). */
+void s3_url_encode(struct buf *b, struct slice in);
+
+/* XML output helpers. */
+void xml_begin(struct buf *b, const char *root);
+void xml_end(struct buf *b, const char *root);
+void xml_escape(struct buf *b, struct slice s);
+void xml_elem(struct buf *b, const char *name, struct slice value);
+void xml_elem_str(struct buf *b, const char *name, const char *value);
+void xml_elem_u64(struct buf *b, const char *name, uint64_t v);
+void xml_elem_bool(struct buf *b, const char *name, bool v);
+/* Builds a complete S3 error document. */
+void xml_error(struct buf *b, const char *code, const char *message, struct slice resource,
+               const char *request_id);
+
+/* ---- object metadata (the opaque 'meta' blob of index_object) ----------- */
+
+struct meta_entry {
+    struct slice name;  /* lower-case header name, e.g. "content-type", "x-amz-meta-foo" */
+    struct slice value;
+};
+struct meta {
+    struct meta_entry *entries;
+    size_t n;
+};
+/* Encodes 'm' into the arena. */
+void meta_encode(struct arena *a, const struct meta *m, const uint8_t **out, size_t *out_len);
+/* Decodes; returns false when the blob is corrupt. */
+bool meta_decode(struct arena *a, const uint8_t *p, size_t len, struct meta *out);
+/* Returns the value of 'name' or an empty slice with ptr NULL. */
+struct slice meta_get(const struct meta *m, const char *name);
+/* Collects the storable headers of a request (Content-Type, x-amz-meta-*, ...).
+ * Returns S3_OK or an error (metadata too large). */
+enum s3_error meta_from_request(struct s3_req *r, struct meta *out);
+
+/* ---- the HTTP front end ------------------------------------------------ */
+
+int http_start(struct server *srv);
+void http_stop(struct server *srv);
+
+/* Converts storage extents to index extents and back (same layout). */
+void s3_extents_to_storage(const struct index_extent *in, size_t n, struct storage_extent *out);
+
+#endif

@@ -1,0 +1,177 @@
+/*
+ * util.c: small formatters and parsers the handlers share: ETags, HTTP and
+ * ISO dates, URI percent-coding and bucket-name rules. All are pure.
+ */
+#include "server/server.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+void
+s3_format_etag(const uint8_t md5[16], uint32_t parts, char *out)
+{
+    char hex[33];
+    hex_encode(md5, 16, hex);
+    if (parts)
+        snprintf(out, 48, "\"%s-%u\"", hex, parts);
+    else
+        snprintf(out, 48, "\"%s\"", hex);
+}
+
+bool
+s3_parse_etag(struct slice s, uint8_t md5[16])
+{
+    while (s.len && (s.ptr[0] == ' ' || s.ptr[0] == '\t')) {
+        s.ptr++;
+        s.len--;
+    }
+    if (s.len >= 2 && s.ptr[0] == 'W' && s.ptr[1] == '/') {
+        s.ptr += 2;
+        s.len -= 2;
+    }
+    if (s.len >= 2 && s.ptr[0] == '"' && s.ptr[s.len - 1] == '"') {
+        s.ptr++;
+        s.len -= 2;
+    }
+    const char *dash = memchr(s.ptr, '-', s.len);
+    if (dash)
+        s.len = (size_t)(dash - s.ptr);
+    if (s.len != 32)
+        return false;
+    return hex_decode(s.ptr, 32, md5) == 0;
+}
+
+void
+s3_format_http_date(int64_t ns, char *out)
+{
+    time_t t = (time_t)(ns / 1000000000);
+    struct tm tm;
+    gmtime_r(&t, &tm);
+    strftime(out, 40, "%a, %d %b %Y %H:%M:%S GMT", &tm);
+}
+
+void
+s3_format_iso_date(int64_t ns, char *out)
+{
+    time_t t = (time_t)(ns / 1000000000);
+    struct tm tm;
+    gmtime_r(&t, &tm);
+    size_t n = strftime(out, 40, "%Y-%m-%dT%H:%M:%S", &tm);
+    snprintf(out + n, 40 - n, ".%03dZ", (int)((ns / 1000000) % 1000));
+}
+
+int
+s3_parse_http_date(struct slice s, int64_t *out_s)
+{
+    char tmp[64];
+    if (s.len == 0 || s.len >= sizeof(tmp))
+        return -1;
+    memcpy(tmp, s.ptr, s.len);
+    tmp[s.len] = '\0';
+    static const char *formats[] = {"%a, %d %b %Y %H:%M:%S GMT", "%A, %d-%b-%y %H:%M:%S GMT",
+                                    "%a %b %e %H:%M:%S %Y", "%Y-%m-%dT%H:%M:%S.000Z",
+                                    "%Y-%m-%dT%H:%M:%SZ"};
+    for (size_t i = 0; i < ARRAY_LEN(formats); i++) {
+        struct tm tm;
+        memset(&tm, 0, sizeof(tm));
+        const char *end = strptime(tmp, formats[i], &tm);
+        if (end && *end == '\0') {
+            *out_s = (int64_t)timegm(&tm);
+            return 0;
+        }
+    }
+    return -1;
+}
+
+static int
+hexval(unsigned char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
+
+bool
+s3_uri_decode(struct arena *a, struct slice in, struct slice *out)
+{
+    char *o = arena_alloc(a, in.len + 1);
+    size_t n = 0;
+    for (size_t i = 0; i < in.len; i++) {
+        unsigned char c = (unsigned char)in.ptr[i];
+        if (c == '%') {
+            if (i + 2 >= in.len)
+                return false;
+            int hi = hexval((unsigned char)in.ptr[i + 1]);
+            int lo = hexval((unsigned char)in.ptr[i + 2]);
+            if (hi < 0 || lo < 0)
+                return false;
+            o[n++] = (char)(hi << 4 | lo);
+            i += 2;
+        } else {
+            o[n++] = (char)c;
+        }
+    }
+    o[n] = '\0';
+    out->ptr = o;
+    out->len = n;
+    return true;
+}
+
+void
+s3_url_encode(struct buf *b, struct slice in)
+{
+    static const char hx[] = "0123456789ABCDEF";
+    buf_reserve(b, in.len * 3);
+    for (size_t i = 0; i < in.len; i++) {
+        unsigned char c = (unsigned char)in.ptr[i];
+        if ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+            c == '-' || c == '_' || c == '.' || c == '~' || c == '/') {
+            b->ptr[b->len++] = (char)c;
+        } else {
+            b->ptr[b->len++] = '%';
+            b->ptr[b->len++] = hx[c >> 4];
+            b->ptr[b->len++] = hx[c & 15];
+        }
+    }
+    b->ptr[b->len] = '\0';
+}
+
+bool
+s3_bucket_name_is_valid(struct slice n)
+{
+    if (n.len < 3 || n.len > INDEX_MAX_BUCKET)
+        return false;
+    int dots = 0;
+    bool all_digits_dots = true;
+    for (size_t i = 0; i < n.len; i++) {
+        char c = n.ptr[i];
+        bool is_alnum = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
+        if (!is_alnum && c != '.' && c != '-')
+            return false;
+        if ((i == 0 || i == n.len - 1) && !is_alnum)
+            return false;
+        if (c == '.') {
+            dots++;
+            if (i > 0 && (n.ptr[i - 1] == '.' || n.ptr[i - 1] == '-'))
+                return false;
+            if (i + 1 < n.len && n.ptr[i + 1] == '-')
+                return false;
+        }
+        if (!(c == '.' || (c >= '0' && c <= '9')))
+            all_digits_dots = false;
+    }
+    if (all_digits_dots && dots == 3)
+        return false; /* looks like an IPv4 address */
+    if (slice_has_prefix(n, SLICE_LIT("xn--")) || slice_has_prefix(n, SLICE_LIT("sthree-")))
+        return false;
+    if (n.len >= 8 && memcmp(n.ptr + n.len - 8, "-s3alias", 8) == 0)
+        return false;
+    if (n.len >= 7 && memcmp(n.ptr + n.len - 7, "--ol-s3", 7) == 0)
+        return false;
+    return true;
+}
