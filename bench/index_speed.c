@@ -45,8 +45,11 @@ main(int argc, char **argv)
             /* Keys shaped like dataset shards, inserted in a scattered order. */
             unsigned k = (unsigned)((uint64_t)(i + j) * 2654435761u % N_KEYS);
             char *key = arena_sprintf(a, "train/shard-%03u/sample-%08u.tar", k % 500, k);
-            ops[j] = (struct index_op){.kind = INDEX_OP_PUT, .bucket_id = b.id,
-                                       .key = slice_from_cstr(key), .object = &o, .arena = a};
+            ops[j] = (struct index_op){.kind = INDEX_OP_PUT,
+                                       .bucket_id = b.id,
+                                       .key = slice_from_cstr(key),
+                                       .object = &o,
+                                       .arena = a};
         }
         if (index_commit(ix, ops, (size_t)n) != 0) {
             fprintf(stderr, "commit failed\n");
@@ -77,8 +80,10 @@ main(int argc, char **argv)
            PAGE, list_s, (double)listed / list_s);
 
     t0 = clock_mono_ns();
-    p = (struct index_list_params){.bucket_id = b.id, .prefix = SLICE_LIT("train/"),
-                                   .delimiter = SLICE_LIT("/"), .max_keys = PAGE};
+    p = (struct index_list_params){.bucket_id = b.id,
+                                   .prefix = SLICE_LIT("train/"),
+                                   .delimiter = SLICE_LIT("/"),
+                                   .max_keys = PAGE};
     if (index_object_list(ix, &p, a, &r) != 0)
         goto out;
     printf("delimiter list of %u common prefixes over %d keys: %.3f ms\n", r.n_entries, N_KEYS,
@@ -88,8 +93,8 @@ main(int argc, char **argv)
     struct index_object got;
     for (int i = 0; i < N_KEYS; i += 7) {
         arena_clear(a);
-        char *key = arena_sprintf(a, "train/shard-%03u/sample-%08u.tar", (unsigned)i % 500,
-                                  (unsigned)i);
+        char *key =
+            arena_sprintf(a, "train/shard-%03u/sample-%08u.tar", (unsigned)i % 500, (unsigned)i);
         if (index_object_get(ix, b.id, slice_from_cstr(key), a, &got) != 0) {
             fprintf(stderr, "get %s failed\n", key);
             goto out;

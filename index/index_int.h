@@ -42,9 +42,9 @@ void index__read_end(struct index *ix, MDB_txn *txn);
 /* A parsed record; pointers borrow the LMDB value (valid for the txn).
  * 'extents_raw' is the packed on-disk extent array. */
 struct index__record {
-    struct index_object obj;  /* extents == NULL here; see extents_raw */
+    struct index_object obj; /* extents == NULL here; see extents_raw */
     const uint8_t *extents_raw;
-    struct slice full_key;    /* empty for a direct key */
+    struct slice full_key; /* empty for a direct key */
 };
 
 /* Bytes needed to format 'o' with a stored full key of 'key_len' bytes. */

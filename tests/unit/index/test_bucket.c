@@ -35,8 +35,11 @@ put_one(struct index *ix, uint64_t bid, const char *key)
 {
     struct arena *a = arena_create(0);
     struct index_object o = {.size = 3, .inline_data = (const uint8_t *)"abc", .inline_len = 3};
-    struct index_op op = {.kind = INDEX_OP_PUT, .bucket_id = bid, .key = slice_from_cstr(key),
-                          .object = &o, .arena = a};
+    struct index_op op = {.kind = INDEX_OP_PUT,
+                          .bucket_id = bid,
+                          .key = slice_from_cstr(key),
+                          .object = &o,
+                          .arena = a};
     ASSERT_EQ(index_commit(ix, &op, 1), 0);
     ASSERT_EQ(op.result, 0);
     arena_destroy(a);
@@ -46,8 +49,8 @@ static void
 delete_one(struct index *ix, uint64_t bid, const char *key)
 {
     struct arena *a = arena_create(0);
-    struct index_op op = {.kind = INDEX_OP_DELETE, .bucket_id = bid, .key = slice_from_cstr(key),
-                          .arena = a};
+    struct index_op op = {
+        .kind = INDEX_OP_DELETE, .bucket_id = bid, .key = slice_from_cstr(key), .arena = a};
     ASSERT_EQ(index_commit(ix, &op, 1), 0);
     ASSERT_EQ(op.result, 0);
     arena_destroy(a);
@@ -110,8 +113,11 @@ main(void)
     /* A stale id cannot write into the bucket any more. */
     struct arena *a = arena_create(0);
     struct index_object o = {.size = 0};
-    struct index_op op = {.kind = INDEX_OP_PUT, .bucket_id = alpha_id, .key = SLICE_LIT("k"),
-                          .object = &o, .arena = a};
+    struct index_op op = {.kind = INDEX_OP_PUT,
+                          .bucket_id = alpha_id,
+                          .key = SLICE_LIT("k"),
+                          .object = &o,
+                          .arena = a};
     ASSERT_EQ(index_commit(ix, &op, 1), 0);
     ASSERT_EQ(op.result, -ENOENT);
     arena_destroy(a);

@@ -36,7 +36,20 @@ rnd_below(size_t n)
 }
 
 static const char *const alphabet[] = {
-    "a", "b", "a", "b", "c", "/", "/", "-", " ", "+", "%", "\n", "&", "<",
+    "a",
+    "b",
+    "a",
+    "b",
+    "c",
+    "/",
+    "/",
+    "-",
+    " ",
+    "+",
+    "%",
+    "\n",
+    "&",
+    "<",
     "\xc3\xa9",         /* é */
     "\xe6\x97\xa5",     /* 日 */
     "\xf0\x9f\x98\x80", /* 😀 */
@@ -165,8 +178,8 @@ put_keys(const struct mkey *keys, size_t n, struct arena *a)
         struct slice key = mslice(&keys[i]);
         objs[k] = (struct index_object){.size = size_of_key(key), .mtime_ns = (int64_t)key.len};
         memcpy(objs[k].etag, key.ptr, MIN(key.len, 16));
-        ops[k] = (struct index_op){.kind = INDEX_OP_PUT, .bucket_id = bid, .key = key,
-                                   .object = &objs[k], .arena = a};
+        ops[k] = (struct index_op){
+            .kind = INDEX_OP_PUT, .bucket_id = bid, .key = key, .object = &objs[k], .arena = a};
         if (++k == 128 || i + 1 == n) {
             commit_batch(ops, k);
             k = 0;
@@ -294,8 +307,7 @@ dump(const char *what, struct slice s)
 {
     fprintf(stderr, "  %s (%zu bytes): \"", what, s.len);
     for (size_t i = 0; i < s.len && i < 80; i++)
-        fprintf(stderr, (s.ptr[i] >= 32 && s.ptr[i] < 127) ? "%c" : "\\x%02x",
-                (uint8_t)s.ptr[i]);
+        fprintf(stderr, (s.ptr[i] >= 32 && s.ptr[i] < 127) ? "%c" : "\\x%02x", (uint8_t)s.ptr[i]);
     fprintf(stderr, "%s\"\n", s.len > 80 ? "..." : "");
 }
 
@@ -303,8 +315,11 @@ static void
 check_walk(struct slice prefix, struct slice delim, struct slice start_after, uint32_t max,
            struct arena *a, struct mentry *want)
 {
-    struct index_list_params p = {.bucket_id = bid, .prefix = prefix, .delimiter = delim,
-                                  .start_after = start_after, .max_keys = max};
+    struct index_list_params p = {.bucket_id = bid,
+                                  .prefix = prefix,
+                                  .delimiter = delim,
+                                  .start_after = start_after,
+                                  .max_keys = max};
     struct slice sa = start_after;
     for (int page = 0;; page++) {
         struct index_list_result r;
@@ -392,8 +407,8 @@ delete_some(struct arena *a)
             continue;
         }
         gone[n_gone++] = model[i];
-        ops[k++] = (struct index_op){.kind = INDEX_OP_DELETE, .bucket_id = bid,
-                                     .key = mslice(&model[i]), .arena = a};
+        ops[k++] = (struct index_op){
+            .kind = INDEX_OP_DELETE, .bucket_id = bid, .key = mslice(&model[i]), .arena = a};
         if (k == 128) {
             commit_batch(ops, k);
             k = 0;
@@ -427,8 +442,8 @@ test_cursor_cost(struct arena *a)
         }
     put_keys(keys, n, a);
 
-    struct index_list_params p = {.bucket_id = bid, .prefix = SLICE_LIT("d/"),
-                                  .delimiter = SLICE_LIT("/"), .max_keys = 10};
+    struct index_list_params p = {
+        .bucket_id = bid, .prefix = SLICE_LIT("d/"), .delimiter = SLICE_LIT("/"), .max_keys = 10};
     struct index_list_result r;
     uint64_t ops0 = index__list_cursor_ops();
     ASSERT_EQ(index_object_list(ix, &p, a, &r), 0);

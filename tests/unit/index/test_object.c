@@ -3,7 +3,8 @@
  * put/get/replace (freed extents), delete, conditions, bucket gone,
  * inline data and opaque blobs, keys of 1, 480, 481 and 1024 bytes that
  * share prefixes, persistence across reopen, index_extents_scan, a full
- * map (-ENOSPC) and the record parser's bounds checks.
+ * map (-ENOSPC), the record parser's bounds checks, and readers running
+ * on several threads while batches commit.
  */
 #include "index/index.h"
 #include "index/index_int.h"
@@ -11,6 +12,8 @@
 #include "tests/lib/tmpdir.h"
 
 #include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
 
 static struct index *ix;
 static uint64_t bid;
@@ -28,8 +31,8 @@ make_key(struct arena *a, size_t len, char fill, char last)
 static int
 put(struct slice key, const struct index_object *o, struct arena *a, struct index_op *op_out)
 {
-    struct index_op op = {.kind = INDEX_OP_PUT, .bucket_id = bid, .key = key, .object = o,
-                          .arena = a};
+    struct index_op op = {
+        .kind = INDEX_OP_PUT, .bucket_id = bid, .key = key, .object = o, .arena = a};
     ASSERT_EQ(index_commit(ix, &op, 1), 0);
     if (op_out)
         *op_out = op;
@@ -81,9 +84,15 @@ test_basic(struct arena *a)
     for (size_t i = 0; i < sizeof(sums); i++)
         sums[i] = (uint8_t)(i * 7);
     static const char meta[] = "content-type\0text/plain\0x-amz-meta-a\0b";
-    struct index_object o1 = {.size = 1024, .mtime_ns = -5, .parts_count = 0, .n_extents = 2,
-                              .extents = ext1, .sums = sums, .sums_len = sizeof(sums),
-                              .meta = (const uint8_t *)meta, .meta_len = sizeof(meta)};
+    struct index_object o1 = {.size = 1024,
+                              .mtime_ns = -5,
+                              .parts_count = 0,
+                              .n_extents = 2,
+                              .extents = ext1,
+                              .sums = sums,
+                              .sums_len = sizeof(sums),
+                              .meta = (const uint8_t *)meta,
+                              .meta_len = sizeof(meta)};
     memset(o1.etag, 0xAB, 16);
     struct index_object got;
     struct index_op op;
@@ -98,8 +107,11 @@ test_basic(struct arena *a)
     ASSERT_EQ(index_object_get(ix, bid + 1, SLICE_LIT("obj"), a, &got), -ENOENT);
 
     /* Replace with an inline object: the old extents come back. */
-    struct index_object o2 = {.size = 5, .mtime_ns = 77, .parts_count = 3,
-                              .inline_data = (const uint8_t *)"hello", .inline_len = 5};
+    struct index_object o2 = {.size = 5,
+                              .mtime_ns = 77,
+                              .parts_count = 3,
+                              .inline_data = (const uint8_t *)"hello",
+                              .inline_len = 5};
     memset(o2.etag, 0x11, 16);
     ASSERT_EQ(put(SLICE_LIT("obj"), &o2, a, &op), 0);
     ASSERT_UEQ(op.n_freed, 2);
@@ -110,15 +122,23 @@ test_basic(struct arena *a)
     check_same(&got, &o2);
 
     /* Conditions. */
-    struct index_op c = {.kind = INDEX_OP_PUT, .bucket_id = bid, .key = SLICE_LIT("obj"),
-                         .object = &o1, .if_none_match = true, .arena = a};
+    struct index_op c = {.kind = INDEX_OP_PUT,
+                         .bucket_id = bid,
+                         .key = SLICE_LIT("obj"),
+                         .object = &o1,
+                         .if_none_match = true,
+                         .arena = a};
     ASSERT_EQ(index_commit(ix, &c, 1), 0);
     ASSERT_EQ(c.result, -EEXIST);
     c.key = SLICE_LIT("fresh");
     ASSERT_EQ(index_commit(ix, &c, 1), 0);
     ASSERT_EQ(c.result, 0);
-    c = (struct index_op){.kind = INDEX_OP_PUT, .bucket_id = bid, .key = SLICE_LIT("obj"),
-                          .object = &o1, .has_if_match = true, .arena = a};
+    c = (struct index_op){.kind = INDEX_OP_PUT,
+                          .bucket_id = bid,
+                          .key = SLICE_LIT("obj"),
+                          .object = &o1,
+                          .has_if_match = true,
+                          .arena = a};
     memset(c.if_match_etag, 0xAB, 16); /* o1's etag, but o2 is current */
     ASSERT_EQ(index_commit(ix, &c, 1), 0);
     ASSERT_EQ(c.result, -ESTALE);
@@ -129,8 +149,11 @@ test_basic(struct arena *a)
     c.key = SLICE_LIT("absent");
     ASSERT_EQ(index_commit(ix, &c, 1), 0);
     ASSERT_EQ(c.result, -ESTALE);
-    c = (struct index_op){.kind = INDEX_OP_DELETE, .bucket_id = bid, .key = SLICE_LIT("obj"),
-                          .has_if_match = true, .arena = a};
+    c = (struct index_op){.kind = INDEX_OP_DELETE,
+                          .bucket_id = bid,
+                          .key = SLICE_LIT("obj"),
+                          .has_if_match = true,
+                          .arena = a};
     memset(c.if_match_etag, 0x11, 16);
     ASSERT_EQ(index_commit(ix, &c, 1), 0);
     ASSERT_EQ(c.result, -ESTALE);
@@ -140,9 +163,16 @@ test_basic(struct arena *a)
     struct index_op batch[4] = {
         {.kind = INDEX_OP_DELETE, .bucket_id = bid, .key = SLICE_LIT("obj"), .arena = a},
         {.kind = INDEX_OP_DELETE, .bucket_id = bid, .key = SLICE_LIT("obj"), .arena = a},
-        {.kind = INDEX_OP_PUT, .bucket_id = bid, .key = SLICE_LIT("fresh"), .object = &o2,
-         .if_none_match = true, .arena = a},
-        {.kind = INDEX_OP_PUT, .bucket_id = 999999, .key = SLICE_LIT("x"), .object = &o2,
+        {.kind = INDEX_OP_PUT,
+         .bucket_id = bid,
+         .key = SLICE_LIT("fresh"),
+         .object = &o2,
+         .if_none_match = true,
+         .arena = a},
+        {.kind = INDEX_OP_PUT,
+         .bucket_id = 999999,
+         .key = SLICE_LIT("x"),
+         .object = &o2,
          .arena = a},
     };
     ASSERT_EQ(index_commit(ix, batch, 4), 0);
@@ -156,15 +186,15 @@ test_basic(struct arena *a)
     ASSERT_EQ(index_object_get(ix, bid, SLICE_LIT("obj"), a, &got), -ENOENT);
 
     /* Invalid keys. */
-    struct index_op bad = {.kind = INDEX_OP_PUT, .bucket_id = bid, .key = SLICE_NULL,
-                           .object = &o2, .arena = a};
+    struct index_op bad = {
+        .kind = INDEX_OP_PUT, .bucket_id = bid, .key = SLICE_NULL, .object = &o2, .arena = a};
     ASSERT_EQ(index_commit(ix, &bad, 1), 0);
     ASSERT_EQ(bad.result, -EINVAL);
     ASSERT_EQ(index_object_get(ix, bid, SLICE_NULL, a, &got), -ENOENT);
 
     /* Delete "fresh" again to leave the bucket clean. */
-    c = (struct index_op){.kind = INDEX_OP_DELETE, .bucket_id = bid, .key = SLICE_LIT("fresh"),
-                          .arena = a};
+    c = (struct index_op){
+        .kind = INDEX_OP_DELETE, .bucket_id = bid, .key = SLICE_LIT("fresh"), .arena = a};
     ASSERT_EQ(index_commit(ix, &c, 1), 0);
     ASSERT_EQ(c.result, 0);
     ASSERT_UEQ(c.n_freed, 2);
@@ -190,10 +220,10 @@ test_long_keys_put(struct arena *a)
     long_keys[8] = make_key(a, 1024, 'l', 'k');
     long_keys[9] = make_key(a, 480, 'k', 'z');
     for (int i = 0; i < N_LONG; i++) {
-        long_ext[i] = (struct index_extent){.volume = 7, .offset = (uint64_t)i * 4096,
-                                            .len = 100 + (uint64_t)i};
-        struct index_object o = {.size = 100 + (uint64_t)i, .mtime_ns = i, .n_extents = 1,
-                                 .extents = &long_ext[i]};
+        long_ext[i] = (struct index_extent){
+            .volume = 7, .offset = (uint64_t)i * 4096, .len = 100 + (uint64_t)i};
+        struct index_object o = {
+            .size = 100 + (uint64_t)i, .mtime_ns = i, .n_extents = 1, .extents = &long_ext[i]};
         o.etag[0] = (uint8_t)i;
         ASSERT_EQ(put(long_keys[i], &o, a, NULL), 0);
     }
@@ -232,8 +262,7 @@ test_full(struct arena *a)
     struct index *small;
     struct index_bucket b;
     static uint8_t blob[3000];
-    struct index_object o = {.size = sizeof(blob), .inline_data = blob,
-                             .inline_len = sizeof(blob)};
+    struct index_object o = {.size = sizeof(blob), .inline_data = blob, .inline_len = sizeof(blob)};
     int rc = 0, i;
 
     ASSERT_EQ(index_open(&small, dir, 256 << 10, true), 0);
@@ -241,9 +270,11 @@ test_full(struct arena *a)
     for (i = 0; i < 10000 && rc == 0; i++) {
         struct index_op ops[4];
         for (int j = 0; j < 4; j++)
-            ops[j] = (struct index_op){.kind = INDEX_OP_PUT, .bucket_id = b.id,
+            ops[j] = (struct index_op){.kind = INDEX_OP_PUT,
+                                       .bucket_id = b.id,
                                        .key = {arena_sprintf(a, "k%06d", i * 4 + j), 7},
-                                       .object = &o, .arena = a};
+                                       .object = &o,
+                                       .arena = a};
         rc = index_commit(small, ops, 4);
         if (rc)
             ASSERT_EQ(ops[0].result, -ENOSPC);
@@ -253,8 +284,8 @@ test_full(struct arena *a)
     struct index_object got;
     ASSERT_EQ(index_object_get(small, b.id, SLICE_LIT("k000000"), a, &got), 0);
     ASSERT_UEQ(got.inline_len, sizeof(blob));
-    struct index_op del = {.kind = INDEX_OP_DELETE, .bucket_id = b.id,
-                           .key = SLICE_LIT("k000000"), .arena = a};
+    struct index_op del = {
+        .kind = INDEX_OP_DELETE, .bucket_id = b.id, .key = SLICE_LIT("k000000"), .arena = a};
     ASSERT_EQ(index_commit(small, &del, 1), 0);
     ASSERT_EQ(del.result, 0);
     index_close(small);
@@ -266,8 +297,8 @@ static void
 test_record_parse(void)
 {
     struct index_extent e = {1, 0, 2, 3};
-    struct index_object o = {.size = 1, .n_extents = 1, .extents = &e,
-                             .meta = (const uint8_t *)"mm", .meta_len = 2};
+    struct index_object o = {
+        .size = 1, .n_extents = 1, .extents = &e, .meta = (const uint8_t *)"mm", .meta_len = 2};
     uint8_t buf[256];
     struct index__record r;
     size_t len = index__record_len(&o, 3);
@@ -288,6 +319,72 @@ test_record_parse(void)
     ASSERT_EQ(index__record_parse(buf, len, &r), -EIO);
 }
 
+/* ---- readers on several threads while a writer commits ----------------- */
+
+static atomic_bool writer_done;
+
+static void *
+reader_main(void *arg)
+{
+    struct arena *a = arena_create(1 << 16);
+    unsigned seed = (unsigned)(uintptr_t)arg;
+    long n = 0;
+    while (!atomic_load(&writer_done) || n < 200) {
+        arena_clear(a);
+        seed = seed * 1103515245u + 12345u;
+        char key[16];
+        snprintf(key, sizeof(key), "c%04u", (seed >> 8) % 2000);
+        struct index_object got;
+        int rc = index_object_get(ix, bid, slice_from_cstr(key), a, &got);
+        if (rc != 0 && rc != -ENOENT)
+            TEST_FAIL("get: %d", rc);
+        if (rc == 0 && (got.inline_len != 5 || memcmp(got.inline_data, key + 1, 4) != 0))
+            TEST_FAIL("torn record for %s", key);
+        struct index_list_params p = {.bucket_id = bid,
+                                      .prefix = SLICE_LIT("c"),
+                                      .start_after = slice_from_cstr(key),
+                                      .max_keys = 50};
+        struct index_list_result r;
+        if ((rc = index_object_list(ix, &p, a, &r)) != 0)
+            TEST_FAIL("list: %d", rc);
+        for (uint32_t i = 1; i < r.n_entries; i++)
+            if (slice_cmp(r.entries[i - 1].key, r.entries[i].key) >= 0)
+                TEST_FAIL("list out of order");
+        n++;
+    }
+    arena_destroy(a);
+    return NULL;
+}
+
+static void
+test_concurrent(struct arena *a)
+{
+    pthread_t th[4];
+    atomic_store(&writer_done, false);
+    for (uintptr_t i = 0; i < 4; i++)
+        ASSERT_EQ(pthread_create(&th[i], NULL, reader_main, (void *)(i + 1)), 0);
+    for (int round = 0; round < 200; round++) {
+        struct index_op ops[16];
+        struct index_object objs[16];
+        arena_clear(a);
+        for (int j = 0; j < 16; j++) {
+            char *key = arena_sprintf(a, "c%04d", (round * 16 + j) * 7 % 2000);
+            objs[j] = (struct index_object){
+                .size = 5, .inline_data = (const uint8_t *)key + 1, .inline_len = 5};
+            objs[j].inline_len = 5; /* 4 digits and the NUL */
+            ops[j] = (struct index_op){.kind = (round % 3 == 2) ? INDEX_OP_DELETE : INDEX_OP_PUT,
+                                       .bucket_id = bid,
+                                       .key = slice_from_cstr(key),
+                                       .object = &objs[j],
+                                       .arena = a};
+        }
+        ASSERT_EQ(index_commit(ix, ops, 16), 0);
+    }
+    atomic_store(&writer_done, true);
+    for (int i = 0; i < 4; i++)
+        ASSERT_EQ(pthread_join(th[i], NULL), 0);
+}
+
 int
 main(void)
 {
@@ -299,6 +396,20 @@ main(void)
     ASSERT_EQ(index_bucket_create(ix, SLICE_LIT("b"), "o", 1, &b), 0);
     bid = b.id;
     test_basic(a);
+    test_concurrent(a);
+    {
+        /* Leave the bucket as test_basic found it: empty. */
+        struct index_list_params p = {.bucket_id = bid, .max_keys = 1000};
+        struct index_list_result r;
+        do {
+            ASSERT_EQ(index_object_list(ix, &p, a, &r), 0);
+            for (uint32_t i = 0; i < r.n_entries; i++) {
+                struct index_op d = {
+                    .kind = INDEX_OP_DELETE, .bucket_id = bid, .key = r.entries[i].key, .arena = a};
+                ASSERT_EQ(index_commit(ix, &d, 1), 0);
+            }
+        } while (r.n_entries);
+    }
     test_long_keys_put(a);
     test_long_keys_get(a);
 
@@ -332,8 +443,8 @@ main(void)
 
     /* Delete the long keys: each returns its extent. */
     for (int i = 0; i < N_LONG; i++) {
-        struct index_op op = {.kind = INDEX_OP_DELETE, .bucket_id = bid, .key = long_keys[i],
-                              .arena = a};
+        struct index_op op = {
+            .kind = INDEX_OP_DELETE, .bucket_id = bid, .key = long_keys[i], .arena = a};
         ASSERT_EQ(index_commit(ix, &op, 1), 0);
         ASSERT_EQ(op.result, 0);
         ASSERT_UEQ(op.n_freed, 1);
