@@ -60,8 +60,8 @@ test_ok(void)
     expect("Bytes=1-2", 10, RANGE_OK, 1, 2);
     expect("BYTES=1-2", 10, RANGE_OK, 1, 2);
     /* the largest objects */
-    expect("bytes=18446744073709551613-18446744073709551614", UINT64_MAX, RANGE_OK,
-           UINT64_MAX - 2, UINT64_MAX - 1);
+    expect("bytes=18446744073709551613-18446744073709551614", UINT64_MAX, RANGE_OK, UINT64_MAX - 2,
+           UINT64_MAX - 1);
     expect("bytes=-18446744073709551615", UINT64_MAX, RANGE_OK, 0, UINT64_MAX - 1);
     expect("bytes=-1", UINT64_MAX, RANGE_OK, UINT64_MAX - 1, UINT64_MAX - 1);
 }
@@ -79,15 +79,14 @@ test_overflow(void)
     /* A first-pos past UINT64_MAX lies beyond any object. */
     expect("bytes=99999999999999999999999-", 10, RANGE_UNSATISFIABLE, 0, 0);
     expect("bytes=18446744073709551616-", UINT64_MAX, RANGE_UNSATISFIABLE, 0, 0);
-    expect("bytes=99999999999999999999999-99999999999999999999999", 10, RANGE_UNSATISFIABLE, 0,
-           0);
+    expect("bytes=99999999999999999999999-99999999999999999999999", 10, RANGE_UNSATISFIABLE, 0, 0);
     /* Order is compared exactly even when both overflow. */
     expect("bytes=99999999999999999999999-99999999999999999999998", 10, RANGE_IGNORE, 0, 0);
     expect("bytes=99999999999999999999999-9", 10, RANGE_IGNORE, 0, 0);
-    expect("bytes=00000000000000000000000000001-000000000000000000000000000002", 10, RANGE_OK,
-           1, 2);
-    expect("bytes=00000000000000000000000000002-000000000000000000000000000001", 10,
-           RANGE_IGNORE, 0, 0);
+    expect("bytes=00000000000000000000000000001-000000000000000000000000000002", 10, RANGE_OK, 1,
+           2);
+    expect("bytes=00000000000000000000000000002-000000000000000000000000000001", 10, RANGE_IGNORE,
+           0, 0);
 }
 
 static void
@@ -110,14 +109,16 @@ static void
 test_ignore(void)
 {
     static const char *const bad[] = {
-        "bytes",       "bytes=",       "bytes=-",      "bytes=--1",     "bytes=1",
-        "bytes=a-b",   "bytes=1-a",    "bytes=0x1-2",  "bytes=+1-2",    "bytes=1-+2",
-        "bytes=1--2",  "bytes=1-2-",   "bytes=-1-2",   "bytes=1.0-2",   "bytes =1-2",
-        "bytes= =1-2", "bytes=1 -2",   "bytes=1- 2",   "bytes=- 1",     "bytes:1-2",
-        "bites=1-2",   "items=0-1",    "byte=0-1",     "bytesx=0-1",    "=0-1",
-        "0-1",         "none",         "bytes=0-1,5-6", "bytes=0-1, 5-6", "bytes=0-1,",
-        ",bytes=0-1",  "bytes=,0-1",   "bytes=-1,-2",  "bytes=5-3",     "bytes=1-0",
-        "bytes=0-1;",  "bytes=0-1\r\n", "bytes=\n0-1",  " ",             "\t",
+        "bytes",          "bytes=",      "bytes=-",    "bytes=--1",
+        "bytes=1",        "bytes=a-b",   "bytes=1-a",  "bytes=0x1-2",
+        "bytes=+1-2",     "bytes=1-+2",  "bytes=1--2", "bytes=1-2-",
+        "bytes=-1-2",     "bytes=1.0-2", "bytes =1-2", "bytes= =1-2",
+        "bytes=1 -2",     "bytes=1- 2",  "bytes=- 1",  "bytes:1-2",
+        "bites=1-2",      "items=0-1",   "byte=0-1",   "bytesx=0-1",
+        "=0-1",           "0-1",         "none",       "bytes=0-1,5-6",
+        "bytes=0-1, 5-6", "bytes=0-1,",  ",bytes=0-1", "bytes=,0-1",
+        "bytes=-1,-2",    "bytes=5-3",   "bytes=1-0",  "bytes=0-1;",
+        "bytes=0-1\r\n",  "bytes=\n0-1", " ",          "\t",
     };
     for (size_t i = 0; i < ARRAY_LEN(bad); i++) {
         expect(bad[i], 10, RANGE_IGNORE, 0, 0);

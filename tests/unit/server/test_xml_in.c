@@ -74,13 +74,13 @@ test_delete_ok(void)
     assert_slice(d.objects[1].version_id, "null");
 
     /* Quiet accepts any case and whitespace; false is false */
-    ASSERT_EQ(parse_delete("<Delete><Quiet> TRUE\n</Quiet><Object><Key>a</Key></Object></Delete>",
-                           &d),
-              XML_IN_OK);
+    ASSERT_EQ(
+        parse_delete("<Delete><Quiet> TRUE\n</Quiet><Object><Key>a</Key></Object></Delete>", &d),
+        XML_IN_OK);
     ASSERT_EQ(d.is_quiet, true);
-    ASSERT_EQ(parse_delete("<Delete><Object><Key>a</Key></Object><Quiet>false</Quiet></Delete>",
-                           &d),
-              XML_IN_OK);
+    ASSERT_EQ(
+        parse_delete("<Delete><Object><Key>a</Key></Object><Quiet>false</Quiet></Delete>", &d),
+        XML_IN_OK);
     ASSERT_EQ(d.is_quiet, false);
 }
 
@@ -134,9 +134,9 @@ test_delete_namespaces(void)
               XML_IN_OK);
     assert_slice(d.objects[0].key, "k");
     /* a different or missing namespace URI is not checked */
-    ASSERT_EQ(parse_delete("<Delete xmlns=\"urn:other\"><Object><Key>k</Key></Object></Delete>",
-                           &d),
-              XML_IN_OK);
+    ASSERT_EQ(
+        parse_delete("<Delete xmlns=\"urn:other\"><Object><Key>k</Key></Object></Delete>", &d),
+        XML_IN_OK);
     /* mixed prefixes on the same local names */
     ASSERT_EQ(parse_delete("<a:Delete xmlns:a=\"x\" xmlns:b=\"x\"><b:Object><Key>k</Key>"
                            "</b:Object></a:Delete>",
