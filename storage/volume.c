@@ -31,6 +31,19 @@ volume_path(const struct storage *st, uint32_t id)
     return b.ptr;
 }
 
+/* Some filesystems accept O_DIRECT at open and refuse it at the first I/O:
+ * probe with an aligned read (an empty new file reads 0 bytes, which is fine). */
+static bool
+direct_io_works(int fd)
+{
+    void *probe = NULL;
+    if (posix_memalign(&probe, STORAGE_ALIGN, STORAGE_ALIGN) != 0)
+        return false;
+    ssize_t n = pread(fd, probe, STORAGE_ALIGN, 0);
+    free(probe);
+    return n >= 0;
+}
+
 /*
  * Opens (creating when 'is_create') volume 'id' and makes sure it is
  * 'st->volume_size' long. Returns 0 and sets '*out', or -errno (-ENOENT
@@ -49,16 +62,25 @@ volume_open(struct storage *st, uint32_t id, bool is_create, struct storage__vol
     if (is_create)
         flags |= O_CREAT | O_EXCL;
     wfd = open(path, flags | (st->is_direct ? O_DIRECT : 0), 0644);
+    if (wfd >= 0)
+        is_created = is_create;
+    if (wfd >= 0 && st->is_direct && !direct_io_works(wfd)) {
+        close(wfd);
+        wfd = -1;
+        errno = EINVAL;
+    }
     if (wfd < 0 && errno == EINVAL && st->is_direct) {
         log_warn("storage: %s: O_DIRECT refused, using buffered writes", path);
         st->is_direct = false;
-        wfd = open(path, flags, 0644);
+        /* A refused O_DIRECT open may still have created the file. */
+        wfd = open(path, is_create ? O_RDWR | O_CLOEXEC | O_CREAT : flags, 0644);
+        if (wfd >= 0)
+            is_created = is_create;
     }
     if (wfd < 0) {
         err = -errno;
         goto fail;
     }
-    is_created = is_create;
     struct stat sb;
     if (fstat(wfd, &sb) < 0) {
         err = -errno;

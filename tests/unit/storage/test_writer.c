@@ -219,6 +219,23 @@ test_reopen(const char *dir)
     storage_close(st);
 }
 
+static void
+test_buffered(const char *dir)
+{
+    struct storage_config cfg = {
+        .dir = dir, .volume_size = VOL, .max_volumes = 1, .write_buffer_total = 4 * MIB};
+    struct storage *st = NULL;
+    ASSERT_EQ(storage_open(&st, &cfg), 0);
+    ASSERT(!storage_is_direct(st));
+    ASSERT_EQ(storage_ready(st), 0);
+    struct storage_writer *w = test_write_object(st, 21, 5 * MIB + 3, false, 123457);
+    ASSERT_EQ(storage_sync(st), 0);
+    test_check_writer(st, w, 21, 5 * MIB + 3);
+    storage_writer_destroy(w, false);
+    ASSERT_UEQ(test_free_bytes(st), VOL);
+    storage_close(st);
+}
+
 int
 main(void)
 {
@@ -231,6 +248,7 @@ main(void)
         {"corruption", test_corruption},
         {"faults", test_faults},
         {"reopen", test_reopen},
+        {"buffered", test_buffered},
     };
     log_set_level(LOG_WARN);
     for (size_t i = 0; i < ARRAY_LEN(cases); i++) {
