@@ -245,8 +245,8 @@ done:
 /* ---- allocation ------------------------------------------------------------ */
 
 static void
-ext_push(struct storage_extent **ext, uint64_t **alloc_lens, size_t *n, size_t *cap,
-         uint32_t vol, uint64_t off, uint64_t len)
+ext_push(struct storage_extent **ext, uint64_t **alloc_lens, size_t *n, size_t *cap, uint32_t vol,
+         uint64_t off, uint64_t len)
 {
     if (*n == *cap) {
         *cap = *cap ? *cap * 2 : 4;
@@ -270,8 +270,8 @@ range_pick(struct storage *st, uint64_t len, bool is_best, uint32_t *vol, size_t
         struct storage__volume *v = st->vols[id];
         for (size_t i = 0; i < v->n_free; i++) {
             uint64_t l = v->free[i].len;
-            bool is_better = is_best ? (l >= len && (!is_found || l < pick_len))
-                                     : (!is_found || l > pick_len);
+            bool is_better =
+                is_best ? (l >= len && (!is_found || l < pick_len)) : (!is_found || l > pick_len);
             if (is_better) {
                 is_found = true;
                 pick_len = l;
@@ -286,8 +286,8 @@ range_pick(struct storage *st, uint64_t len, bool is_best, uint32_t *vol, size_t
 }
 
 int
-storage__alloc(struct storage *st, uint64_t len, bool is_partial_ok,
-               struct storage_extent **ext, uint64_t **alloc_lens, size_t *n, size_t *cap)
+storage__alloc(struct storage *st, uint64_t len, bool is_partial_ok, struct storage_extent **ext,
+               uint64_t **alloc_lens, size_t *n, size_t *cap)
 {
     int err = 0;
     uint32_t vol;

@@ -15,12 +15,17 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
-#define STORAGE_STAGE_LEN (512u << 10)    /* one staging buffer */
-#define STORAGE_STAGES_MAX 4              /* staging buffers per writer */
-#define STORAGE_CHUNK_LEN (64ull << 20)   /* allocation step for unknown sizes */
+#define STORAGE_STAGE_LEN (512u << 10)  /* one staging buffer */
+#define STORAGE_STAGES_MAX 4            /* staging buffers per writer */
+#define STORAGE_CHUNK_LEN (64ull << 20) /* unknown sizes: allocation step, <= volume/4 */
 #define STORAGE_RING_DEPTH 64
 
-enum storage__fault { STORAGE_FAULT_SUBMIT, STORAGE_FAULT_READ, STORAGE_FAULT_FSYNC, STORAGE_FAULT_N };
+enum storage__fault {
+    STORAGE_FAULT_SUBMIT,
+    STORAGE_FAULT_READ,
+    STORAGE_FAULT_FSYNC,
+    STORAGE_FAULT_N
+};
 
 /* A free range [off, off+len) of one volume. */
 struct storage__range {
@@ -30,8 +35,8 @@ struct storage__range {
 
 struct storage__volume {
     uint32_t id;
-    int wfd;              /* O_DIRECT|O_RDWR (or buffered when the fs refuses O_DIRECT) */
-    int rfd;              /* O_RDONLY buffered: reads, sendfile */
+    int wfd; /* O_DIRECT|O_RDWR (or buffered when the fs refuses O_DIRECT) */
+    int rfd; /* O_RDONLY buffered: reads, sendfile */
     uint64_t len;
 
     /* Free map, sorted by offset, never two adjacent ranges (coalesced).
@@ -59,7 +64,7 @@ struct storage__pin_gen {
 struct storage__pending {
     uint32_t volume;
     uint64_t off;
-    uint64_t len;  /* allocation length */
+    uint64_t len; /* allocation length */
     uint64_t gen;
 };
 
@@ -68,7 +73,7 @@ struct storage__pool {
     pthread_mutex_t lock;
     uint64_t total_len;
     uint64_t used_len;
-    void **cached;   /* idle STORAGE_STAGE_LEN buffers */
+    void **cached; /* idle STORAGE_STAGE_LEN buffers */
     size_t n_cached;
     size_t cap_cached;
 };
@@ -84,14 +89,14 @@ struct storage {
     struct storage__volume **vols;
     _Atomic uint32_t n_volumes;
 
-    pthread_mutex_t alloc_lock;  /* free maps, free_bytes, volume creation */
+    pthread_mutex_t alloc_lock; /* free maps, free_bytes, volume creation */
     uint64_t free_bytes;
     bool is_ready;
 
     /* Deferred reclaim, guarded by reclaim_lock (taken before alloc_lock). */
     pthread_mutex_t reclaim_lock;
     uint64_t gen;
-    struct storage__pin_gen *pins;   /* ordered by gen, pins[pin_head..n_pins) */
+    struct storage__pin_gen *pins; /* ordered by gen, pins[pin_head..n_pins) */
     size_t pin_head;
     size_t n_pins;
     size_t cap_pins;
@@ -145,8 +150,8 @@ typedef void storage__io_fn(struct storage__io *io, int res);
 struct storage__io {
     /* Runs under the ring lock, on any thread; may resubmit on io->ring. */
     storage__io_fn *complete_fn;
-    struct storage__ring *ring;    /* where it was submitted */
-    bool is_inflight;              /* guarded by ring's lock */
+    struct storage__ring *ring; /* where it was submitted */
+    bool is_inflight;           /* guarded by ring's lock */
 };
 struct io_uring_sqe;
 /* Returns the calling thread's ring, created on first use, or NULL with

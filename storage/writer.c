@@ -21,29 +21,29 @@
 #include <xxhash.h>
 
 struct writer_stage {
-    struct storage__io io;   /* first: the completion callback casts back */
+    struct storage__io io; /* first: the completion callback casts back */
     struct storage_writer *w;
     struct storage__volume *vol;
     uint8_t *buf;
     size_t cap;
-    size_t fill;             /* logical bytes staged */
-    size_t limit;            /* room left in the extent from disk_off (<= cap) */
+    size_t fill;  /* logical bytes staged */
+    size_t limit; /* room left in the extent from disk_off (<= cap) */
     uint64_t disk_off;
-    size_t io_len;           /* fill padded to STORAGE_ALIGN */
+    size_t io_len; /* fill padded to STORAGE_ALIGN */
     size_t io_done;
-    int res;                 /* outcome of the last write, 0 or -errno */
+    int res; /* outcome of the last write, 0 or -errno */
 };
 
 struct storage_writer {
     struct storage *st;
-    uint64_t size_hint;      /* UINT64_MAX: unknown */
+    uint64_t size_hint; /* UINT64_MAX: unknown */
     uint64_t size;
 
-    struct storage_extent *ext;  /* .len: logical bytes written so far */
-    uint64_t *alloc_lens;        /* reserved bytes of each extent */
+    struct storage_extent *ext; /* .len: logical bytes written so far */
+    uint64_t *alloc_lens;       /* reserved bytes of each extent */
     size_t n_ext;
     size_t cap_ext;
-    size_t cur;                  /* extent being written */
+    size_t cur; /* extent being written */
 
     struct writer_stage stages[STORAGE_STAGES_MAX];
     size_t n_stages;
@@ -253,13 +253,15 @@ static int
 writer_room(struct storage_writer *w)
 {
     bool is_chunked = w->size_hint == UINT64_MAX;
+    /* Small volumes (tests, dev boxes) would be hogged by a few writers. */
+    uint64_t chunk_len = MIN(STORAGE_CHUNK_LEN, w->st->volume_size / 4);
     if (w->cur < w->n_ext) {
         struct storage_extent *e = &w->ext[w->cur];
         if (e->len < w->alloc_lens[w->cur])
             return 0;
         if (is_chunked) {
-            uint64_t got = storage__alloc_at(w->st, e->volume, e->offset + w->alloc_lens[w->cur],
-                                             STORAGE_CHUNK_LEN);
+            uint64_t got =
+                storage__alloc_at(w->st, e->volume, e->offset + w->alloc_lens[w->cur], chunk_len);
             if (got > 0) {
                 w->alloc_lens[w->cur] += got;
                 return 0;
@@ -274,8 +276,7 @@ writer_room(struct storage_writer *w)
         return 0;
     if (!is_chunked)
         return -EFBIG;
-    return storage__alloc(w->st, STORAGE_CHUNK_LEN, true, &w->ext, &w->alloc_lens, &w->n_ext,
-                          &w->cap_ext);
+    return storage__alloc(w->st, chunk_len, true, &w->ext, &w->alloc_lens, &w->n_ext, &w->cap_ext);
 }
 
 /* Returns the next staging buffer, aimed at the current extent's next

@@ -80,8 +80,8 @@ test_write_object(struct storage *st, uint32_t seed, uint64_t size, bool is_size
 
 /* Checks the extents, the sums and the stored bytes of a finished writer. */
 static inline void
-test_check_object(struct storage *st, const struct storage_extent *e, size_t n,
-                  const uint8_t *sums, size_t sums_len, uint32_t seed, uint64_t size)
+test_check_object(struct storage *st, const struct storage_extent *e, size_t n, const uint8_t *sums,
+                  size_t sums_len, uint32_t seed, uint64_t size)
 {
     uint64_t total = 0;
     for (size_t i = 0; i < n; i++) {

@@ -34,16 +34,16 @@ test_mark_used(const char *dir)
     ASSERT_UEQ(s.total_bytes, VOL);
     ASSERT_EQ(s.n_volumes, 1);
 
-    struct storage_extent a = ext(0, 0, 100);         /* [0, 4096) */
-    struct storage_extent b = ext(0, 4096, 5000);     /* [4096, 12288) */
+    struct storage_extent a = ext(0, 0, 100);     /* [0, 4096) */
+    struct storage_extent b = ext(0, 4096, 5000); /* [4096, 12288) */
     ASSERT_EQ(storage_mark_used(st, &a), 0);
     ASSERT_EQ(storage_mark_used(st, &b), 0);
     struct storage_extent bad[] = {
-        ext(0, 8192, 10),             /* overlaps b's padding */
-        ext(0, 0, 1),                 /* same as a */
-        ext(0, VOL - 4096, 8192),     /* past the end */
-        ext(0, 100, 10),              /* unaligned */
-        ext(7, 0, 10),                /* no such volume */
+        ext(0, 8192, 10),         /* overlaps b's padding */
+        ext(0, 0, 1),             /* same as a */
+        ext(0, VOL - 4096, 8192), /* past the end */
+        ext(0, 100, 10),          /* unaligned */
+        ext(7, 0, 10),            /* no such volume */
     };
     for (size_t i = 0; i < ARRAY_LEN(bad); i++)
         ASSERT_EQ(storage_mark_used(st, &bad[i]), -EINVAL);
@@ -191,15 +191,15 @@ test_deferred_reclaim(const char *dir)
     struct storage_writer *w = NULL;
     ASSERT_EQ(storage_writer_create(st, free0 + 4096, &w), -ENOSPC);
 
-    uint64_t p2 = storage_reader_pin(st);  /* after a's release */
+    uint64_t p2 = storage_reader_pin(st); /* after a's release */
     storage_release(st, &b, 1);
-    uint64_t p3 = storage_reader_pin(st);  /* after b's release */
+    uint64_t p3 = storage_reader_pin(st); /* after b's release */
     storage_reader_unpin(st, p3);
-    storage_reader_unpin(st, p2);          /* a still waits for p1 */
+    storage_reader_unpin(st, p2); /* a still waits for p1 */
     storage_stats_get(st, &s);
     ASSERT_UEQ(s.pending_bytes, 30 * MIB);
-    p2 = storage_reader_pin(st);           /* newer than both releases */
-    storage_reader_unpin(st, p1);          /* a and b: no older pin left */
+    p2 = storage_reader_pin(st);  /* newer than both releases */
+    storage_reader_unpin(st, p1); /* a and b: no older pin left */
     storage_stats_get(st, &s);
     ASSERT_UEQ(s.pending_bytes, 0);
     ASSERT_UEQ(s.free_bytes, VOL);

@@ -19,11 +19,11 @@ test_exhaustion(const char *dir)
     uint64_t free0 = test_free_bytes(st);
 
     struct storage_writer *big = NULL, *w = NULL;
-    ASSERT_EQ(storage_writer_create(st, UINT64_MAX, &big), 0);  /* takes all 4 */
+    ASSERT_EQ(storage_writer_create(st, UINT64_MAX, &big), 0); /* takes all 4 */
     ASSERT_EQ(storage_writer_create(st, UINT64_MAX, &w), -EAGAIN);
     ASSERT_EQ(storage_writer_create(st, 100, &w), -EAGAIN);
     ASSERT_EQ(storage_writer_create(st, 10 * MIB, &w), -EAGAIN);
-    ASSERT_UEQ(test_free_bytes(st), free0);  /* a refused writer reserves nothing */
+    ASSERT_UEQ(test_free_bytes(st), free0); /* a refused writer reserves nothing */
     /* An empty object needs no buffer. */
     ASSERT_EQ(storage_writer_create(st, 0, &w), 0);
     ASSERT_EQ(storage_writer_finish(w), 0);
@@ -128,7 +128,7 @@ thread_main(void *p)
         test_check_writer(a->st, w, seed, size);
         const struct storage_extent *e;
         size_t n = storage_writer_extents(w, &e);
-        storage_release(a->st, e, n);  /* as a DELETE would */
+        storage_release(a->st, e, n); /* as a DELETE would */
         storage_writer_destroy(w, true);
         storage_reader_unpin(a->st, pin);
     }

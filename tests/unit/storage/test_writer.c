@@ -15,8 +15,8 @@ test_sizes(const char *dir)
 {
     struct storage *st = test_storage_open(dir, VOL, 2, 16 * MIB);
     ASSERT_EQ(storage_ready(st), 0);
-    const uint64_t sizes[] = {0,       1,           4095,    4096,        4097,    MIB - 1,
-                              MIB,     MIB + 1,     512 << 10, (512 << 10) + 1, 5 * MIB + 3};
+    const uint64_t sizes[] = {
+        0, 1, 4095, 4096, 4097, MIB - 1, MIB, MIB + 1, 512 << 10, (512 << 10) + 1, 5 * MIB + 3};
     for (size_t i = 0; i < ARRAY_LEN(sizes); i++) {
         for (int known = 0; known < 2; known++) {
             uint64_t free0 = test_free_bytes(st);
@@ -243,12 +243,9 @@ main(void)
         const char *name;
         void (*fn)(const char *dir);
     } cases[] = {
-        {"sizes", test_sizes},
-        {"large_unknown", test_large_unknown},
-        {"corruption", test_corruption},
-        {"faults", test_faults},
-        {"reopen", test_reopen},
-        {"buffered", test_buffered},
+        {"sizes", test_sizes},           {"large_unknown", test_large_unknown},
+        {"corruption", test_corruption}, {"faults", test_faults},
+        {"reopen", test_reopen},         {"buffered", test_buffered},
     };
     log_set_level(LOG_WARN);
     for (size_t i = 0; i < ARRAY_LEN(cases); i++) {
