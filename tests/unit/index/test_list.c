@@ -368,7 +368,7 @@ static void
 run_queries(int n_queries, struct arena *qa, struct arena *pa)
 {
     static const struct slice delims[] = {SLICE_LIT("/"), SLICE_LIT("-"), SLICE_LIT("ab"),
-                                          SLICE_LIT("")};
+                                          SLICE_LIT("\xff"), SLICE_LIT("")};
     static const uint32_t maxes[] = {1, 2, 3, 7, 1000};
     struct mentry *want = xcalloc(1000, sizeof(*want));
 
