@@ -64,7 +64,7 @@ config_defaults(struct config *c)
     c->connection_limit = 4096;
     c->connection_timeout_s = 60;
     c->shutdown_grace_s = 10;
-    c->max_object_size = 5ull << 40;
+    c->max_object_size = 5ull << 30;
     c->inline_max = 0;
     c->log_level = LOG_INFO;
     c->index_nosync = false;

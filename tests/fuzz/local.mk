@@ -56,3 +56,4 @@ EXTRA_DIST += %D%/sigv4_header.dict %D%/sigv4_query.dict %D%/aws_chunked.dict \
 	%D%/corpus/sigv4_header %D%/corpus/sigv4_query %D%/corpus/aws_chunked
 
 # ---- server/ parsers (Range, XML bodies): see server.mk ----------------------
+include %D%/server.mk

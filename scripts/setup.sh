@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Installs the Debian packages shardstore builds, tests and benchmarks with,
+# then bootstraps autotools. Idempotent: does nothing that is already done.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+BUILD_PKGS="autoconf automake libtool pkg-config make gcc libmicrohttpd-dev libssl-dev
+  liburing-dev liblmdb-dev libxxhash-dev libexpat1-dev libcurl4-openssl-dev zlib1g-dev curl"
+TEST_PKGS="s3cmd rclone clang libclang-rt-14-dev clang-format cppcheck"
+OPTIONAL_PKGS="libibverbs-dev librdmacm-dev"
+
+want="$BUILD_PKGS"
+[ "${1:-}" = "--test" ] && want="$want $TEST_PKGS"
+missing=()
+for p in $want; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+    echo "setup: installing ${missing[*]}"
+    SUDO=""
+    [ "$(id -u)" -ne 0 ] && SUDO=sudo
+    export DEBIAN_FRONTEND=noninteractive
+    $SUDO apt-get update -qq
+    $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
+    # RDMA headers are optional: the build works without them.
+    $SUDO apt-get install -y -qq $OPTIONAL_PKGS >/dev/null 2>&1 || true
+fi
+
+if [ ! -x configure ] || [ configure.ac -nt configure ] || [ ! -f build-aux/test-driver ]; then
+    echo "setup: bootstrapping autotools"
+    mkdir -p m4
+    autoreconf -fi >/dev/null
+fi
