@@ -50,7 +50,8 @@ int index_bucket_create(struct index *ix, struct slice name, const char *owner, 
                         struct index_bucket *out);
 /* Returns 0 and fills 'out', or -ENOENT. */
 int index_bucket_get(struct index *ix, struct slice name, struct index_bucket *out);
-/* Deletes an empty bucket. Returns 0, -ENOENT, or -ENOTEMPTY (objects remain). */
+/* Deletes an empty bucket. Returns 0, -ENOENT, or -ENOTEMPTY (objects or
+ * multipart uploads in progress remain). */
 int index_bucket_delete(struct index *ix, struct slice name);
 /* Calls 'fn' for each bucket in name order; stops early when fn returns non-zero.
  * 'fn' runs inside a read transaction (a snapshot); it may call index/
@@ -98,6 +99,47 @@ int index_object_get(struct index *ix, uint64_t bucket_id, struct slice key, str
 enum index_op_kind {
     INDEX_OP_PUT,     /* insert or replace the object */
     INDEX_OP_DELETE,  /* remove the object if present (absent is not an error) */
+    INDEX_OP_UPLOAD_CREATE,   /* start a multipart upload ('upload') */
+    INDEX_OP_PART_PUT,        /* add or replace a part ('upload_id', 'part') */
+    INDEX_OP_UPLOAD_ABORT,    /* drop an upload and all its parts ('upload_id') */
+    INDEX_OP_UPLOAD_COMPLETE, /* publish 'object' made of 'parts_used' ('upload_id') */
+};
+
+/* ---- multipart uploads -------------------------------------------------- */
+
+/* Upload ids are 32 lower-case hex chars chosen by the caller; the first 16
+ * encode the initiation time (big-endian ns), so id order is initiation order. */
+#define INDEX_UPLOAD_ID_LEN 32
+#define INDEX_MAX_PARTS 10000
+
+struct index_upload {
+    char upload_id[INDEX_UPLOAD_ID_LEN + 1];
+    uint64_t bucket_id;
+    struct slice key;        /* the object key (in the arena when read back) */
+    int64_t initiated_ns;
+    /* Opaque to index/: metadata for the final object (content-type, user
+     * metadata, checksum algorithm...), encoded by server/. */
+    const uint8_t *meta;
+    size_t meta_len;
+};
+
+struct index_part {
+    uint32_t number;         /* 1..INDEX_MAX_PARTS */
+    uint64_t size;
+    int64_t mtime_ns;
+    uint8_t etag[16];        /* MD5 of the part */
+    uint32_t n_extents;
+    const struct index_extent *extents;
+    const uint8_t *sums;     /* storage checksums of those extents */
+    size_t sums_len;
+    const uint8_t *meta;     /* opaque to index/: the part's checksum */
+    size_t meta_len;
+};
+
+/* A part named in CompleteMultipartUpload, with the ETag the caller saw. */
+struct index_part_ref {
+    uint32_t number;
+    uint8_t etag[16];
 };
 
 /*
@@ -108,7 +150,27 @@ struct index_op {
     enum index_op_kind kind;
     uint64_t bucket_id;
     struct slice key;
-    const struct index_object *object;   /* INDEX_OP_PUT */
+    const struct index_object *object;   /* INDEX_OP_PUT, INDEX_OP_UPLOAD_COMPLETE */
+    /* Multipart ops:
+     *  UPLOAD_CREATE: 'upload' (its bucket_id must exist: else -ENOENT;
+     *    an existing id: -EEXIST).
+     *  PART_PUT: 'upload_id' + 'part'; -ENOENT when the upload does not
+     *    exist (NoSuchUpload); freed = the replaced part's extents.
+     *  UPLOAD_ABORT: 'upload_id'; -ENOENT when absent; freed = every part's
+     *    extents.
+     *  UPLOAD_COMPLETE: 'upload_id', 'bucket_id', 'key', 'object' (the
+     *    caller joined the parts' extents and sums in order) and
+     *    'parts_used'. -ENOENT when the upload is gone; -ESTALE when a used
+     *    part no longer exists with that etag (it was replaced meanwhile);
+     *    the PUT conditions (if_none_match/has_if_match) apply to the key.
+     *    On success the object is put, the upload and ALL its parts are
+     *    removed, and freed = extents of the parts not used + the replaced
+     *    object's extents (the used parts' extents now belong to the object). */
+    const struct index_upload *upload;
+    const char *upload_id;               /* NUL-terminated, INDEX_UPLOAD_ID_LEN chars */
+    const struct index_part *part;
+    const struct index_part_ref *parts_used;
+    uint32_t n_parts_used;
     bool if_none_match;                  /* fail with -EEXIST when the key exists */
     bool has_if_match;                   /* fail with -ESTALE unless the current etag matches */
     uint8_t if_match_etag[16];
@@ -135,6 +197,42 @@ struct index_op {
  * that error and no op reports freed extents.
  */
 int index_commit(struct index *ix, struct index_op *ops, size_t n_ops);
+
+/* Reads an upload. Returns 0 (copied into 'a') or -ENOENT. */
+int index_upload_get(struct index *ix, const char *upload_id, struct arena *a,
+                     struct index_upload *out);
+
+/* Lists the parts of 'upload_id' with number > 'after', at most 'max'
+ * (1..INDEX_MAX_PARTS), in number order, copied into 'a'. '*is_truncated'
+ * says whether more follow. Returns 0 or -ENOENT (no such upload). */
+int index_part_list(struct index *ix, const char *upload_id, uint32_t after, uint32_t max,
+                    struct arena *a, struct index_part **parts, uint32_t *n_parts,
+                    bool *is_truncated);
+
+struct index_upload_list_params {
+    uint64_t bucket_id;
+    struct slice prefix;
+    struct slice delimiter;
+    struct slice key_marker;       /* uploads with key > marker, or key == marker and */
+    struct slice upload_id_marker; /*   upload_id > this (only when key_marker is set) */
+    uint32_t max_uploads;          /* 0..1000 */
+};
+
+struct index_upload_list_result {
+    struct index_upload *uploads;  /* in (key, upload_id) order, in the arena */
+    uint32_t n_uploads;
+    struct slice *prefixes;        /* common prefixes when a delimiter is given */
+    uint32_t n_prefixes;
+    bool is_truncated;
+    struct slice next_key_marker;
+    struct slice next_upload_id_marker;
+};
+
+/* ListMultipartUploads with S3's semantics (uploads + common prefixes count
+ * against max_uploads). Cost: proportional to the bucket's in-progress
+ * uploads (they are few; documented in keys.h). Returns 0 or -errno. */
+int index_upload_list(struct index *ix, const struct index_upload_list_params *p,
+                      struct arena *a, struct index_upload_list_result *out);
 
 /* ---- listing ------------------------------------------------------------ */
 
@@ -182,11 +280,19 @@ int index_bucket_count(struct index *ix, uint64_t bucket_id, uint64_t *n_objects
 
 /* ---- space accounting --------------------------------------------------- */
 
-/* Calls 'fn' for every extent referenced by any record in the index, so
+/* Calls 'fn' for every extent referenced by any record in the index
+ * (objects AND multipart parts), so
  * the storage allocator can rebuild its free map at startup (free space is
  * derived, never stored, so it cannot leak). Returns 0 or -errno. */
 typedef void (*index_extent_fn)(void *ctx, const struct index_extent *e);
 int index_extents_scan(struct index *ix, index_extent_fn fn, void *ctx);
+
+/* Calls 'fn' for every object (bucket id, key, record copied into a
+ * per-call arena that is cleared after fn returns), for scrub. Stops when
+ * fn returns non-zero. Returns 0 or -errno. */
+typedef int (*index_object_fn)(void *ctx, uint64_t bucket_id, struct slice key,
+                               const struct index_object *obj);
+int index_object_scan(struct index *ix, index_object_fn fn, void *ctx);
 
 /* ---- small key/value settings (credentials, config) --------------------- */
 
