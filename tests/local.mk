@@ -1,7 +1,8 @@
 # Tests: unit tests per module, integration tests, fuzz replays.
 # Each test is one program (exit 0 pass, 77 skip, else fail).
 noinst_LTLIBRARIES += tests/lib/libtest.la
-tests_lib_libtest_la_SOURCES = tests/lib/test.h tests/lib/tmpdir.c tests/lib/tmpdir.h
+tests_lib_libtest_la_SOURCES = tests/lib/test.h tests/lib/tmpdir.c tests/lib/tmpdir.h \
+	tests/lib/harness.c tests/lib/harness.h
 
 include %D%/unit/common/local.mk
 include %D%/unit/auth/local.mk

@@ -1,1 +1,25 @@
-# integration tests
+# Integration tests: a real shardstore on a random loopback port.
+# The Python scripts run through PY_LOG_COMPILER (python3) and find
+# harness.py through SHARD_SRCDIR; the C test drives the server with libcurl.
+TESTS += \
+	%D%/test_boto3.py \
+	%D%/test_awscli.py \
+	%D%/test_s3cmd.py \
+	%D%/test_rclone.py \
+	%D%/test_hostile.py \
+	%D%/test_crash.py
+
+EXTRA_DIST += \
+	%D%/harness.py \
+	%D%/test_boto3.py \
+	%D%/test_awscli.py \
+	%D%/test_s3cmd.py \
+	%D%/test_rclone.py \
+	%D%/test_hostile.py \
+	%D%/test_crash.py
+
+check_PROGRAMS += %D%/test_curl
+TESTS += %D%/test_curl
+%C%_test_curl_SOURCES = %D%/test_curl.c
+%C%_test_curl_CFLAGS = $(AM_CFLAGS) $(LIBCURL_CFLAGS)
+%C%_test_curl_LDADD = tests/lib/libtest.la $(LIBCURL_LIBS)
