@@ -396,7 +396,9 @@ query_get(struct slice query, const char *name, char *out, size_t cap)
     struct slice rest = query, seg;
     size_t want = strlen(name);
     while (slice_next(&rest, '&', &seg)) {
-        struct slice n;
+        struct slice n = SLICE_NULL;
+        if (seg.len == 0)
+            continue; /* "a&&b": slice_next would leave 'n' unset */
         slice_next(&seg, '=', &n);
         /* Decoding never grows a string, so a name longer than 3x 'want'
          * cannot match and the stack buffer below is enough. */
@@ -681,7 +683,7 @@ verify_header(const struct auth_request *req, struct slice authz, auth_secret_fn
     int64_t t;
 
     authz = slice_trim(authz);
-    struct slice algo;
+    struct slice algo = SLICE_NULL;
     struct slice rest = authz;
     slice_next(&rest, ' ', &algo);
     if (algo.len == 0)
@@ -695,7 +697,7 @@ verify_header(const struct auth_request *req, struct slice authz, auth_secret_fn
         item = slice_trim(item);
         if (item.len == 0)
             continue;
-        struct slice k;
+        struct slice k = SLICE_NULL;
         slice_next(&item, '=', &k);
         struct slice *dst = NULL;
         if (slice_eq(k, SLICE_LIT("Credential")))

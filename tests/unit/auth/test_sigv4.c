@@ -510,6 +510,12 @@ test_presign(void)
     ASSERT_EQ(verify(&q, &v), AUTH_UNSUPPORTED);
     q.r.query = SLICE_LIT("versionId=1");
     ASSERT_EQ(verify(&q, &v), AUTH_ANONYMOUS);
+    /* Empty segments (a fuzzer find: they left a name unset). */
+    q.r.query = SLICE_LIT("&&a=1&&=&&");
+    ASSERT_EQ(verify(&q, &v), AUTH_ANONYMOUS);
+    snprintf(bad, sizeof(bad), "&&%s&&", url);
+    q.r.query = slice_from_cstr(bad);
+    ASSERT_EQ(verify(&q, &v), AUTH_OK);
     q.r.query = SLICE_NULL;
     ASSERT_EQ(verify(&q, &v), AUTH_ANONYMOUS);
 }
