@@ -1,0 +1,465 @@
+#!/usr/bin/env bash
+# bench/core.sh: benchmarks of shardstore's core store, side by side with nginx (static
+# file, the HTTP limit of this machine) and Ceph RGW, all on 127.0.0.1, in one sitting.
+#
+# Usage: bench/core.sh            (from anywhere; about 5-8 minutes with both peers)
+#
+# Figures (each the median of BENCH_RUNS runs; all runs listed):
+#   get_single_stream  one 1 GiB random object, curl -o /dev/null on a SigV4 presigned URL
+#                      (nginx: plain URL), MiB/s. One untimed warm-up GET first on each server.
+#   range_64k          wrk, BENCH_CONC connections, BENCH_RANGE_SECS s, Range GETs of
+#                      BENCH_RANGE_BYTES at random offsets (half 4 KiB-aligned, half not) on the
+#                      presigned URL, so the signature is verified on every request; req/s,
+#                      p50/p99, and the server's CPU (cores busy, CPU s per run).
+#   put_single_stream  1 GiB single PUT into shardstore with curl -T:
+#                      unsigned   x-amz-content-sha256: UNSIGNED-PAYLOAD (server hashes MD5 only)
+#                      sha256     x-amz-content-sha256: <hex> precomputed (server: MD5 + SHA-256)
+#                      boto3      put_object default config (signed body + CRC32; the client
+#                                 hashes the file before sending, that time is included)
+#                      beside `openssl speed -evp md5` (16384-byte column, one core) and
+#                      dd oflag=direct conv=fdatasync of 1 GiB in the data dir's filesystem.
+#   small_put          bench/putload (libcurl multi): BENCH_SMALL_SIZE-byte objects,
+#                      BENCH_SMALL_CONC clients, BENCH_SMALL_N objects or BENCH_SMALL_SECS s,
+#                      group_commit on and off (fresh server each); PUT/s, p50/p99, and
+#                      ops per index commit from /_/metrics.
+#   peak_rss           VmHWM of the shardstore process at the end of each phase.
+# Every object is checked before it is measured: ETag = MD5 of the file after each PUT,
+# one range compared byte for byte per server, and a tampered presigned URL must get 403.
+#
+# Env knobs (defaults):
+#   BENCH_PEERS="nginx ceph"   peers to run beside shardstore ("" for shardstore alone)
+#   BENCH_RUNS=3  BENCH_SIZE_MB=1024  BENCH_FILE=/tmp/bench-${SIZE}MiB.bin (shared with peers/bench.sh)
+#   BENCH_CONC=16 BENCH_RANGE_SECS=8 BENCH_RANGE_BYTES=65536 BENCH_WRK_THREADS=2
+#   BENCH_RANGE_ALIGN=mixed    mixed | N (offsets are multiples of N; 1 = any byte)
+#   BENCH_SMALL_N=20000 BENCH_SMALL_SECS=10 BENCH_SMALL_CONC=16 BENCH_SMALL_SIZE=4096
+#   BENCH_SKIP=""              words among: put signed boto3 get range small nginx ceph dd openssl
+#   BENCH_DATA=/tmp/shardstore-core-bench   scratch dir (shardstore data, nginx docroot, dd file;
+#                              needs ~2.5 GiB free; removed at the end unless BENCH_KEEP=1)
+#   BENCH_THREADS=0            shardstore "threads" (0: server default)
+#   BENCH_NGINX_PORT=18081 BENCH_CEPH_PORT=18084  BENCH_PAUSE=2 (idle s before each timed run)
+#   SHARDSTORE_BIN             default: /tmp/build-bench/shardstore, else ./shardstore
+#   BENCH_PUTLOAD              default: bench/putload next to SHARDSTORE_BIN, else gcc-built in tmp
+#   BENCH_PEERS_DIR            default: <srcdir>/../shared/peers
+# Output: "RESULT ..." lines on stdout (side by side at the end, per-server "DETAIL" lines as
+# they come); progress on stderr.
+set -euo pipefail
+
+HERE=$(cd "$(dirname "$0")" && pwd)
+SRC=$(cd "$HERE/.." && pwd)
+PEERS_DIR=${BENCH_PEERS_DIR:-$SRC/../shared/peers}
+PEERS=${BENCH_PEERS-nginx ceph}
+RUNS=${BENCH_RUNS:-3}
+SIZE_MB=${BENCH_SIZE_MB:-1024}
+SIZE=$((SIZE_MB * 1024 * 1024))
+FILE=${BENCH_FILE:-/tmp/bench-${SIZE_MB}MiB.bin}
+CONC=${BENCH_CONC:-16}
+RSECS=${BENCH_RANGE_SECS:-8}
+RBYTES=${BENCH_RANGE_BYTES:-65536}
+RALIGN=${BENCH_RANGE_ALIGN:-mixed}
+WTHREADS=${BENCH_WRK_THREADS:-2}
+SMALL_N=${BENCH_SMALL_N:-20000}
+SMALL_SECS=${BENCH_SMALL_SECS:-10}
+SMALL_CONC=${BENCH_SMALL_CONC:-16}
+SMALL_SIZE=${BENCH_SMALL_SIZE:-4096}
+SKIP=" ${BENCH_SKIP:-} "
+DATA=${BENCH_DATA:-/tmp/shardstore-core-bench}
+THREADS=${BENCH_THREADS:-0}
+NGINX_PORT=${BENCH_NGINX_PORT:-18081}
+CEPH_PORT=${BENCH_CEPH_PORT:-18084}
+PAUSE=${BENCH_PAUSE:-2}
+AK=k SK=s                      # shardstore root keys for this run
+CEPH_AK=cephbench CEPH_SK=cephbenchsecret
+BUCKET=bench KEY=obj-${SIZE_MB}MiB
+export AWS_DEFAULT_REGION=us-east-1
+HZ=$(getconf CLK_TCK)
+T0=$(date +%s)
+
+log() { echo "[core +$(($(date +%s) - T0))s] $*" >&2; }
+die() { echo "[core] error: $*" >&2; exit 1; }
+skip() { [[ "$SKIP" == *" $1 "* ]]; }
+peer_on() { [[ " $PEERS " == *" $1 "* ]] && ! skip "$1"; }
+now() { date +%s.%N; }
+median() { tr ' ,' '\n\n' | grep -v '^$' | sort -g | awk '{a[NR]=$1} END{ if(NR==0){print "nan"; exit} if(NR%2) print a[(NR+1)/2]; else printf "%.6g\n", (a[NR/2]+a[NR/2+1])/2 }'; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN{ if (a+0>0 && b+0>0) printf "%.2f", a/b; else print "nan"}'; }
+f1() { awk -v x="$1" 'BEGIN{ if (x == "nan" || x == "") print "nan"; else printf "%.1f", x}'; }
+csv() { echo $* | tr ' ' ,; }
+kv() { echo "$2" | tr ' ' '\n' | awk -F= -v k="$1" '$1==k{print $2; exit}'; }
+mibs_of() { awk -v s="$1" -v b="$2" 'BEGIN{ if (s>0) printf "%.1f", b/1048576/s; else print "nan"}'; }
+
+for c in curl wrk python3 openssl awk; do command -v $c >/dev/null || die "$c missing"; done
+python3 -c 'import boto3' 2>/dev/null || die "python3 boto3 missing"
+
+W=$(mktemp -d /tmp/core-bench.XXXXXX)
+SS_PID="" STARTED_NGINX="" STARTED_CEPH=""
+cleanup() {
+  set +e
+  [ -n "$SS_PID" ] && ss_stop
+  [ -n "$STARTED_NGINX" ] && "$PEERS_DIR/nginx/stop.sh" "$NGINX_PORT" "$DATA/nginx" >&2
+  [ -n "$STARTED_CEPH" ] && "$PEERS_DIR/ceph/stop.sh" "$CEPH_PORT" >&2
+  [ "${BENCH_KEEP:-0}" = 1 ] || rm -rf "$DATA"
+  rm -rf "$W"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# ---------------- tools ----------------
+BIN=${SHARDSTORE_BIN:-}
+if [ -z "$BIN" ]; then
+  for b in /tmp/build-bench/shardstore ./shardstore "$SRC/shardstore"; do [ -x "$b" ] && { BIN=$b; break; }; done
+fi
+[ -n "$BIN" ] && [ -x "$BIN" ] || die "shardstore binary not found; set SHARDSTORE_BIN"
+BIN=$(cd "$(dirname "$BIN")" && pwd)/$(basename "$BIN")
+PUTLOAD=${BENCH_PUTLOAD:-$(dirname "$BIN")/bench/putload}
+if ! [ -x "$PUTLOAD" ] || [ "$PUTLOAD" -ot "$SRC/bench/putload.c" ]; then
+  PUTLOAD=$W/putload
+  gcc -O2 -std=gnu11 -o "$PUTLOAD" "$SRC/bench/putload.c" -lcurl || die "cannot build putload"
+fi
+
+# Presign / put helper (boto3, SigV4, path-style).
+cat > "$W/s3.py" <<'PY'
+import sys, time, boto3
+from botocore.config import Config
+op, ep, ak, sk, bucket, key = sys.argv[1:7]
+c = boto3.client('s3', endpoint_url=ep, aws_access_key_id=ak, aws_secret_access_key=sk,
+                 region_name='us-east-1',
+                 config=Config(signature_version='s3v4', s3={'addressing_style': 'path'},
+                               retries={'max_attempts': 1}, read_timeout=900))
+if op == 'presign':
+    print(c.generate_presigned_url('get_object', Params={'Bucket': bucket, 'Key': key}, ExpiresIn=7200))
+elif op == 'put':
+    with open(sys.argv[7], 'rb') as f:
+        t0 = time.monotonic()
+        r = c.put_object(Bucket=bucket, Key=key, Body=f)
+        t1 = time.monotonic()
+    print('%.3f %s' % (t1 - t0, r['ETag'].strip('"')))
+elif op == 'mb':
+    try:
+        c.create_bucket(Bucket=bucket)
+    except c.exceptions.BucketAlreadyOwnedByYou:
+        pass
+elif op == 'size':
+    try:
+        print(c.head_object(Bucket=bucket, Key=key)['ContentLength'])
+    except Exception:
+        print(-1)
+PY
+s3py() { timeout 900 python3 "$W/s3.py" "$@"; }
+
+# ---------------- the object ----------------
+if [ ! -f "$FILE" ] || [ "$(stat -c %s "$FILE")" != "$SIZE" ]; then
+  log "creating $FILE ($SIZE_MB MiB random)"
+  head -c "$SIZE" /dev/urandom > "$FILE.tmp.$$" && mv "$FILE.tmp.$$" "$FILE"
+fi
+mkdir -p "$DATA"
+need_kib=$(( (SIZE / 1024) * 2 + 600 * 1024 ))
+avail_kib=$(df -Pk "$DATA" | awk 'NR==2{print $4}')
+[ "$avail_kib" -gt "$need_kib" ] || die "need $((need_kib / 1024)) MiB free under $DATA, have $((avail_kib / 1024)) MiB"
+log "hashing $FILE"
+FILE_MD5=$(md5sum "$FILE" | cut -d' ' -f1)
+FILE_SHA256=$(sha256sum "$FILE" | cut -d' ' -f1)
+
+echo "RESULT env date=$(date -u +%Y-%m-%dT%H:%M:%SZ) host=$(hostname) cores=$(nproc) kernel=$(uname -r) commit=$(git -C "$SRC" rev-parse --short HEAD 2>/dev/null || echo unknown) runs=$RUNS object_MiB=$SIZE_MB fs=$(df -P "$DATA" | awk 'NR==2{print $1}') peers=$(csv $PEERS)"
+
+# ---------------- CPU and RSS helpers ----------------
+cpu_ticks() { local t=0 p v; for p in "$@"; do
+    v=$(awk '{sub(/.*\) /,""); print $12+$13}' /proc/$p/stat 2>/dev/null || echo 0); t=$((t + v)); done; echo $t; }
+hwm_mib() { awk '/^VmHWM/{printf "%.1f", $2/1024}' /proc/$1/status 2>/dev/null || echo nan; }
+
+# ---------------- shardstore lifecycle ----------------
+SS_EP="" SS_PORT=""
+ss_start() { # ss_start DATADIR GROUP_COMMIT
+  local dir=$1 gc=$2 i
+  rm -rf "$dir"; mkdir -p "$dir"
+  printf 'volume_size = %s\ngroup_commit = %s\nthreads = %s\ninline_max = 0\nlog_level = warn\n' \
+    "${BENCH_VOLUME_SIZE:-8G}" "$gc" "$THREADS" > "$dir.conf"
+  SHARDSTORE_ACCESS_KEY=$AK SHARDSTORE_SECRET_KEY=$SK \
+    "$BIN" --config "$dir.conf" --listen 127.0.0.1:0 --data "$dir" > "$W/ss.out" 2> "$W/ss.err" &
+  SS_PID=$!
+  for i in $(seq 1 100); do
+    SS_PORT=$(sed -n 's|^shardstore: listening on http://127.0.0.1:\([0-9]*\).*|\1|p' "$W/ss.out")
+    [ -n "$SS_PORT" ] && break
+    kill -0 "$SS_PID" 2>/dev/null || { cat "$W/ss.err" >&2; die "shardstore exited at start"; }
+    sleep 0.1
+  done
+  [ -n "$SS_PORT" ] || die "shardstore did not print its port"
+  SS_EP=http://127.0.0.1:$SS_PORT
+  log "shardstore pid $SS_PID on $SS_EP (group_commit=$gc, data $dir)"
+}
+ss_stop() {
+  [ -n "$SS_PID" ] || return 0
+  kill -TERM "$SS_PID" 2>/dev/null || true
+  local i; for i in $(seq 1 100); do kill -0 "$SS_PID" 2>/dev/null || break; sleep 0.2; done
+  kill -0 "$SS_PID" 2>/dev/null && { log "shardstore $SS_PID still alive after 20 s, SIGKILL"; kill -KILL "$SS_PID" 2>/dev/null; }
+  wait "$SS_PID" 2>/dev/null || true
+  SS_PID=""
+}
+ss_curl() { curl -s --aws-sigv4 aws:amz:us-east-1:s3 -u "$AK:$SK" -H 'x-amz-content-sha256: UNSIGNED-PAYLOAD' "$@"; }
+ss_metric() { ss_curl --max-time 10 "$SS_EP/_/metrics" | awk -v m="$1" '$1==m{print $2}'; }
+
+# ---------------- shared GET / range measurement ----------------
+cat > "$W/range.lua" <<'LUA'
+local size  = tonumber(os.getenv("BR_SIZE"))
+local rlen  = tonumber(os.getenv("BR_LEN"))
+local align = os.getenv("BR_ALIGN")
+local path  = os.getenv("BR_PATH")
+local counter = 0
+function setup(thread) counter = counter + 1; thread:set("tid", counter) end
+function init(args) math.randomseed(os.time() * 1000 + (tid or 0) * 7919); math.random(); math.random() end
+function request()
+  local off
+  if align == "mixed" then
+    if math.random(2) == 1 then off = math.random(0, math.floor((size - rlen) / 4096)) * 4096
+    else off = math.random(0, size - rlen) end
+  else
+    local a = tonumber(align)
+    off = math.random(0, math.floor((size - rlen) / a)) * a
+  end
+  return wrk.format("GET", path, { ["Range"] = "bytes=" .. off .. "-" .. (off + rlen - 1) })
+end
+function done(summary, latency, requests)
+  local e = summary.errors
+  io.write(string.format("WRKSTAT requests=%d bytes=%d non2xx=%d sockerr=%d p50_us=%d p99_us=%d dur_us=%d\n",
+    summary.requests, summary.bytes, e.status, e.connect + e.read + e.write + e.timeout,
+    latency:percentile(50), latency:percentile(99), summary.duration))
+end
+LUA
+
+# check_object NAME URL [TAMPERED_URL]: a range byte for byte, the size, and auth.
+check_object() {
+  local name=$1 url=$2 bad=${3:-} off code hs
+  off=$(( (SIZE / 3) | 12345 ))
+  cmp <(timeout 60 curl -sf -r "$off-$((off + RBYTES - 1))" "$url") <(tail -c +$((off + 1)) "$FILE" | head -c "$RBYTES") \
+    || die "$name: range GET content mismatch"
+  hs=$( (timeout 60 curl -sf -r 1-1 --max-time 30 -D - -o /dev/null "$url" || true) | tr -d '\r' | awk -F'/' 'tolower($0) ~ /^content-range:/{print $NF}')
+  [ "$hs" = "$SIZE" ] || die "$name: object size from Content-Range is '$hs', expected $SIZE"
+  if [ -n "$bad" ]; then
+    code=$(timeout 60 curl -s -r 0-9 -o /dev/null -w '%{http_code}' "$bad")
+    [ "$code" = 403 ] || die "$name: tampered presigned URL answered $code, not 403"
+  fi
+  log "$name: range at $off matches byte for byte, size $hs$([ -n "$bad" ] && echo ", tampered URL -> 403")"
+}
+tamper() { # flip the first hex digit of the signature
+  local u=$1 c=${1##*X-Amz-Signature=}; c=${c:0:1}
+  local r=0; [ "$c" = 0 ] && r=1
+  echo "${u/X-Amz-Signature=$c/X-Amz-Signature=$r}"
+}
+
+# wait until a 1-byte GET answers within 1 s (a slow server may still serve abandoned requests)
+drain() {
+  local url=$1 deadline=$(( $(date +%s) + 120 ))
+  until timeout 5 curl -sf -r 1-1 --max-time 1 -o /dev/null "$url"; do
+    [ "$(date +%s)" -lt "$deadline" ] || { log "server still slow after 120 s; going on"; return 0; }
+    sleep 1
+  done
+}
+
+declare -A GET_MED GET_RUNS RNG_MED RNG_RUNS RNG_P50 RNG_P99 RNG_CORES RNG_CPUS RNG_ERR
+# measure_get NAME URL: single-stream GETs (one untimed warm-up first)
+measure_get() {
+  local name=$1 url=$2 i out t n runs=""
+  timeout 900 curl -sf -o /dev/null "$url" || die "$name: warm-up GET failed"
+  for i in $(seq 1 "$RUNS"); do
+    sleep "$PAUSE"
+    out=$(timeout 900 curl -sf -o /dev/null -w '%{time_total} %{size_download}' "$url") || die "$name: GET failed"
+    t=${out% *}; n=${out#* }
+    [ "$n" = "$SIZE" ] || die "$name: GET returned $n bytes, expected $SIZE"
+    runs="$runs $(mibs_of "$t" "$SIZE")"; log "$name get run $i: $t s = $(mibs_of "$t" "$SIZE") MiB/s"
+  done
+  GET_MED[$name]=$(echo $runs | median); GET_RUNS[$name]=$(csv $runs)
+  echo "RESULT detail server=$name metric=get_single_stream MiB_s=$(f1 "${GET_MED[$name]}") runs=${GET_RUNS[$name]}"
+}
+# measure_range NAME URL PIDS...: wrk random-range runs; CPU of PIDS during each run
+measure_range() {
+  local name=$1 url=$2; shift 2
+  local pids="$*" i rr="" p50="" p99="" cores="" cpus="" errs=0
+  local path=/${url#http://*/} ep=${url%%/${url#http://*/}}
+  export BR_SIZE=$SIZE BR_LEN=$RBYTES BR_ALIGN=$RALIGN BR_PATH=$path
+  for i in $(seq 1 "$RUNS"); do
+    sleep "$PAUSE"; drain "$url"
+    local c0 c1 w0 w1 st
+    c0=$(cpu_ticks $pids); w0=$(now)
+    timeout $((RSECS + 40)) wrk -t"$WTHREADS" -c"$CONC" -d"${RSECS}s" --timeout 10s -s "$W/range.lua" "$ep" > "$W/wrk.out" 2>&1 \
+      || { cat "$W/wrk.out" >&2; die "$name: wrk failed"; }
+    c1=$(cpu_ticks $pids); w1=$(now)
+    st=$(grep '^WRKSTAT' "$W/wrk.out") || { cat "$W/wrk.out" >&2; die "$name: no wrk summary"; }
+    local requests bytes non2xx sockerr p50_us p99_us dur_us
+    requests=$(kv requests "$st"); bytes=$(kv bytes "$st"); non2xx=$(kv non2xx "$st"); sockerr=$(kv sockerr "$st")
+    p50_us=$(kv p50_us "$st"); p99_us=$(kv p99_us "$st"); dur_us=$(kv dur_us "$st")
+    [ "$requests" -gt 0 ] || die "$name: wrk made no requests"
+    [ $((bytes / requests)) -ge "$RBYTES" ] || die "$name: responses average $((bytes / requests)) bytes < $RBYTES"
+    local rps; rps=$(awk -v r="$requests" -v d="$dur_us" 'BEGIN{printf "%.1f", r/(d/1e6)}')
+    rr="$rr $rps"; p50="$p50 $(awk -v x="$p50_us" 'BEGIN{printf "%.2f", x/1000}')"; p99="$p99 $(awk -v x="$p99_us" 'BEGIN{printf "%.2f", x/1000}')"
+    errs=$((errs + non2xx + sockerr))
+    if [ -n "$pids" ]; then
+      cores="$cores $(awk -v a="$c0" -v b="$c1" -v hz="$HZ" -v t0="$w0" -v t1="$w1" 'BEGIN{printf "%.2f", (b-a)/hz/(t1-t0)}')"
+      cpus="$cpus $(awk -v a="$c0" -v b="$c1" -v hz="$HZ" 'BEGIN{printf "%.2f", (b-a)/hz}')"
+    fi
+    log "$name range run $i: $rps req/s p50=${p50_us}us p99=${p99_us}us non2xx=$non2xx sockerr=$sockerr"
+  done
+  RNG_MED[$name]=$(echo $rr | median); RNG_RUNS[$name]=$(csv $rr)
+  RNG_P50[$name]=$(echo $p50 | median); RNG_P99[$name]=$(echo $p99 | median); RNG_ERR[$name]=$errs
+  RNG_CORES[$name]=$( [ -n "$cores" ] && echo $cores | median || echo nan); RNG_CPUS[$name]=$( [ -n "$cpus" ] && echo $cpus | median || echo nan)
+  echo "RESULT detail server=$name metric=range_64k req_s=$(f1 "${RNG_MED[$name]}") runs=${RNG_RUNS[$name]} p50_ms=${RNG_P50[$name]} p99_ms=${RNG_P99[$name]} errors=$errs server_cores=${RNG_CORES[$name]} server_cpu_s_per_run=${RNG_CPUS[$name]} (${RSECS}s runs; cpu of pids $(csv $pids)) conc=$CONC range_bytes=$RBYTES align=$RALIGN"
+}
+
+# ---------------- machine baselines: MD5/SHA-256 on one core, direct-I/O dd ----------------
+MD5_MIBS=nan SHA_MIBS=nan DD_MIBS=nan DD_RUNS=""
+openssl_mibs() { # 16384-byte column of openssl speed, in MiB/s (openssl prints 1000s of bytes/s)
+  openssl speed -seconds "${BENCH_OPENSSL_SECS:-2}" -evp "$1" 2>/dev/null | awk '
+    /^type/ { for (i = 2; i <= NF; i++) if ($i == "16384") col = (i - 2) / 2 + 2 }  # "type 16 bytes 64 bytes ..."
+    col && $1 != "type" && NF >= col { v = $(col); sub(/k$/, "", v); printf "%.1f\n", v * 1000 / 1048576; exit }'
+}
+if ! skip openssl; then
+  log "openssl speed md5 / sha256 (one core)"
+  MD5_MIBS=$(openssl_mibs md5); SHA_MIBS=$(openssl_mibs sha256)
+  echo "RESULT detail metric=openssl_speed_16k md5_MiB_s=$MD5_MIBS sha256_MiB_s=$SHA_MIBS md5+sha256_serial_MiB_s=$(awk -v a="$MD5_MIBS" -v b="$SHA_MIBS" 'BEGIN{printf "%.1f", 1/(1/a+1/b)}')"
+fi
+if ! skip dd; then
+  for i in $(seq 1 "$RUNS"); do
+    sleep 1
+    s=$(LC_ALL=C dd if=/dev/zero of="$DATA/dd.bin" bs=1M count="$SIZE_MB" oflag=direct conv=fdatasync 2>&1 | awk '/copied/{for(i=1;i<=NF;i++) if($i=="s,") print $(i-1)}')
+    rm -f "$DATA/dd.bin"
+    DD_RUNS="$DD_RUNS $(mibs_of "$s" "$SIZE")"; log "dd run $i: $s s"
+  done
+  DD_MIBS=$(echo $DD_RUNS | median)
+  echo "RESULT detail metric=dd_direct_write MiB_s=$DD_MIBS runs=$(csv $DD_RUNS) how=dd-bs1M-oflag=direct-conv=fdatasync dir=$DATA"
+fi
+
+# ---------------- shardstore: big object ----------------
+declare -A PUT_MED PUT_RUNS
+HWM_PUT=nan HWM_GET=nan HWM_RANGE=nan
+ss_start "$DATA/ss-big" on
+ss_curl -f -X PUT "$SS_EP/$BUCKET" -o /dev/null || die "create bucket failed"
+put_curl() { # put_curl LABEL SHA256HDR: RUNS single PUTs of FILE with curl -T
+  local label=$1 hdr=$2 i out t code etag runs=""
+  for i in $(seq 1 "$RUNS"); do
+    sleep "$PAUSE"
+    out=$(timeout 900 curl -s --aws-sigv4 aws:amz:us-east-1:s3 -u "$AK:$SK" -H "x-amz-content-sha256: $hdr" \
+      -T "$FILE" -D "$W/put.hdr" -o "$W/put.body" -w '%{time_total} %{http_code}' "$SS_EP/$BUCKET/$KEY") || die "PUT ($label) failed"
+    t=${out% *}; code=${out#* }
+    [ "$code" = 200 ] || { cat "$W/put.body" >&2; die "PUT ($label) answered $code"; }
+    etag=$(tr -d '\r"' < "$W/put.hdr" | awk 'tolower($1)=="etag:"{print $2}')
+    [ "$etag" = "$FILE_MD5" ] || die "PUT ($label): ETag $etag != md5 $FILE_MD5"
+    runs="$runs $(mibs_of "$t" "$SIZE")"; log "put $label run $i: $t s = $(mibs_of "$t" "$SIZE") MiB/s"
+  done
+  PUT_MED[$label]=$(echo $runs | median); PUT_RUNS[$label]=$(csv $runs)
+}
+put_curl unsigned UNSIGNED-PAYLOAD
+skip signed || put_curl sha256 "$FILE_SHA256"
+if ! skip boto3; then
+  runs=""
+  for i in $(seq 1 "$RUNS"); do
+    sleep "$PAUSE"
+    out=$(s3py put "$SS_EP" "$AK" "$SK" "$BUCKET" "$KEY" "$FILE") || die "boto3 put_object failed"
+    [ "${out#* }" = "$FILE_MD5" ] || die "boto3 put: ETag ${out#* } != md5"
+    runs="$runs $(mibs_of "${out% *}" "$SIZE")"; log "put boto3 run $i: ${out% *} s"
+  done
+  PUT_MED[boto3]=$(echo $runs | median); PUT_RUNS[boto3]=$(csv $runs)
+fi
+HWM_PUT=$(hwm_mib "$SS_PID")
+for l in unsigned sha256 boto3; do
+  [ -n "${PUT_MED[$l]:-}" ] && echo "RESULT detail server=shardstore metric=put_single_stream_$l MiB_s=$(f1 "${PUT_MED[$l]}") runs=${PUT_RUNS[$l]}"
+done
+SS_URL=$(s3py presign "$SS_EP" "$AK" "$SK" "$BUCKET" "$KEY")
+case "$SS_URL" in *X-Amz-Algorithm=AWS4-HMAC-SHA256*) ;; *) die "presigned URL is not SigV4: $SS_URL";; esac
+af0=$(ss_metric shardstore_auth_failures_total)
+check_object shardstore "$SS_URL" "$(tamper "$SS_URL")"
+af1=$(ss_metric shardstore_auth_failures_total)
+[ "${af1:-0}" -gt "${af0:-0}" ] || die "shardstore: auth_failures_total did not move on a tampered URL"
+skip get || { measure_get shardstore "$SS_URL"; HWM_GET=$(hwm_mib "$SS_PID"); }
+skip range || { measure_range shardstore "$SS_URL" "$SS_PID"; HWM_RANGE=$(hwm_mib "$SS_PID"); }
+ss_stop
+rm -rf "$DATA/ss-big"
+
+# ---------------- shardstore: small objects, group commit on / off ----------------
+declare -A SM_MED SM_RUNS SM_P50 SM_P99 SM_OPC SM_HWM SM_ERR
+if ! skip small; then
+  for gc in on off; do
+    ss_start "$DATA/ss-small-$gc" "$gc"
+    ss_curl -f -X PUT "$SS_EP/$BUCKET" -o /dev/null || die "create bucket failed"
+    c0=$(ss_metric shardstore_index_commits_total); o0=$(ss_metric shardstore_index_committed_ops_total)
+    runs="" p50="" p99="" errs=0
+    for i in $(seq 1 "$RUNS"); do
+      sleep "$PAUSE"
+      out=$(timeout $((SMALL_SECS + 120)) "$PUTLOAD" -e "$SS_EP" -b "$BUCKET" -a "$AK" -s "$SK" -c "$SMALL_CONC" \
+        -n "$SMALL_N" -t "$SMALL_SECS" -z "$SMALL_SIZE" -p "gc$gc-run$i") || true
+      echo "$out" | grep -q '^putload ' || die "putload failed: $out"
+      log "small gc=$gc run $i: ${out#putload }"
+      runs="$runs $(kv put_s "$out")"; p50="$p50 $(kv p50_ms "$out")"; p99="$p99 $(kv p99_ms "$out")"
+      errs=$((errs + $(kv errors "$out")))
+    done
+    c1=$(ss_metric shardstore_index_commits_total); o1=$(ss_metric shardstore_index_committed_ops_total)
+    # a GET of one written object must give the same size back
+    got=$(ss_curl -f "$SS_EP/$BUCKET/gc$gc-run1-7" | wc -c); [ "$got" = "$SMALL_SIZE" ] || die "small object read back $got bytes"
+    SM_MED[$gc]=$(echo $runs | median); SM_RUNS[$gc]=$(csv $runs); SM_ERR[$gc]=$errs
+    SM_P50[$gc]=$(echo $p50 | median); SM_P99[$gc]=$(echo $p99 | median)
+    SM_OPC[$gc]=$(awk -v c=$((c1 - c0)) -v o=$((o1 - o0)) 'BEGIN{ if (c>0) printf "%.2f", o/c; else print "nan"}')
+    SM_HWM[$gc]=$(hwm_mib "$SS_PID")
+    echo "RESULT detail server=shardstore metric=small_put group_commit=$gc put_s=$(f1 "${SM_MED[$gc]}") runs=${SM_RUNS[$gc]} p50_ms=${SM_P50[$gc]} p99_ms=${SM_P99[$gc]} errors=$errs index_commits=$((c1 - c0)) committed_ops=$((o1 - o0)) ops_per_commit=${SM_OPC[$gc]}"
+    ss_stop
+    rm -rf "$DATA/ss-small-$gc"
+  done
+fi
+
+# ---------------- nginx ----------------
+if peer_on nginx; then
+  NG_RUN=${PEERS_RUN:-/tmp/peers-run}/nginx-$NGINX_PORT
+  if (exec 3<>/dev/tcp/127.0.0.1/"$NGINX_PORT") 2>/dev/null; then die "port $NGINX_PORT busy; set BENCH_NGINX_PORT"; fi
+  mkdir -p "$DATA/nginx/$BUCKET"; cp "$FILE" "$DATA/nginx/$BUCKET/$KEY"
+  STARTED_NGINX=1
+  "$PEERS_DIR/nginx/start.sh" "$NGINX_PORT" "$DATA/nginx" >&2
+  NG_MASTER=$(cat "$NG_RUN/nginx.pid"); NG_PIDS="$NG_MASTER $(pgrep -P "$NG_MASTER" | tr '\n' ' ')"
+  NG_URL=http://127.0.0.1:$NGINX_PORT/$BUCKET/$KEY
+  check_object nginx "$NG_URL"
+  skip get || measure_get nginx "$NG_URL"
+  skip range || measure_range nginx "$NG_URL" $NG_PIDS
+  "$PEERS_DIR/nginx/stop.sh" "$NGINX_PORT" "$DATA/nginx" >&2; STARTED_NGINX=""
+  rm -rf "$DATA/nginx"
+fi
+
+# ---------------- Ceph RGW ----------------
+if peer_on ceph; then
+  CE_RUN=${PEERS_RUN:-/tmp/peers-run}/ceph-$CEPH_PORT
+  log "starting ceph on $CEPH_PORT (~20 s fresh, ~5 s restart)"
+  STARTED_CEPH=1
+  AWS_ACCESS_KEY_ID=$CEPH_AK AWS_SECRET_ACCESS_KEY=$CEPH_SK "$PEERS_DIR/ceph/start.sh" "$CEPH_PORT" >&2
+  CE_EP=http://127.0.0.1:$CEPH_PORT
+  for i in $(seq 1 30); do s3py mb "$CE_EP" "$CEPH_AK" "$CEPH_SK" "$BUCKET" x 2>/dev/null && break; sleep 2; done
+  if [ "$(s3py size "$CE_EP" "$CEPH_AK" "$CEPH_SK" "$BUCKET" "$KEY")" != "$SIZE" ]; then
+    log "uploading the object to ceph (aws s3 cp, multipart)"
+    printf '[default]\ns3 =\n    signature_version = s3v4\n    addressing_style = path\n' > "$W/awscfg"
+    AWS_CONFIG_FILE=$W/awscfg AWS_SHARED_CREDENTIALS_FILE=$W/nocreds AWS_ACCESS_KEY_ID=$CEPH_AK AWS_SECRET_ACCESS_KEY=$CEPH_SK \
+      timeout 900 aws --endpoint-url "$CE_EP" s3 cp "$FILE" "s3://$BUCKET/$KEY" --only-show-errors >&2 || die "ceph upload failed"
+  fi
+  CE_URL=$(s3py presign "$CE_EP" "$CEPH_AK" "$CEPH_SK" "$BUCKET" "$KEY")
+  check_object ceph "$CE_URL" "$(tamper "$CE_URL")"
+  CE_PIDS="$(cat "$CE_RUN/radosgw.pid") $(cat "$CE_RUN/osd.pid")"
+  skip get || measure_get ceph "$CE_URL"
+  skip range || measure_range ceph "$CE_URL" $CE_PIDS
+  "$PEERS_DIR/ceph/stop.sh" "$CEPH_PORT" >&2; STARTED_CEPH=""
+fi
+
+# ---------------- side by side ----------------
+side() { # side ARRAYNAME UNIT: "shardstore=X UNIT nginx=Y UNIT ceph=Z UNIT ratio_vs_nginx=.. ratio_vs_ceph=.."
+  local -n a=$1; local unit=$2 s out=""
+  for s in shardstore nginx ceph; do [ -n "${a[$s]:-}" ] && out="$out $s=$(f1 "${a[$s]}") $unit"; done
+  [ -n "${a[nginx]:-}" ] && out="$out ratio_vs_nginx=$(ratio "${a[shardstore]:-0}" "${a[nginx]}")"
+  [ -n "${a[ceph]:-}" ] && out="$out ratio_vs_ceph=$(ratio "${a[shardstore]:-0}" "${a[ceph]}")"
+  echo "$out"
+}
+echo "RESULT ===== side by side (medians of $RUNS) ====="
+[ -n "${GET_MED[shardstore]:-}" ] && echo "RESULT get_single_stream$(side GET_MED MiB/s) goal_vs_nginx>=1.0"
+if [ -n "${RNG_MED[shardstore]:-}" ]; then
+  echo "RESULT range_64k_rps$(side RNG_MED req/s) goal_vs_nginx>=0.9 conc=$CONC secs=$RSECS align=$RALIGN"
+  l=""; for s in shardstore nginx ceph; do [ -n "${RNG_MED[$s]:-}" ] && l="$l $s=${RNG_P50[$s]}/${RNG_P99[$s]}ms"; done
+  echo "RESULT range_64k_latency_p50/p99$l"
+  l=""; for s in shardstore nginx ceph; do [ -n "${RNG_MED[$s]:-}" ] && l="$l $s=${RNG_CORES[$s]}cores(${RNG_CPUS[$s]}cpu_s) req_per_cpu_s=$(ratio "${RNG_MED[$s]}" "${RNG_CORES[$s]}")"; done
+  echo "RESULT range_64k_server_cpu$l errors=$(for s in shardstore nginx ceph; do [ -n "${RNG_ERR[$s]:-}" ] && printf '%s:%s,' "$s" "${RNG_ERR[$s]}"; done)"
+fi
+echo "RESULT put_single_stream shardstore_unsigned=$(f1 "${PUT_MED[unsigned]}") MiB/s md5_1core=$MD5_MIBS MiB/s dd_direct=$DD_MIBS MiB/s ratio_vs_md5=$(ratio "${PUT_MED[unsigned]}" "$MD5_MIBS") ratio_vs_dd=$(ratio "${PUT_MED[unsigned]}" "$DD_MIBS")"
+[ -n "${PUT_MED[sha256]:-}" ] && echo "RESULT put_single_stream_signed shardstore_sha256_header=$(f1 "${PUT_MED[sha256]}") MiB/s boto3_put_object=$(f1 "${PUT_MED[boto3]:-nan}") MiB/s md5+sha256_1core=$(awk -v a="$MD5_MIBS" -v b="$SHA_MIBS" 'BEGIN{printf "%.1f", 1/(1/a+1/b)}') MiB/s ratio_sha256hdr_vs_md5+sha256=$(ratio "${PUT_MED[sha256]}" "$(awk -v a="$MD5_MIBS" -v b="$SHA_MIBS" 'BEGIN{printf "%.1f", 1/(1/a+1/b)}')")"
+if [ -n "${SM_MED[on]:-}" ]; then
+  echo "RESULT small_put_${SMALL_SIZE}B conc=$SMALL_CONC group_commit=on: $(f1 "${SM_MED[on]}") PUT/s p50=${SM_P50[on]}ms p99=${SM_P99[on]}ms ops/commit=${SM_OPC[on]} | group_commit=off: $(f1 "${SM_MED[off]}") PUT/s p50=${SM_P50[off]}ms p99=${SM_P99[off]}ms ops/commit=${SM_OPC[off]} | on/off=$(ratio "${SM_MED[on]}" "${SM_MED[off]}") errors=${SM_ERR[on]}+${SM_ERR[off]}"
+fi
+echo "RESULT peak_rss_MiB shardstore after_put=$HWM_PUT after_get=$HWM_GET after_range=$HWM_RANGE small_gc_on=${SM_HWM[on]:-nan} small_gc_off=${SM_HWM[off]:-nan} (VmHWM)"
+log "done"
