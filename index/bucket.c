@@ -159,22 +159,25 @@ index_bucket_delete(struct index *ix, struct slice name)
     if ((rc = bucket_lookup(ix, txn, name, &b)) != 0)
         goto fail;
 
-    /* Empty means no object key starts with the bucket id: one seek.
-     * (Multipart uploads in progress will be checked here as well.) */
+    /* Empty means no object key and no upload key starts with the
+     * bucket id: one seek in each database. */
     uint8_t idkey[8];
     index__put_be64(idkey, b.id);
-    MDB_val k = {8, idkey}, v;
-    if ((rc = index__err(mdb_cursor_open(txn, ix->dbi_objects, &cur))) != 0)
-        goto fail;
-    rc = index__err(mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE));
-    if (rc == 0 && k.mv_size >= 8 && memcmp(k.mv_data, idkey, 8) == 0) {
-        rc = -ENOTEMPTY;
-        goto fail;
+    const MDB_dbi dbis[2] = {ix->dbi_objects, ix->dbi_bucketuploads};
+    for (size_t i = 0; i < 2; i++) {
+        MDB_val k = {8, idkey}, v;
+        if ((rc = index__err(mdb_cursor_open(txn, dbis[i], &cur))) != 0)
+            goto fail;
+        rc = index__err(mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE));
+        if (rc == 0 && k.mv_size >= 8 && memcmp(k.mv_data, idkey, 8) == 0) {
+            rc = -ENOTEMPTY;
+            goto fail;
+        }
+        if (rc != 0 && rc != -ENOENT)
+            goto fail;
+        mdb_cursor_close(cur);
+        cur = NULL;
     }
-    if (rc != 0 && rc != -ENOENT)
-        goto fail;
-    mdb_cursor_close(cur);
-    cur = NULL;
 
     MDB_val bk = {name.len, (void *)name.ptr}, ik = {8, idkey};
     if ((rc = index__err(mdb_del(txn, ix->dbi_buckets, &bk, NULL))) != 0)

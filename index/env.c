@@ -75,7 +75,7 @@ index_open(struct index **out, const char *dir, uint64_t map_size, bool is_nosyn
     }
     if ((rc = index__err(mdb_env_create(&ix->env))) != 0)
         goto fail;
-    if ((rc = index__err(mdb_env_set_maxdbs(ix->env, 8))) != 0 ||
+    if ((rc = index__err(mdb_env_set_maxdbs(ix->env, 16))) != 0 ||
         (rc = index__err(mdb_env_set_maxreaders(ix->env, INDEX_MAX_READERS))) != 0 ||
         (rc = index__err(mdb_env_set_mapsize(ix->env, (size_t)map_size))) != 0)
         goto fail;
@@ -96,7 +96,10 @@ index_open(struct index **out, const char *dir, uint64_t map_size, bool is_nosyn
         (rc = index__err(open_dbi(txn, "bucketids", &ix->dbi_bucketids))) != 0 ||
         (rc = index__err(open_dbi(txn, "objects", &ix->dbi_objects))) != 0 ||
         (rc = index__err(open_dbi(txn, "settings", &ix->dbi_settings))) != 0 ||
-        (rc = index__err(open_dbi(txn, "meta", &ix->dbi_meta))) != 0)
+        (rc = index__err(open_dbi(txn, "meta", &ix->dbi_meta))) != 0 ||
+        (rc = index__err(open_dbi(txn, "uploads", &ix->dbi_uploads))) != 0 ||
+        (rc = index__err(open_dbi(txn, "bucketuploads", &ix->dbi_bucketuploads))) != 0 ||
+        (rc = index__err(open_dbi(txn, "parts", &ix->dbi_parts))) != 0)
         goto fail;
     rc = index__err(mdb_txn_commit(txn));
     txn = NULL;

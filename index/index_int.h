@@ -1,7 +1,8 @@
 /*
  * index_int.h: private to index/. The LMDB handles behind struct index,
- * the read-transaction pool, error mapping, the object record codec and
- * test-only counters. Nothing outside index/ (and its unit tests)
+ * the read-transaction pool, error mapping, the object record codec, the
+ * helpers the write batch shares with multipart uploads, and test-only
+ * counters. Nothing outside index/ (and its unit tests)
  * includes this file; <lmdb.h> stops here.
  */
 #ifndef SHARD_INDEX_INT_H
@@ -20,6 +21,9 @@ struct index {
     MDB_dbi dbi_objects;
     MDB_dbi dbi_settings;
     MDB_dbi dbi_meta;
+    MDB_dbi dbi_uploads;
+    MDB_dbi dbi_bucketuploads;
+    MDB_dbi dbi_parts;
     bool is_nosync;
     /* Reset read transactions ready for mdb_txn_renew (see env.c). */
     pthread_mutex_t pool_mu;
@@ -60,6 +64,62 @@ int index__record_parse(const uint8_t *p, size_t len, struct index__record *out)
 void index__record_extent(const struct index__record *r, uint32_t i, struct index_extent *out);
 /* Copies a parsed record into 'a' as a self-contained index_object. */
 void index__record_copy(const struct index__record *r, struct arena *a, struct index_object *out);
+/* Decodes all extents of a parsed record into an array in 'a' (NULL when
+ * it has none). */
+struct index_extent *index__record_extents(const struct index__record *r, struct arena *a);
+
+/* ---- the write batch (object.c), shared with upload.c ------------------ */
+
+/* True for an S3 key the index can store (1..INDEX_MAX_KEY bytes). */
+bool index__key_is_valid(struct slice key);
+/* True when the pointers and lengths of 'o' are consistent and fit a record. */
+bool index__object_is_valid(const struct index_object *o);
+/*
+ * Checks inside write txn 'txn' that bucket 'bucket_id' exists; the id
+ * last found is cached in '*checked_bid' (0: none), since no bucket can be
+ * deleted while the txn is open. Returns 0, -ENOENT, or -errno.
+ */
+int index__bucket_check(struct index *ix, MDB_txn *txn, uint64_t bucket_id,
+                        uint64_t *checked_bid);
+/*
+ * Puts 'op->object' at 'op->key' ('is_delete': deletes it) in bucket
+ * 'op->bucket_id', which the caller checked exists, evaluating the op's
+ * conditions. Sets 'op->result' for outcomes of the op itself (condition
+ * failed: nothing is written) and 'op->freed' to the replaced version's
+ * extents; returns 0, or -errno when the txn failed and must be aborted.
+ */
+int index__object_write(struct index *ix, MDB_txn *txn, struct index_op *op, bool is_delete);
+
+/* ---- multipart uploads (upload.c, upload_list.c) ------------------------ */
+
+/*
+ * Applies one of the INDEX_OP_UPLOAD_* / INDEX_OP_PART_PUT ops inside
+ * write txn 'txn' (contract in index.h). Same return convention as
+ * index__object_write.
+ */
+int index__upload_apply(struct index *ix, MDB_txn *txn, struct index_op *op,
+                        uint64_t *checked_bid);
+
+/* A parsed upload record; pointers borrow the LMDB value. */
+struct index__upload_rec {
+    uint64_t bucket_id;
+    int64_t initiated_ns;
+    struct slice key;
+    const uint8_t *meta;
+    size_t meta_len;
+};
+
+/* Parses the upload record 'p'/'len'. Returns 0 or -EIO (CORRUPT_BKPT). */
+int index__upload_parse(const uint8_t *p, size_t len, struct index__upload_rec *out);
+/* Copies 'r' (of the raw id 'raw_id') into 'a' as an index_upload. */
+void index__upload_copy(const struct index__upload_rec *r, const uint8_t *raw_id,
+                        struct arena *a, struct index_upload *out);
+
+/* ---- listing helpers (list.c) ------------------------------------------- */
+
+/* Returns the length of the common prefix 'key' rolls up into under
+ * 'prefix' and 'delim' (S3 rules), or 0 when it does not roll up. */
+size_t index__rollup_len(struct slice key, struct slice prefix, struct slice delim);
 
 /* ---- test hooks --------------------------------------------------------- */
 

@@ -27,6 +27,24 @@ index__get_be64(const uint8_t *p)
 }
 
 void
+index__put_be32(uint8_t *p, uint32_t v)
+{
+    for (int i = 3; i >= 0; i--) {
+        p[i] = (uint8_t)v;
+        v >>= 8;
+    }
+}
+
+uint32_t
+index__get_be32(const uint8_t *p)
+{
+    uint32_t v = 0;
+    for (int i = 0; i < 4; i++)
+        v = (v << 8) | p[i];
+    return v;
+}
+
+void
 index__put_le16(uint8_t *p, uint16_t v)
 {
     p[0] = (uint8_t)v;

@@ -17,6 +17,30 @@
  *   "meta"       key: "next_bucket_id"
  *                val: u64 little-endian, the id the next bucket gets.
  *                     Ids start at 1 and are never reused.
+ *   "uploads"    key: upload id, 16 raw bytes (the 32 lower-case hex chars
+ *                     of the API decoded; raw order == hex order)
+ *                val: upload record (below)
+ *   "bucketuploads"
+ *                key: bucket id (8, BE) | upload id (16 raw)
+ *                val: empty
+ *                     (so "does this bucket have uploads in progress" is
+ *                     one cursor seek, and a bucket's uploads are one
+ *                     range scan)
+ *   "parts"      key: upload id (16 raw) | part number (4, BE; 1..10000)
+ *                val: part record (below)
+ *
+ * An upload lives in "uploads" and "bucketuploads", kept in step inside
+ * one write transaction; its parts only exist while the upload does.
+ * Because a bucket cannot be deleted while it has an upload, an upload's
+ * bucket always exists.
+ *
+ * Listing uploads (ListMultipartUploads) range-scans the bucket's entries
+ * in "bucketuploads", fetches each record, keeps those under the prefix
+ * and sorts them by (key, upload id) in memory before applying markers,
+ * delimiter and max-uploads: a page costs O(u log u) for the u uploads in
+ * progress in the bucket. Uploads in progress are few (they live minutes
+ * to hours and are aborted or completed), so keying by object key, which
+ * needs the long-key machinery of "objects", is not worth it.
  *
  * Object keys. S3 keys reach 1024 bytes but LMDB keys stop at 511, so:
  *
@@ -65,6 +89,22 @@
  *             sums_len bytes, meta_len bytes, inline_len bytes
  *   The record length must equal the sum exactly; anything else is
  *   corruption (CORRUPT_BKPT, -EIO).
+ *
+ * Upload record, version 1 (little-endian, no padding):
+ *   off  len
+ *     0    1  version (1)
+ *     1    1  flags (0; reserved)
+ *     2    2  key_len (1..1024): the object key the upload will create
+ *     4    8  bucket_id (equal to the one in its "bucketuploads" key)
+ *    12    8  initiated_ns (signed)
+ *    20    4  meta_len
+ *    24       key_len bytes of key, meta_len bytes of meta (opaque)
+ *   The record length must equal the sum exactly.
+ *
+ * Part record: an object record, version 1 (same codec, same checks),
+ * with key_len = 0, inline_len = 0 and parts_count = the part number,
+ * which must equal the number in the LMDB key. size, mtime_ns, etag,
+ * extents, sums and meta are the part's.
  */
 #ifndef SHARD_INDEX_KEYS_H
 #define SHARD_INDEX_KEYS_H
@@ -88,9 +128,20 @@
 #define INDEX_EXTENT_REC_LEN 24
 #define INDEX_BUCKET_VERSION 1
 
+/* Raw length of an upload id (INDEX_UPLOAD_ID_LEN hex chars). */
+#define INDEX_UPLOAD_RAW_LEN 16
+#define INDEX_UPLOAD_VERSION 1
+#define INDEX_UPLOAD_HEAD_LEN 24
+/* "parts" key: upload id | part number. */
+#define INDEX_PART_KEY_LEN (INDEX_UPLOAD_RAW_LEN + 4)
+/* "bucketuploads" key: bucket id | upload id. */
+#define INDEX_BUCKETUPLOAD_KEY_LEN (INDEX_BID_LEN + INDEX_UPLOAD_RAW_LEN)
+
 /* Writes the 8-byte big-endian form of 'v' to 'p'. */
 void index__put_be64(uint8_t *p, uint64_t v);
 uint64_t index__get_be64(const uint8_t *p);
+void index__put_be32(uint8_t *p, uint32_t v);
+uint32_t index__get_be32(const uint8_t *p);
 void index__put_le16(uint8_t *p, uint16_t v);
 void index__put_le32(uint8_t *p, uint32_t v);
 void index__put_le64(uint8_t *p, uint64_t v);

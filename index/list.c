@@ -222,10 +222,11 @@ find(struct slice hay, struct slice needle)
 
 /*
  * Returns the length of the common prefix 'key' rolls up into under
- * 'prefix' and 'delim', or 0 when it does not roll up.
+ * 'prefix' and 'delim', or 0 when it does not roll up. Shared with the
+ * upload lister (upload_list.c).
  */
-static size_t
-rollup_len(struct slice key, struct slice prefix, struct slice delim)
+size_t
+index__rollup_len(struct slice key, struct slice prefix, struct slice delim)
 {
     if (delim.len == 0 || !slice_has_prefix(key, prefix))
         return 0;
@@ -292,7 +293,7 @@ index_object_list(struct index *ix, const struct index_list_params *p, struct ar
     /* Where to start: a common prefix that start_after lies in was
      * emitted on an earlier page, so skip all of it; else the first key
      * > start_after, but never before the prefix. */
-    size_t cp_len = rollup_len(start_after, p->prefix, p->delimiter);
+    size_t cp_len = index__rollup_len(start_after, p->prefix, p->delimiter);
     if (cp_len) {
         rc = iter_seek_past(&it, (struct slice){start_after.ptr, cp_len});
     } else if (start_after.len && slice_cmp(start_after, p->prefix) >= 0) {
@@ -318,7 +319,7 @@ index_object_list(struct index *ix, const struct index_list_params *p, struct ar
         }
         struct index_list_entry *e = &out->entries[out->n_entries++];
         memset(e, 0, sizeof(*e));
-        cp_len = rollup_len(key, p->prefix, p->delimiter);
+        cp_len = index__rollup_len(key, p->prefix, p->delimiter);
         if (cp_len) {
             e->is_prefix = true;
             e->key = (struct slice){arena_memdup(a, key.ptr, cp_len), cp_len};

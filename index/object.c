@@ -1,10 +1,12 @@
 /*
- * object.c: object lookups and the write batch (group commit). All ops of
- * a batch run in one LMDB write transaction and become durable with one
- * commit, so N concurrent PUT completions cost one fsync. Conditions and
- * the bucket-exists check are evaluated inside that transaction, so they
- * are atomic with the write. The extents of a replaced or deleted version
- * are copied out before the old record is overwritten.
+ * object.c: object lookups, the write batch (group commit) and the scans
+ * over every record. All ops of a batch run in one LMDB write transaction
+ * and become durable with one commit, so N concurrent PUT completions cost
+ * one fsync. Conditions and the bucket-exists check are evaluated inside
+ * that transaction, so they are atomic with the write. The extents of a
+ * replaced or deleted version are copied out before the old record is
+ * overwritten. Multipart ops are dispatched to upload.c, which publishes a
+ * completed upload through the same put path (index__object_write).
  */
 #include "index/index_int.h"
 
@@ -36,8 +38,8 @@ object_lookup(struct index *ix, MDB_txn *txn, uint64_t bucket_id, struct slice k
     return 0;
 }
 
-static bool
-key_is_valid(struct slice key)
+bool
+index__key_is_valid(struct slice key)
 {
     return key.len > 0 && key.len <= INDEX_MAX_KEY;
 }
@@ -48,7 +50,7 @@ index_object_get(struct index *ix, uint64_t bucket_id, struct slice key, struct 
 {
     MDB_txn *txn = NULL;
     struct index__record r;
-    if (!key_is_valid(key))
+    if (!index__key_is_valid(key))
         return -ENOENT;
     int rc = index__read_begin(ix, &txn);
     if (rc == 0)
@@ -61,8 +63,8 @@ index_object_get(struct index *ix, uint64_t bucket_id, struct slice key, struct 
 
 /* ---- write batches ------------------------------------------------------ */
 
-static bool
-object_is_valid(const struct index_object *o)
+bool
+index__object_is_valid(const struct index_object *o)
 {
     if (!o || (o->n_extents && !o->extents) || (o->sums_len && !o->sums) ||
         (o->meta_len && !o->meta) || (o->inline_len && !o->inline_data))
@@ -71,48 +73,27 @@ object_is_valid(const struct index_object *o)
            o->meta_len <= UINT32_MAX && o->inline_len <= UINT32_MAX;
 }
 
-/* Returns 0 when bucket 'bucket_id' exists in 'txn', else -ENOENT/-EIO. */
-static int
-bucket_exists(struct index *ix, MDB_txn *txn, uint64_t bucket_id)
+int
+index__bucket_check(struct index *ix, MDB_txn *txn, uint64_t bucket_id, uint64_t *checked_bid)
 {
+    if (bucket_id == 0)
+        return -ENOENT; /* ids start at 1; 0 is also the "none" cache value */
+    if (bucket_id == *checked_bid)
+        return 0;
     uint8_t idkey[8];
     index__put_be64(idkey, bucket_id);
     MDB_val k = {8, idkey}, v;
-    return index__err(mdb_get(txn, ix->dbi_bucketids, &k, &v));
+    int rc = index__err(mdb_get(txn, ix->dbi_bucketids, &k, &v));
+    if (rc == 0)
+        *checked_bid = bucket_id;
+    return rc;
 }
 
-/*
- * Applies 'op' inside write txn 'txn'. Sets op->result for the outcomes an
- * op can have on its own (condition failed, bucket gone) and returns 0;
- * returns -errno when the transaction itself failed and must be aborted.
- * 'checked_bid' caches the last bucket id known to exist in this txn
- * (buckets cannot be deleted while the txn is open).
- */
-static int
-apply_op(struct index *ix, MDB_txn *txn, struct index_op *op, uint64_t *checked_bid)
+int
+index__object_write(struct index *ix, MDB_txn *txn, struct index_op *op, bool is_delete)
 {
     struct index__record old;
     int rc;
-
-    op->result = 0;
-    op->freed = NULL;
-    op->n_freed = 0;
-    if (!key_is_valid(op->key) || !op->arena ||
-        (op->kind == INDEX_OP_PUT && !object_is_valid(op->object)) ||
-        (op->kind != INDEX_OP_PUT && op->kind != INDEX_OP_DELETE)) {
-        op->result = -EINVAL;
-        return 0;
-    }
-    if (op->bucket_id != *checked_bid) {
-        rc = bucket_exists(ix, txn, op->bucket_id);
-        if (rc == -ENOENT) {
-            op->result = -ENOENT;
-            return 0;
-        }
-        if (rc != 0)
-            return rc;
-        *checked_bid = op->bucket_id;
-    }
 
     uint8_t lkey[INDEX_LKEY_MAX];
     MDB_val k = {index__objkey_encode(lkey, op->bucket_id, op->key), lkey}, v;
@@ -139,18 +120,16 @@ apply_op(struct index *ix, MDB_txn *txn, struct index_op *op, uint64_t *checked_
         op->result = -ESTALE;
         return 0;
     }
-    if (op->kind == INDEX_OP_DELETE && !exists)
+    if (is_delete && !exists)
         return 0;
 
     /* Copy the old extents out before the put/del invalidates 'old'. */
-    if (exists && old.obj.n_extents) {
-        op->freed = arena_alloc(op->arena, (size_t)old.obj.n_extents * sizeof(*op->freed));
-        for (uint32_t i = 0; i < old.obj.n_extents; i++)
-            index__record_extent(&old, i, &op->freed[i]);
+    if (exists) {
+        op->freed = index__record_extents(&old, op->arena);
         op->n_freed = old.obj.n_extents;
     }
 
-    if (op->kind == INDEX_OP_DELETE)
+    if (is_delete)
         return index__err(mdb_del(txn, ix->dbi_objects, &k, NULL));
 
     size_t key_len = op->key.len > INDEX_DIRECT_MAX ? op->key.len : 0;
@@ -160,6 +139,52 @@ apply_op(struct index *ix, MDB_txn *txn, struct index_op *op, uint64_t *checked_
         return rc;
     index__record_format(v.mv_data, op->object, op->key.ptr, key_len);
     return 0;
+}
+
+/*
+ * Applies 'op' inside write txn 'txn'. Sets op->result for the outcomes an
+ * op can have on its own (condition failed, bucket gone) and returns 0;
+ * returns -errno when the transaction itself failed and must be aborted.
+ * 'checked_bid' caches the last bucket id known to exist in this txn.
+ */
+static int
+apply_op(struct index *ix, MDB_txn *txn, struct index_op *op, uint64_t *checked_bid)
+{
+    int rc;
+
+    op->result = 0;
+    op->freed = NULL;
+    op->n_freed = 0;
+    if (!op->arena) {
+        op->result = -EINVAL;
+        return 0;
+    }
+    switch (op->kind) {
+    case INDEX_OP_PUT:
+    case INDEX_OP_DELETE:
+        break;
+    case INDEX_OP_UPLOAD_CREATE:
+    case INDEX_OP_PART_PUT:
+    case INDEX_OP_UPLOAD_ABORT:
+    case INDEX_OP_UPLOAD_COMPLETE:
+        return index__upload_apply(ix, txn, op, checked_bid);
+    default:
+        op->result = -EINVAL;
+        return 0;
+    }
+    if (!index__key_is_valid(op->key) ||
+        (op->kind == INDEX_OP_PUT && !index__object_is_valid(op->object))) {
+        op->result = -EINVAL;
+        return 0;
+    }
+    rc = index__bucket_check(ix, txn, op->bucket_id, checked_bid);
+    if (rc == -ENOENT) {
+        op->result = -ENOENT;
+        return 0;
+    }
+    if (rc != 0)
+        return rc;
+    return index__object_write(ix, txn, op, op->kind == INDEX_OP_DELETE);
 }
 
 int
@@ -195,21 +220,20 @@ fail:
     return rc;
 }
 
-/* ---- space accounting --------------------------------------------------- */
+/* ---- scans --------------------------------------------------------------- */
 
-int
-index_extents_scan(struct index *ix, index_extent_fn fn, void *ctx)
+/* Calls 'fn' for every extent of every record in 'dbi' (object or part
+ * records: one codec) within read txn 'txn'. Returns 0 or -errno. */
+static int
+extents_scan_dbi(MDB_txn *txn, MDB_dbi dbi, index_extent_fn fn, void *ctx)
 {
-    MDB_txn *txn = NULL;
     MDB_cursor *cur = NULL;
     struct index__record r;
     struct index_extent e;
     MDB_val k, v;
     int rc;
 
-    if ((rc = index__read_begin(ix, &txn)) != 0)
-        goto fail;
-    if ((rc = index__err(mdb_cursor_open(txn, ix->dbi_objects, &cur))) != 0)
+    if ((rc = index__err(mdb_cursor_open(txn, dbi, &cur))) != 0)
         goto fail;
     for (rc = index__err(mdb_cursor_get(cur, &k, &v, MDB_FIRST)); rc == 0;
          rc = index__err(mdb_cursor_get(cur, &k, &v, MDB_NEXT))) {
@@ -222,13 +246,116 @@ index_extents_scan(struct index *ix, index_extent_fn fn, void *ctx)
     }
     if (rc == -ENOENT)
         rc = 0;
-    /* HOOK: when multipart uploads land, also walk the extents of every
-     * uploaded-but-not-completed part here (their own database), so the
-     * allocator does not hand out space that a pending part holds. */
+
+fail:
+    if (cur)
+        mdb_cursor_close(cur);
+    return rc;
+}
+
+int
+index_extents_scan(struct index *ix, index_extent_fn fn, void *ctx)
+{
+    MDB_txn *txn = NULL;
+    int rc;
+
+    /* One snapshot for both, so a part published as an object by a
+     * CompleteMultipartUpload is seen exactly once. */
+    if ((rc = index__read_begin(ix, &txn)) == 0 &&
+        (rc = extents_scan_dbi(txn, ix->dbi_objects, fn, ctx)) == 0)
+        rc = extents_scan_dbi(txn, ix->dbi_parts, fn, ctx);
+    index__read_end(ix, txn);
+    return rc;
+}
+
+/*
+ * Copies the object after LMDB key 'last'/'*last_len' (the first one when
+ * '*last_len' is 0) into 'a': '*bucket_id', '*key' and '*obj', and makes it
+ * the new 'last'. Each call is its own read snapshot. Returns 1 for an
+ * object, 0 when none follows, or -errno.
+ */
+static int
+object_scan_next(struct index *ix, uint8_t *last, size_t *last_len, struct arena *a,
+                 uint64_t *bucket_id, struct slice *key, struct index_object *obj)
+{
+    MDB_txn *txn = NULL;
+    MDB_cursor *cur = NULL;
+    struct index__record r;
+    MDB_val k = {*last_len, last}, v;
+    int rc;
+
+    if ((rc = index__read_begin(ix, &txn)) != 0)
+        goto fail;
+    if ((rc = index__err(mdb_cursor_open(txn, ix->dbi_objects, &cur))) != 0)
+        goto fail;
+    if (*last_len == 0) {
+        rc = index__err(mdb_cursor_get(cur, &k, &v, MDB_FIRST));
+    } else {
+        rc = index__err(mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE));
+        if (rc == 0 && k.mv_size == *last_len && memcmp(k.mv_data, last, *last_len) == 0)
+            rc = index__err(mdb_cursor_get(cur, &k, &v, MDB_NEXT));
+    }
+    if (rc == -ENOENT) {
+        rc = 0;
+        goto fail;
+    }
+    if (rc != 0)
+        goto fail;
+    if (k.mv_size <= INDEX_BID_LEN || k.mv_size > INDEX_LKEY_MAX) {
+        rc = CORRUPT_BKPT("object key length");
+        goto fail;
+    }
+    if ((rc = index__record_parse(v.mv_data, v.mv_size, &r)) != 0)
+        goto fail;
+    if (index__objkey_is_long(k.mv_size) != (r.full_key.len != 0)) {
+        rc = CORRUPT_BKPT("object record full key does not match its LMDB key");
+        goto fail;
+    }
+    memcpy(last, k.mv_data, k.mv_size);
+    *last_len = k.mv_size;
+    *bucket_id = index__get_be64(k.mv_data);
+    struct slice full = r.full_key.len ? r.full_key
+                                       : (struct slice){(const char *)k.mv_data + INDEX_BID_LEN,
+                                                        k.mv_size - INDEX_BID_LEN};
+    *key = (struct slice){arena_memdup(a, full.ptr, full.len), full.len};
+    index__record_copy(&r, a, obj);
+    rc = 1;
 
 fail:
     if (cur)
         mdb_cursor_close(cur);
     index__read_end(ix, txn);
+    return rc;
+}
+
+/*
+ * Scrub walks the whole index while it reads every object's data, which
+ * takes hours on a full disk: a read snapshot held that long would pin
+ * every page freed meanwhile and grow the map. So each object is fetched
+ * in its own (pooled, cheap) snapshot, resuming strictly after the last
+ * LMDB key seen, and 'fn' runs outside any transaction. LMDB keys are
+ * unique and only grow along the walk, so no object is visited twice;
+ * objects written or deleted during the scan may or may not be seen.
+ */
+int
+index_object_scan(struct index *ix, index_object_fn fn, void *ctx)
+{
+    struct arena *a = arena_create(1 << 14);
+    uint8_t last[INDEX_LKEY_MAX];
+    size_t last_len = 0;
+    uint64_t bucket_id = 0;
+    struct slice key = SLICE_NULL;
+    struct index_object obj = {0};
+    int rc;
+
+    while ((rc = object_scan_next(ix, last, &last_len, a, &bucket_id, &key, &obj)) == 1) {
+        int stop = fn(ctx, bucket_id, key, &obj);
+        arena_clear(a);
+        if (stop)
+            break;
+    }
+    if (rc > 0)
+        rc = 0;
+    arena_destroy(a);
     return rc;
 }

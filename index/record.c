@@ -105,17 +105,22 @@ index__record_extent(const struct index__record *r, uint32_t i, struct index_ext
     out->len = index__get_le64(q + 16);
 }
 
+struct index_extent *
+index__record_extents(const struct index__record *r, struct arena *a)
+{
+    if (r->obj.n_extents == 0)
+        return NULL;
+    struct index_extent *ext = arena_alloc(a, (size_t)r->obj.n_extents * sizeof(*ext));
+    for (uint32_t i = 0; i < r->obj.n_extents; i++)
+        index__record_extent(r, i, &ext[i]);
+    return ext;
+}
+
 void
 index__record_copy(const struct index__record *r, struct arena *a, struct index_object *out)
 {
     *out = r->obj;
-    struct index_extent *ext = NULL;
-    if (r->obj.n_extents) {
-        ext = arena_alloc(a, (size_t)r->obj.n_extents * sizeof(*ext));
-        for (uint32_t i = 0; i < r->obj.n_extents; i++)
-            index__record_extent(r, i, &ext[i]);
-    }
-    out->extents = ext;
+    out->extents = index__record_extents(r, a);
     out->sums = r->obj.sums_len ? arena_memdup(a, r->obj.sums, r->obj.sums_len) : NULL;
     out->meta = r->obj.meta_len ? arena_memdup(a, r->obj.meta, r->obj.meta_len) : NULL;
     out->inline_data =
