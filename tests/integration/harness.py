@@ -513,7 +513,18 @@ class Server:
             hdrs["X-Amz-Content-SHA256"] = payload_hash or hashlib.sha256(body or b"").hexdigest()
         req = AWSRequest(method=method, url=url, headers=hdrs, data=body or b"")
         creds = Credentials(access_key or self.access_key, secret_key or self.secret_key)
-        S3SigV4Auth(creds, "s3", region).add_auth(req)
+
+        class ExactPayloadAuth(S3SigV4Auth):
+            # S3SigV4Auth replaces x-amz-content-sha256 with the hash of the
+            # body it sees; keep ours (UNSIGNED-PAYLOAD, STREAMING-..., or a
+            # deliberately wrong hash).
+            def _modify_request_before_signing(self, request):
+                want = request.headers.get("X-Amz-Content-SHA256")
+                super()._modify_request_before_signing(request)
+                del request.headers["X-Amz-Content-SHA256"]
+                request.headers["X-Amz-Content-SHA256"] = want
+
+        ExactPayloadAuth(creds, "s3", region).add_auth(req)
         out = {}
         for k, v in req.headers.items():
             out[k] = v.decode() if isinstance(v, bytes) else v
@@ -545,7 +556,23 @@ class Server:
         target = path + ("?" + query if query else "")
         conn = self.connect(timeout)
         try:
-            conn.request(method, target, body=body, headers=hdrs)
+            if isinstance(body, bytes):
+                # Send the body by hand: a server may answer early (e.g. 507)
+                # and close while we are still sending; read that answer.
+                conn.putrequest(method, target, skip_host=True, skip_accept_encoding=True)
+                if not any(k.lower() == "host" for k in hdrs):
+                    conn.putheader("Host", "127.0.0.1:%d" % self.port)
+                for k, v in hdrs.items():
+                    conn.putheader(k, v)
+                if not any(k.lower() == "content-length" for k in hdrs):
+                    conn.putheader("Content-Length", str(len(body)))
+                conn.endheaders()
+                try:
+                    conn.send(body)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass
+            else:
+                conn.request(method, target, body=body, headers=hdrs)
             r = conn.getresponse()
             data = r.read()
             return Response(r.status, r.headers, data, r.reason)

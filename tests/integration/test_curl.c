@@ -271,7 +271,8 @@ run(void)
         TEST_FAIL("listing KeyCount: %.600s", r.body.data);
     resp_free(&r);
 
-    request("GET", "/curl-bucket?list-type=2&prefix=dir%2F&delimiter=%2F", NULL, NULL, &r);
+    /* curl 7.88 signs the query string as written: keep it sorted. */
+    request("GET", "/curl-bucket?delimiter=%2F&list-type=2&prefix=dir%2F", NULL, NULL, &r);
     expect_status(&r, 200, "ListObjectsV2 with prefix");
     if (!strstr(r.body.data, "<Key>dir/obj one</Key>"))
         TEST_FAIL("prefix listing lacks the key: %.600s", r.body.data);

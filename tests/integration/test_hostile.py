@@ -71,6 +71,11 @@ def raw(srv, data, timeout=5.0, read_for=None):
     return out, closed
 
 
+class _KeepOpen(io.BytesIO):
+    def close(self):
+        pass  # HTTPResponse closes its file after each body
+
+
 class _FakeSock:
     def __init__(self, f):
         self.f = f
@@ -81,7 +86,7 @@ class _FakeSock:
 
 def parse_responses(data, method="GET"):
     """Splits raw bytes into a list of (status, headers, body)."""
-    f = io.BytesIO(data)
+    f = _KeepOpen(data)
     out = []
     while f.tell() < len(data):
         r = http.client.HTTPResponse(_FakeSock(f), method=method)
@@ -264,6 +269,11 @@ def test_malformed_xml(srv):
     for body in bodies:
         h = {"Content-MD5": base64.b64encode(hashlib.md5(body).digest()).decode(), "Content-Type": "application/xml"}
         r = srv.request("POST", path, query="delete=", headers=h, body=body)
+        if body.startswith(b"<Delete><Object><Key>kkkk") and r.status == 200:
+            # An overlong key may instead be reported per key.
+            errs = [e for e in harness.ET.fromstring(r.body).iter() if e.tag.split("}")[-1] == "Error"]
+            check(len(errs) == 1, "DeleteObjects with a 2000-byte key: 200 without a per-key <Error>: %r" % r.body[:300])
+            continue
         expect_4xx_xml(srv, r, "DeleteObjects with body %r" % body[:60], codes=("MalformedXML", "KeyTooLongError", "InvalidArgument", "InvalidRequest"))
         if body.startswith((b"not xml", b"<Delete><Object><Key>unclosed", b"<Delete><Object><Key>a</Key></Object></Wrong>")):
             eq(harness.parse_s3_error(r.body).get("Code"), "MalformedXML", "code for %r" % body[:40])

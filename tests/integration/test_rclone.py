@@ -28,7 +28,8 @@ TREE = {
 def rclone(srv, *args, check_rc=True, timeout=180):
     env = dict(os.environ)
     for k in list(env):
-        if k.startswith("RCLONE_"):
+        # AWS_* (e.g. AWS_CA_BUNDLE) would reach rclone's AWS SDK.
+        if k.startswith(("RCLONE_", "AWS_")):
             del env[k]
     empty = os.path.join(TMP, "rclone.conf")
     if not os.path.exists(empty):
