@@ -82,6 +82,23 @@ struct auth_verdict {
 enum auth_result auth_sigv4_verify(const struct auth_request *req, auth_secret_fn lookup,
                                    void *ctx, struct auth_verdict *out);
 
+/*
+ * Verifies a SigV2 presigned URL (query AWSAccessKeyId, Expires,
+ * Signature), as aws-cli v1 `aws s3 presign` and boto3's default presigner
+ * make them. 'bucket_prefix' is "/bucket" for a virtual-hosted request
+ * (the bucket is then not in the path), else empty. Returns AUTH_OK (the
+ * verdict says UNSIGNED-PAYLOAD, presigned), AUTH_MALFORMED,
+ * AUTH_UNKNOWN_KEY, AUTH_BAD_SIGNATURE or AUTH_EXPIRED. Constant-time
+ * comparison; the secret is wiped after use.
+ */
+enum auth_result auth_sigv2_verify_query(const struct auth_request *req, struct slice bucket_prefix,
+                                         auth_secret_fn lookup, void *ctx,
+                                         struct auth_verdict *out);
+/* Computes the SigV2 query signature (base64, NUL-terminated) of 'req' for
+ * 'expires' (Unix seconds). For tests and clients. Returns 0 or -1. */
+int auth_sigv2_presign(const struct auth_request *req, struct slice bucket_prefix,
+                       const char *secret, int64_t expires, char out[32]);
+
 /* Human-readable name of a result, for logs ("SignatureDoesNotMatch", ...). */
 const char *auth_result_name(enum auth_result r);
 

@@ -301,6 +301,15 @@ authenticate(struct s3_req *r)
         .region = r->srv->cfg.region,
     };
     enum auth_result res = auth_sigv4_verify(&ar, lookup_secret, r->srv, &r->auth);
+    if (res == AUTH_UNSUPPORTED && s3_req_param(r, "AWSAccessKeyId") &&
+        s3_req_param(r, "Signature") && !s3_req_has_header(r, "authorization")) {
+        /* A SigV2 presigned URL (aws-cli v1 `aws s3 presign`). */
+        struct slice prefix = SLICE_NULL;
+        if (r->is_virtual_host)
+            prefix = slice_from_cstr(arena_sprintf(r->arena, "/%.*s", (int)r->bucket.len,
+                                                   r->bucket.ptr));
+        res = auth_sigv2_verify_query(&ar, prefix, lookup_secret, r->srv, &r->auth);
+    }
     if (res == AUTH_OK) {
         r->is_authenticated = true;
         return true;

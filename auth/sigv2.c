@@ -1,0 +1,266 @@
+/*
+ * sigv2.c: AWS Signature Version 2 in the query string (presigned URLs:
+ * AWSAccessKeyId, Expires, Signature). aws-cli v1's `aws s3 presign` and
+ * boto3's default presigner still produce these, and S3 accepts them, so
+ * links made with those tools must work. SigV2 in the Authorization header
+ * stays unsupported (every current SDK signs requests with SigV4).
+ *
+ *   StringToSign = VERB \n Content-MD5 \n Content-Type \n Expires \n
+ *                  CanonicalizedAmzHeaders CanonicalizedResource
+ *   Signature    = Base64(HMAC-SHA1(secret, StringToSign))
+ *
+ * CanonicalizedResource is [/bucket for virtual-hosted requests] + the raw
+ * path + the S3 sub-resources of the query, sorted, values decoded.
+ */
+#include "auth/auth_int.h"
+
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+#include <stdlib.h>
+
+/* Query parameters that are part of the SigV2 canonical resource. */
+static const char *subresources[] = {
+    "acl",
+    "cors",
+    "delete",
+    "lifecycle",
+    "location",
+    "logging",
+    "notification",
+    "partNumber",
+    "policy",
+    "requestPayment",
+    "response-cache-control",
+    "response-content-disposition",
+    "response-content-encoding",
+    "response-content-language",
+    "response-content-type",
+    "response-expires",
+    "restore",
+    "tagging",
+    "torrent",
+    "uploadId",
+    "uploads",
+    "versionId",
+    "versioning",
+    "versions",
+    "website",
+};
+
+struct qparam {
+    struct slice name;  /* raw */
+    struct slice value; /* raw */
+    bool has_value;
+};
+
+static int
+hexv(int c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
+
+/* Percent-decodes 'in' into the buffer (appends). Returns false on a bad escape. */
+static bool
+decode_into(struct buf *b, struct slice in)
+{
+    for (size_t i = 0; i < in.len; i++) {
+        char c = in.ptr[i];
+        if (c == '%') {
+            if (i + 2 >= in.len)
+                return false;
+            int hi = hexv((unsigned char)in.ptr[i + 1]), lo = hexv((unsigned char)in.ptr[i + 2]);
+            if (hi < 0 || lo < 0)
+                return false;
+            c = (char)(hi << 4 | lo);
+            i += 2;
+        }
+        buf_append(b, &c, 1);
+    }
+    return true;
+}
+
+/* Finds raw parameter 'name' in the query. */
+static bool
+query_find(struct slice q, const char *name, struct qparam *out)
+{
+    size_t nl = strlen(name);
+    size_t i = 0;
+    while (i <= q.len) {
+        size_t j = i;
+        while (j < q.len && q.ptr[j] != '&')
+            j++;
+        struct slice part = {q.ptr + i, j - i};
+        const char *eq = part.len ? memchr(part.ptr, '=', part.len) : NULL;
+        size_t klen = eq ? (size_t)(eq - part.ptr) : part.len;
+        if (klen == nl && memcmp(part.ptr, name, nl) == 0) {
+            out->name = (struct slice){part.ptr, klen};
+            out->has_value = eq != NULL;
+            out->value = eq ? (struct slice){eq + 1, part.len - klen - 1} : (struct slice){"", 0};
+            return true;
+        }
+        if (j >= q.len)
+            break;
+        i = j + 1;
+    }
+    return false;
+}
+
+static struct slice
+header_value(const struct auth_request *req, const char *name)
+{
+    for (size_t i = 0; i < req->n_headers; i++)
+        if (auth__eq_nocase(req->headers[i].name, slice_from_cstr(name)))
+            return req->headers[i].value;
+    return (struct slice){"", 0};
+}
+
+static int
+header_cmp(const void *a, const void *b)
+{
+    const struct auth_header *x = *(const struct auth_header *const *)a;
+    const struct auth_header *y = *(const struct auth_header *const *)b;
+    size_t n = MIN(x->name.len, y->name.len);
+    for (size_t i = 0; i < n; i++) {
+        int cx = x->name.ptr[i] | 0x20, cy = y->name.ptr[i] | 0x20;
+        if (cx != cy)
+            return cx - cy;
+    }
+    return (x->name.len > y->name.len) - (x->name.len < y->name.len);
+}
+
+/* Builds the string to sign into 'b'. Returns false on bad encoding. */
+static bool
+string_to_sign(const struct auth_request *req, struct slice bucket_prefix, struct slice expires,
+               struct buf *b)
+{
+    buf_append(b, req->method.ptr, req->method.len);
+    buf_append_str(b, "\n");
+    struct slice md5 = header_value(req, "content-md5");
+    buf_append(b, md5.ptr, md5.len);
+    buf_append_str(b, "\n");
+    struct slice ct = header_value(req, "content-type");
+    buf_append(b, ct.ptr, ct.len);
+    buf_append_str(b, "\n");
+    buf_append(b, expires.ptr, expires.len);
+    buf_append_str(b, "\n");
+    /* x-amz-* headers, lower-cased names, sorted. */
+    const struct auth_header **amz = xcalloc(req->n_headers + 1, sizeof(*amz));
+    size_t n = 0;
+    for (size_t i = 0; i < req->n_headers; i++)
+        if (req->headers[i].name.len > 6 &&
+            auth__eq_nocase((struct slice){req->headers[i].name.ptr, 6}, SLICE_LIT("x-amz-")))
+            amz[n++] = &req->headers[i];
+    qsort(amz, n, sizeof(*amz), header_cmp);
+    for (size_t i = 0; i < n; i++) {
+        for (size_t k = 0; k < amz[i]->name.len; k++) {
+            char c = amz[i]->name.ptr[k];
+            if (c >= 'A' && c <= 'Z')
+                c = (char)(c + 32);
+            buf_append(b, &c, 1);
+        }
+        buf_append_str(b, ":");
+        buf_append(b, amz[i]->value.ptr, amz[i]->value.len);
+        buf_append_str(b, "\n");
+    }
+    free(amz);
+    buf_append(b, bucket_prefix.ptr, bucket_prefix.len);
+    buf_append(b, req->path.ptr, req->path.len);
+    char sep = '?';
+    for (size_t i = 0; i < ARRAY_LEN(subresources); i++) {
+        struct qparam p;
+        if (!query_find(req->query, subresources[i], &p))
+            continue;
+        buf_append(b, &sep, 1);
+        sep = '&';
+        buf_append_str(b, subresources[i]);
+        if (p.has_value) {
+            buf_append_str(b, "=");
+            if (!decode_into(b, p.value))
+                return false;
+        }
+    }
+    return true;
+}
+
+/* HMAC-SHA1 of 'b' with 'secret', base64 (28 chars + NUL) into 'out'. */
+static void
+sign(const char *secret, const struct buf *b, char out[32])
+{
+    unsigned char mac[EVP_MAX_MD_SIZE];
+    unsigned int mac_len = 0;
+    HMAC(EVP_sha1(), secret, (int)strlen(secret), (const unsigned char *)(b->ptr ? b->ptr : ""),
+         b->len, mac, &mac_len);
+    base64_encode(mac, mac_len, out);
+}
+
+enum auth_result
+auth_sigv2_verify_query(const struct auth_request *req, struct slice bucket_prefix,
+                        auth_secret_fn lookup, void *ctx, struct auth_verdict *out)
+{
+    struct qparam akp, exp, sigp;
+    if (!query_find(req->query, "AWSAccessKeyId", &akp) ||
+        !query_find(req->query, "Expires", &exp) || !query_find(req->query, "Signature", &sigp))
+        return AUTH_MALFORMED;
+    uint64_t expires;
+    if (parse_u64(exp.value, INT64_MAX, &expires) != 0)
+        return AUTH_MALFORMED;
+    struct buf ak, sig, sts;
+    buf_init(&ak);
+    buf_init(&sig);
+    buf_init(&sts);
+    enum auth_result res = AUTH_MALFORMED;
+    char secret[256];
+    char want[32];
+    if (!decode_into(&ak, akp.value) || !decode_into(&sig, sigp.value) || ak.len == 0 ||
+        ak.len >= sizeof(out->access_key) || sig.len == 0)
+        goto done;
+    if (!string_to_sign(req, bucket_prefix, exp.value, &sts))
+        goto done;
+    if (lookup(ctx, (struct slice){ak.ptr, ak.len}, secret, sizeof(secret)) != 0) {
+        res = AUTH_UNKNOWN_KEY;
+        goto done;
+    }
+    sign(secret, &sts, want);
+    OPENSSL_cleanse(secret, sizeof(secret));
+    if (sig.len != 28 || !auth_equal_ct(want, sig.ptr, 28)) {
+        res = AUTH_BAD_SIGNATURE;
+        goto done;
+    }
+    if ((int64_t)expires < req->now_s) {
+        res = AUTH_EXPIRED;
+        goto done;
+    }
+    memset(out, 0, sizeof(*out));
+    out->payload = AUTH_PAYLOAD_UNSIGNED;
+    out->is_presigned = true;
+    memcpy(out->access_key, ak.ptr, ak.len);
+    res = AUTH_OK;
+done:
+    buf_cleanup(&ak);
+    buf_cleanup(&sig);
+    buf_cleanup(&sts);
+    return res;
+}
+
+int
+auth_sigv2_presign(const struct auth_request *req, struct slice bucket_prefix, const char *secret,
+                   int64_t expires, char out[32])
+{
+    struct buf sts;
+    buf_init(&sts);
+    char exp[24];
+    int n = snprintf(exp, sizeof(exp), "%lld", (long long)expires);
+    int rc = -1;
+    if (string_to_sign(req, bucket_prefix, (struct slice){exp, (size_t)n}, &sts)) {
+        sign(secret, &sts, out);
+        rc = 0;
+    }
+    buf_cleanup(&sts);
+    return rc;
+}
