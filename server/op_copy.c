@@ -61,65 +61,102 @@ copy_conditions(struct s3_req *r, const struct index_object *src)
     return S3_OK;
 }
 
-/* Copies the bytes of 'src' into a new writer. Returns 0 or -errno. */
-static int
-copy_bytes(struct server *srv, const struct index_object *src, struct storage_writer **out)
+int
+s3_copy_range(struct server *srv, const struct index_object *src, uint64_t first, uint64_t len,
+              struct storage_writer **out, uint8_t md5_out[16])
 {
-    int rc = storage_writer_create(srv->storage, src->size, out);
+    *out = NULL;
+    int rc = storage_writer_create(srv->storage, len, out);
     if (rc < 0)
         return rc;
-    if (src->inline_len)
-        return storage_writer_write(*out, src->inline_data, src->inline_len);
+    struct auth_checksum md5;
+    if (md5_out)
+        auth_checksum_init(&md5, AUTH_CK_MD5);
     char *buf = xmalloc(COPY_BUF_LEN);
-    for (uint32_t i = 0; i < src->n_extents && rc == 0; i++) {
+    uint64_t ext_start = 0;
+    for (uint32_t i = 0; i < src->n_extents && rc == 0 && len > 0; i++) {
         struct storage_extent e;
         s3_extents_to_storage(&src->extents[i], 1, &e);
-        for (uint64_t off = 0; off < e.len && rc == 0;) {
-            size_t want = (size_t)MIN((uint64_t)COPY_BUF_LEN, e.len - off);
-            ssize_t n = storage_read(srv->storage, &e, off, buf, want);
-            if (n <= 0) {
-                rc = n < 0 ? (int)n : -EIO;
-                break;
+        uint64_t ext_end = ext_start + e.len;
+        if (first < ext_end) {
+            uint64_t off = first - ext_start;
+            while (off < e.len && len > 0 && rc == 0) {
+                size_t want = (size_t)MIN(MIN((uint64_t)COPY_BUF_LEN, e.len - off), len);
+                ssize_t n = storage_read(srv->storage, &e, off, buf, want);
+                if (n <= 0) {
+                    rc = n < 0 ? (int)n : -EIO;
+                    break;
+                }
+                if (md5_out)
+                    auth_checksum_update(&md5, buf, (size_t)n);
+                rc = storage_writer_write(*out, buf, (size_t)n);
+                off += (uint64_t)n;
+                first += (uint64_t)n;
+                len -= (uint64_t)n;
             }
-            rc = storage_writer_write(*out, buf, (size_t)n);
-            off += (uint64_t)n;
+        }
+        ext_start = ext_end;
+    }
+    if (rc == 0 && src->inline_len && len > 0) {
+        if (first + len > src->inline_len) {
+            rc = -EINVAL;
+        } else {
+            if (md5_out)
+                auth_checksum_update(&md5, src->inline_data + first, (size_t)len);
+            rc = storage_writer_write(*out, src->inline_data + first, (size_t)len);
         }
     }
     free(buf);
+    if (md5_out) {
+        uint8_t dig[AUTH_CK_MAX_DIGEST];
+        auth_checksum_final(&md5, dig);
+        memcpy(md5_out, dig, 16);
+    }
     if (rc == 0)
         rc = storage_writer_finish(*out);
     return rc;
+}
+
+bool
+s3_copy_source_lookup(struct s3_req *r, struct index_bucket *src_bk, struct slice *src_key,
+                      struct index_object *src)
+{
+    struct slice sb;
+    if (!parse_copy_source(r, s3_req_header(r, "x-amz-copy-source"), &sb, src_key)) {
+        s3_respond_error(r, S3_ERR_INVALID_ARGUMENT, "Invalid copy source");
+        return false;
+    }
+    if (index_bucket_get(r->srv->index, sb, src_bk) < 0) {
+        s3_respond_error(r, S3_ERR_NO_SUCH_BUCKET, NULL);
+        return false;
+    }
+    if (!r->has_pin) {
+        r->pin = storage_reader_pin(r->srv->storage);
+        r->has_pin = true;
+    }
+    int rc = index_object_get(r->srv->index, src_bk->id, *src_key, r->arena, src);
+    if (rc < 0) {
+        s3_respond_error(r, rc == -ENOENT ? S3_ERR_NO_SUCH_KEY : S3_ERR_INTERNAL_ERROR, NULL);
+        return false;
+    }
+    enum s3_error e = copy_conditions(r, src);
+    if (e != S3_OK) {
+        s3_respond_error(r, e, NULL);
+        return false;
+    }
+    return true;
 }
 
 void
 op_copy_object(struct s3_req *r)
 {
     struct index_bucket dst_bk, src_bk;
-    struct slice sb, sk;
-    if (!s3_bucket_lookup(r, &dst_bk))
-        return;
-    if (!parse_copy_source(r, s3_req_header(r, "x-amz-copy-source"), &sb, &sk)) {
-        s3_respond_error(r, S3_ERR_INVALID_ARGUMENT, "Invalid copy source");
-        return;
-    }
-    int rc = index_bucket_get(r->srv->index, sb, &src_bk);
-    if (rc < 0) {
-        s3_respond_error(r, S3_ERR_NO_SUCH_BUCKET, NULL);
-        return;
-    }
-    r->pin = storage_reader_pin(r->srv->storage);
-    r->has_pin = true;
+    struct slice sk;
     struct index_object src;
-    rc = index_object_get(r->srv->index, src_bk.id, sk, r->arena, &src);
-    if (rc < 0) {
-        s3_respond_error(r, rc == -ENOENT ? S3_ERR_NO_SUCH_KEY : S3_ERR_INTERNAL_ERROR, NULL);
+    if (!s3_bucket_lookup(r, &dst_bk) || !s3_copy_source_lookup(r, &src_bk, &sk, &src))
         return;
-    }
-    enum s3_error e = copy_conditions(r, &src);
-    if (e != S3_OK) {
-        s3_respond_error(r, e, NULL);
-        return;
-    }
+    enum s3_error e;
+    int rc;
     struct slice directive = s3_req_header(r, "x-amz-metadata-directive");
     bool is_replace = slice_eq_nocase(directive, "REPLACE");
     if (directive.ptr && !is_replace && !slice_eq_nocase(directive, "COPY")) {
@@ -154,13 +191,26 @@ op_copy_object(struct s3_req *r)
     } else {
         new_meta = src_meta;
     }
+    /* The copy is one piece: the source's part layout does not carry over. */
+    size_t kept = 0;
+    struct meta_entry *ents = arena_calloc(r->arena, new_meta.n + 1, sizeof(*ents));
+    for (size_t i = 0; i < new_meta.n; i++)
+        if (!slice_has_prefix(new_meta.entries[i].name, SLICE_LIT(META_INTERNAL_PREFIX)))
+            ents[kept++] = new_meta.entries[i];
+    new_meta.entries = ents;
+    new_meta.n = kept;
 
     struct storage_writer *w = NULL;
     struct index_object obj = src;
     obj.mtime_ns = clock_now_ns();
     meta_encode(r->arena, &new_meta, &obj.meta, &obj.meta_len);
     if (!src.inline_len && src.size > 0) {
-        rc = copy_bytes(r->srv, &src, &w);
+        uint8_t md5[16];
+        rc = s3_copy_range(r->srv, &src, 0, src.size, &w, src.parts_count ? md5 : NULL);
+        if (rc == 0 && src.parts_count) {
+            memcpy(obj.etag, md5, 16);
+            obj.parts_count = 0;
+        }
         if (rc < 0) {
             storage_writer_destroy(w, false);
             s3_respond_error(r, s3_error_from_errno(rc), NULL);

@@ -212,6 +212,8 @@ object_headers(struct s3_req *r, struct MHD_Response *resp, const struct index_o
     bool want_checksum = slice_eq_nocase(s3_req_header(r, "x-amz-checksum-mode"), "ENABLED");
     for (size_t i = 0; i < m->n; i++) {
         const struct meta_entry *e = &m->entries[i];
+        if (slice_has_prefix(e->name, SLICE_LIT(META_INTERNAL_PREFIX)))
+            continue;
         bool is_checksum = slice_has_prefix(e->name, SLICE_LIT("x-amz-checksum-"));
         if (is_checksum && !(want_checksum && is_whole))
             continue;
@@ -276,23 +278,50 @@ get_or_head(struct s3_req *r, bool is_head)
         s3_respond_error(r, e, NULL);
         return;
     }
-    const struct s3_param *pn = s3_req_param(r, "partNumber");
-    if (pn) {
-        uint64_t n;
-        if (parse_u64(pn->value, 10000, &n) != 0 || n == 0) {
-            s3_respond_error(r, S3_ERR_INVALID_ARGUMENT, "Part number must be an integer between 1 and 10000, inclusive");
-            return;
-        }
-        if (obj.parts_count == 0 && n != 1) {
-            s3_respond_error(r, S3_ERR_INVALID_PART_NUMBER, NULL);
-            return;
-        }
-    }
     uint64_t first = 0, len = obj.size;
     int status = 200;
     struct range rg;
     char content_range[96];
-    enum range_status rs = range_parse(s3_req_header(r, "range"), obj.size, &rg);
+    const struct s3_param *pn = s3_req_param(r, "partNumber");
+    if (pn) {
+        uint64_t n;
+        if (parse_u64(pn->value, INDEX_MAX_PARTS, &n) != 0 || n == 0) {
+            s3_respond_error(r, S3_ERR_INVALID_ARGUMENT,
+                             "Part number must be an integer between 1 and 10000, inclusive");
+            return;
+        }
+        if (n > MAX(obj.parts_count, 1u)) {
+            s3_respond_error(r, S3_ERR_INVALID_PART_NUMBER, NULL);
+            return;
+        }
+        if (obj.parts_count) {
+            /* The part's byte range, from the part sizes kept at completion. */
+            struct slice sizes = meta_get(&m, META_PART_SIZES);
+            if (sizes.len != (size_t)obj.parts_count * 8) {
+                s3_respond_error(r, S3_ERR_INTERNAL_ERROR, NULL);
+                return;
+            }
+            const uint8_t *sp = (const uint8_t *)sizes.ptr;
+            for (uint64_t i = 0; i < n; i++) {
+                uint64_t v = 0;
+                for (int b = 7; b >= 0; b--)
+                    v = v << 8 | sp[i * 8 + (uint64_t)b];
+                if (i + 1 < n)
+                    first += v;
+                else
+                    len = v;
+            }
+            status = 206;
+            rg.first = first;
+            rg.last = first + len - 1;
+            if (len == 0)
+                status = 200;
+            else
+                range_format_content_range(&rg, obj.size, content_range, sizeof(content_range));
+        }
+    }
+    enum range_status rs =
+        pn ? RANGE_NONE : range_parse(s3_req_header(r, "range"), obj.size, &rg);
     if (rs == RANGE_UNSATISFIABLE) {
         struct buf b;
         buf_init(&b);

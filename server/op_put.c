@@ -23,6 +23,10 @@ static const enum auth_checksum_algo checksum_algos[] = {
 
 struct put_ctx {
     struct index_bucket bucket;
+    /* UploadPart: the upload this part belongs to. */
+    bool is_part;
+    uint32_t part_number;
+    struct index_upload upload;
     struct storage_writer *writer;
     char *inline_buf;
     size_t inline_len;
@@ -161,6 +165,69 @@ put_verify(struct s3_req *r, struct put_ctx *c, uint8_t etag[16], struct slice *
     return S3_OK;
 }
 
+/* Converts a finished writer's extents for the index (in the arena). */
+static void
+writer_extents(struct s3_req *r, struct storage_writer *w, const struct index_extent **out,
+               uint32_t *n_out, const uint8_t **sums, size_t *sums_len)
+{
+    *out = NULL;
+    *n_out = 0;
+    *sums = NULL;
+    *sums_len = 0;
+    if (!w)
+        return;
+    const struct storage_extent *se;
+    size_t n = storage_writer_extents(w, &se);
+    struct index_extent *ie = arena_calloc(r->arena, n ? n : 1, sizeof(*ie));
+    for (size_t i = 0; i < n; i++) {
+        ie[i].volume = se[i].volume;
+        ie[i].offset = se[i].offset;
+        ie[i].len = se[i].len;
+    }
+    *out = ie;
+    *n_out = (uint32_t)n;
+    *sums = storage_writer_sums(w, sums_len);
+}
+
+/* UploadPart: publishes the part (replacing an earlier upload of the same
+ * number, whose extents are freed). */
+static void
+put_end_part(struct s3_req *r, struct put_ctx *c, const uint8_t etag[16], struct slice ck_b64)
+{
+    struct meta pm = {NULL, 0};
+    if (ck_b64.len)
+        meta_add(r, &pm, auth_checksum_header(c->ck_algo), ck_b64);
+    struct index_part part;
+    memset(&part, 0, sizeof(part));
+    part.number = c->part_number;
+    part.size = r->payload_len;
+    part.mtime_ns = clock_now_ns();
+    memcpy(part.etag, etag, 16);
+    writer_extents(r, c->writer, &part.extents, &part.n_extents, &part.sums, &part.sums_len);
+    meta_encode(r->arena, &pm, &part.meta, &part.meta_len);
+    struct index_op op = {
+        .kind = INDEX_OP_PART_PUT, .upload_id = c->upload.upload_id, .part = &part,
+        .arena = r->arena,
+    };
+    int rc = committer_run(r->srv->committer, &op, 1);
+    if (rc == 0)
+        rc = op.result;
+    if (rc < 0) {
+        s3_respond_error(r, rc == -ENOENT ? S3_ERR_NO_SUCH_UPLOAD : s3_error_from_errno(rc), NULL);
+        return;
+    }
+    storage_writer_destroy(c->writer, true);
+    c->writer = NULL;
+    char etag_s[48];
+    s3_format_etag(etag, 0, etag_s);
+    struct MHD_Response *resp = MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT);
+    s3_resp_header(resp, "ETag", etag_s);
+    if (ck_b64.len)
+        s3_resp_header(resp, auth_checksum_header(c->ck_algo),
+                       arena_strndup(r->arena, ck_b64.ptr, ck_b64.len));
+    s3_respond(r, 200, resp);
+}
+
 static void
 put_end(struct s3_req *r)
 {
@@ -187,6 +254,10 @@ put_end(struct s3_req *r)
         s3_respond_error(r, e, e == S3_ERR_BAD_DIGEST ? msg : NULL);
         return;
     }
+    if (c->is_part) {
+        put_end_part(r, c, etag, ck_b64);
+        return;
+    }
     if (ck_b64.len) {
         meta_add(r, &c->meta, auth_checksum_header(c->ck_algo), ck_b64);
         meta_add(r, &c->meta, "x-amz-checksum-type", SLICE_LIT("FULL_OBJECT"));
@@ -201,18 +272,8 @@ put_end(struct s3_req *r)
     if (c->is_inline) {
         obj.inline_data = (const uint8_t *)c->inline_buf;
         obj.inline_len = c->inline_len;
-    } else if (c->writer) {
-        const struct storage_extent *se;
-        size_t n = storage_writer_extents(c->writer, &se);
-        struct index_extent *ie = arena_calloc(r->arena, n ? n : 1, sizeof(*ie));
-        for (size_t i = 0; i < n; i++) {
-            ie[i].volume = se[i].volume;
-            ie[i].offset = se[i].offset;
-            ie[i].len = se[i].len;
-        }
-        obj.extents = ie;
-        obj.n_extents = (uint32_t)n;
-        obj.sums = storage_writer_sums(c->writer, &obj.sums_len);
+    } else {
+        writer_extents(r, c->writer, &obj.extents, &obj.n_extents, &obj.sums, &obj.sums_len);
     }
     struct index_op op = {
         .kind = INDEX_OP_PUT,
@@ -290,20 +351,15 @@ put_conditions(struct s3_req *r, struct put_ctx *c)
     return S3_OK;
 }
 
-void
-op_put_object(struct s3_req *r)
+/* Sets up the streaming body of a PutObject or (with 'c->is_part') an
+ * UploadPart: validation, digests, and the storage writer. */
+static void
+put_begin(struct s3_req *r, struct put_ctx *c)
 {
-    if (s3_req_has_header(r, "x-amz-copy-source")) {
-        op_copy_object(r);
-        return;
-    }
-    struct put_ctx *c = arena_calloc(r->arena, 1, sizeof(*c));
-    if (!s3_bucket_lookup(r, &c->bucket))
-        return;
     enum s3_error e = put_declared_len(r, c);
-    if (e == S3_OK)
+    if (e == S3_OK && !c->is_part)
         e = put_conditions(r, c);
-    if (e == S3_OK)
+    if (e == S3_OK && !c->is_part)
         e = meta_from_request(r, &c->meta);
     if (e == S3_OK && c->has_declared_len && c->declared_len > r->srv->cfg.max_object_size)
         e = S3_ERR_ENTITY_TOO_LARGE;
@@ -317,6 +373,21 @@ op_put_object(struct s3_req *r)
     }
     if (e == S3_OK)
         e = put_choose_checksum(r, c);
+    if (e == S3_OK && c->is_part && !c->has_ck) {
+        /* The upload announced an algorithm: compute it for every part so
+         * the whole-object checksum can be formed at completion. */
+        struct meta um;
+        if (meta_decode(r->arena, c->upload.meta, c->upload.meta_len, &um)) {
+            struct slice alg = meta_get(&um, "x-amz-checksum-algorithm");
+            if (alg.ptr) {
+                c->ck_algo = auth_checksum_from_name(alg);
+                if (c->ck_algo != AUTH_CK_NONE) {
+                    auth_checksum_init(&c->ck, c->ck_algo);
+                    c->has_ck = true;
+                }
+            }
+        }
+    }
     if (e != S3_OK) {
         s3_respond_error(r, e, NULL);
         return;
@@ -325,7 +396,7 @@ op_put_object(struct s3_req *r)
     r->on_cleanup = put_cleanup;
     auth_checksum_init(&c->md5, AUTH_CK_MD5);
     c->has_md5 = true;
-    if (c->has_declared_len && c->declared_len <= r->srv->cfg.inline_max) {
+    if (!c->is_part && c->has_declared_len && c->declared_len <= r->srv->cfg.inline_max) {
         c->is_inline = true;
         c->inline_buf = arena_alloc(r->arena, c->declared_len + 1);
     } else if (!c->has_declared_len || c->declared_len > 0) {
@@ -339,6 +410,35 @@ op_put_object(struct s3_req *r)
     }
     r->on_body = put_body;
     r->on_end = put_end;
+}
+
+void
+op_put_object(struct s3_req *r)
+{
+    if (s3_req_has_header(r, "x-amz-copy-source")) {
+        op_copy_object(r);
+        return;
+    }
+    struct put_ctx *c = arena_calloc(r->arena, 1, sizeof(*c));
+    if (!s3_bucket_lookup(r, &c->bucket))
+        return;
+    put_begin(r, c);
+}
+
+void
+op_upload_part(struct s3_req *r)
+{
+    struct put_ctx *c = arena_calloc(r->arena, 1, sizeof(*c));
+    if (!s3_bucket_lookup(r, &c->bucket))
+        return;
+    if (!s3_multipart_lookup(r, &c->bucket, &c->upload, &c->part_number))
+        return;
+    if (s3_req_has_header(r, "x-amz-copy-source")) {
+        op_upload_part_copy(r, &c->bucket, &c->upload, c->part_number);
+        return;
+    }
+    c->is_part = true;
+    put_begin(r, c);
 }
 
 void

@@ -234,6 +234,35 @@ void op_head_object(struct s3_req *r);
 void op_delete_object(struct s3_req *r);
 void op_copy_object(struct s3_req *r);
 void op_admin(struct s3_req *r);
+void op_create_multipart(struct s3_req *r);
+void op_upload_part(struct s3_req *r);
+void op_complete_multipart(struct s3_req *r);
+void op_abort_multipart(struct s3_req *r);
+void op_list_parts(struct s3_req *r);
+void op_list_uploads(struct s3_req *r);
+
+/* Resolves ?uploadId= (and ?partNumber= when 'part_number' is non-NULL)
+ * for the request's bucket and key; on failure responds (NoSuchUpload,
+ * InvalidArgument) and returns false. */
+bool s3_multipart_lookup(struct s3_req *r, const struct index_bucket *bk,
+                         struct index_upload *upload, uint32_t *part_number);
+/* UploadPartCopy: copies x-amz-copy-source[-range] into part 'part_number'. */
+void op_upload_part_copy(struct s3_req *r, const struct index_bucket *bk,
+                         const struct index_upload *upload, uint32_t part_number);
+/* Copies bytes [first, first+len) of 'src' into a new writer (finished).
+ * Returns 0 or -errno; on error '*out' may hold a writer to destroy. */
+int s3_copy_range(struct server *srv, const struct index_object *src, uint64_t first,
+                  uint64_t len, struct storage_writer **out, uint8_t md5_out[16]);
+/* Resolves x-amz-copy-source to a pinned, condition-checked source object;
+ * on failure responds and returns false. */
+bool s3_copy_source_lookup(struct s3_req *r, struct index_bucket *src_bk, struct slice *src_key,
+                           struct index_object *src);
+
+/* Metadata entries whose names start with this are internal (never sent
+ * as headers): "x-shard-part-sizes" holds a multipart object's part sizes
+ * as little-endian u64s. */
+#define META_INTERNAL_PREFIX "x-shard-"
+#define META_PART_SIZES "x-shard-part-sizes"
 
 /* ---- helpers shared by handlers ----------------------------------------- */
 
