@@ -3,11 +3,15 @@
  *   GET /_/health   200 "ok" when ready: the only path served before
  *                   authentication.
  *   GET /_/metrics  Prometheus text format; SigV4 with the root key.
+ *   POST /_/scrub   re-reads every extent of every object and compares each
+ *                   block with its xxHash64; answers JSON with the totals and
+ *                   the objects that have bad blocks. SigV4 with the root key.
  */
 #include "server/server.h"
 
 #include <inttypes.h>
 #include <microhttpd.h>
+#include <stdlib.h>
 
 static int
 admin_lookup(void *ctx, struct slice access_key, char *secret, size_t cap)
@@ -26,16 +30,21 @@ static bool
 admin_authenticate(struct s3_req *r)
 {
     struct auth_request ar = {
-        .method = r->method, .path = r->raw_path, .query = r->raw_query,
-        .headers = r->headers, .n_headers = r->n_headers,
-        .now_s = clock_now_ns() / 1000000000, .region = r->srv->cfg.region,
+        .method = r->method,
+        .path = r->raw_path,
+        .query = r->raw_query,
+        .headers = r->headers,
+        .n_headers = r->n_headers,
+        .now_s = clock_now_ns() / 1000000000,
+        .region = r->srv->cfg.region,
     };
     enum auth_result res = auth_sigv4_verify(&ar, admin_lookup, r->srv, &r->auth);
     if (res == AUTH_OK)
         return true;
     atomic_fetch_add(&r->srv->metrics.auth_failures, 1);
-    s3_respond_error(r, res == AUTH_BAD_SIGNATURE ? S3_ERR_SIGNATURE_DOES_NOT_MATCH
-                                                   : S3_ERR_ACCESS_DENIED, NULL);
+    s3_respond_error(
+        r, res == AUTH_BAD_SIGNATURE ? S3_ERR_SIGNATURE_DOES_NOT_MATCH : S3_ERR_ACCESS_DENIED,
+        NULL);
     return false;
 }
 
@@ -67,8 +76,7 @@ admin_metrics(struct s3_req *r)
            atomic_load(&srv->metrics.bytes_out));
     metric(&b, "shardstore_puts_total", "counter", "Objects written",
            atomic_load(&srv->metrics.puts));
-    metric(&b, "shardstore_gets_total", "counter", "Object reads",
-           atomic_load(&srv->metrics.gets));
+    metric(&b, "shardstore_gets_total", "counter", "Object reads", atomic_load(&srv->metrics.gets));
     metric(&b, "shardstore_index_commits_total", "counter", "Index write transactions",
            atomic_load(&srv->metrics.commits));
     metric(&b, "shardstore_index_committed_ops_total", "counter", "Mutations in those transactions",
@@ -83,6 +91,80 @@ admin_metrics(struct s3_req *r)
     metric(&b, "shardstore_storage_volumes", "gauge", "Volume files", st.n_volumes);
     s3_respond_body(r, 200, "text/plain; version=0.0.4", b.ptr, b.len);
     buf_cleanup(&b);
+}
+
+struct scrub_ctx {
+    struct server *srv;
+    uint64_t objects;
+    uint64_t bytes;
+    uint64_t bad_blocks;
+    uint64_t errors;
+    struct buf bad; /* JSON array items */
+};
+
+static int
+scrub_one(void *ctx, uint64_t bucket_id, struct slice key, const struct index_object *obj)
+{
+    struct scrub_ctx *sc = ctx;
+    sc->objects++;
+    sc->bytes += obj->size;
+    if (obj->n_extents == 0)
+        return 0;
+    struct storage_extent *se = xcalloc(obj->n_extents, sizeof(*se));
+    s3_extents_to_storage(obj->extents, obj->n_extents, se);
+    long bad = storage_verify(sc->srv->storage, se, obj->n_extents, obj->sums, obj->sums_len);
+    free(se);
+    if (bad == 0)
+        return 0;
+    if (bad < 0)
+        sc->errors++;
+    else
+        sc->bad_blocks += (uint64_t)bad;
+    /* JSON string of the key, with control characters and quotes escaped. */
+    buf_printf(&sc->bad, "%s{\"bucket_id\":%" PRIu64 ",\"key\":\"", sc->bad.len ? "," : "",
+               bucket_id);
+    for (size_t i = 0; i < key.len; i++) {
+        unsigned char c = (unsigned char)key.ptr[i];
+        if (c == '"' || c == '\\')
+            buf_printf(&sc->bad, "\\%c", c);
+        else if (c < 0x20)
+            buf_printf(&sc->bad, "\\u%04x", c);
+        else
+            buf_append(&sc->bad, &key.ptr[i], 1);
+    }
+    buf_printf(&sc->bad, "\",\"bad_blocks\":%ld}", bad);
+    log_warn("scrub: object in bucket %" PRIu64 " (%zu-byte key) has %ld bad block(s)%s", bucket_id,
+             key.len, bad < 0 ? 0 : bad, bad < 0 ? " (read error)" : "");
+    return 0;
+}
+
+static void
+admin_scrub(struct s3_req *r)
+{
+    struct scrub_ctx sc = {.srv = r->srv};
+    buf_init(&sc.bad);
+    /* The pin keeps every extent seen here from being reused meanwhile. */
+    uint64_t pin = storage_reader_pin(r->srv->storage);
+    int64_t t0 = clock_mono_ns();
+    int rc = index_object_scan(r->srv->index, scrub_one, &sc);
+    storage_reader_unpin(r->srv->storage, pin);
+    if (rc < 0) {
+        buf_cleanup(&sc.bad);
+        s3_respond_error(r, S3_ERR_INTERNAL_ERROR, NULL);
+        return;
+    }
+    struct buf b;
+    buf_init(&b);
+    buf_printf(&b,
+               "{\"objects\":%" PRIu64 ",\"bytes\":%" PRIu64 ",\"bad_blocks\":%" PRIu64
+               ",\"read_errors\":%" PRIu64 ",\"seconds\":%.3f,\"bad_objects\":[%s]}\n",
+               sc.objects, sc.bytes, sc.bad_blocks, sc.errors, (double)(clock_mono_ns() - t0) / 1e9,
+               sc.bad.ptr ? sc.bad.ptr : "");
+    log_info("scrub: %" PRIu64 " objects, %" PRIu64 " bytes, %" PRIu64 " bad blocks", sc.objects,
+             sc.bytes, sc.bad_blocks);
+    s3_respond_body(r, 200, "application/json", b.ptr, b.len);
+    buf_cleanup(&b);
+    buf_cleanup(&sc.bad);
 }
 
 void
@@ -101,6 +183,10 @@ op_admin(struct s3_req *r)
         return;
     if (slice_eq(what, SLICE_LIT("metrics")) && is_get) {
         admin_metrics(r);
+        return;
+    }
+    if (slice_eq(what, SLICE_LIT("scrub")) && slice_eq(r->method, SLICE_LIT("POST"))) {
+        admin_scrub(r);
         return;
     }
     s3_respond_error(r, S3_ERR_INVALID_REQUEST, "Unknown admin endpoint");
