@@ -23,3 +23,7 @@ TESTS += %D%/test_curl
 %C%_test_curl_SOURCES = %D%/test_curl.c
 %C%_test_curl_CFLAGS = $(AM_CFLAGS) $(LIBCURL_CFLAGS)
 %C%_test_curl_LDADD = tests/lib/libtest.la $(LIBCURL_LIBS)
+
+# Admin endpoints: health, metrics, scrub.
+TESTS += %D%/test_admin.py
+EXTRA_DIST += %D%/test_admin.py
