@@ -194,3 +194,25 @@ def file_md5(path, chunk=8 * MIB):
                 break
             h.update(b)
     return h.hexdigest()
+
+
+def start_stream(srv, method, path, query, total_len, headers=None):
+    """Sends the headers of an UNSIGNED-PAYLOAD request with a 'total_len'
+    body and returns the connection; the caller sends the body and reads the
+    response."""
+    h = srv.sign(method, path, query, dict(headers or {}), b"", payload_hash="UNSIGNED-PAYLOAD")
+    conn = srv.connect(timeout=30)
+    conn.putrequest(method, path + ("?" + query if query else ""), skip_host=True, skip_accept_encoding=True)
+    for k, v in h.items():
+        conn.putheader(k, v)
+    conn.putheader("Content-Length", str(total_len))
+    conn.endheaders()
+    return conn
+
+
+def finish_response(conn):
+    """Reads the response of a streamed request: (status, body)."""
+    r = conn.getresponse()
+    body = r.read()
+    conn.close()
+    return r.status, body
