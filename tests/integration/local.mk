@@ -7,7 +7,8 @@ TESTS += \
 	%D%/test_s3cmd.py \
 	%D%/test_rclone.py \
 	%D%/test_hostile.py \
-	%D%/test_crash.py
+	%D%/test_crash.py \
+	%D%/test_concurrency.py
 
 EXTRA_DIST += \
 	%D%/harness.py \
@@ -16,7 +17,8 @@ EXTRA_DIST += \
 	%D%/test_s3cmd.py \
 	%D%/test_rclone.py \
 	%D%/test_hostile.py \
-	%D%/test_crash.py
+	%D%/test_crash.py \
+	%D%/test_concurrency.py
 
 check_PROGRAMS += %D%/test_curl
 TESTS += %D%/test_curl

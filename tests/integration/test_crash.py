@@ -120,6 +120,15 @@ def test_kill_after_ack():
                     raise harness.Failure("round %d: acknowledged %s lost after kill -9: %s" % (rnd, k, e))
                 same_bytes(r["Body"].read(), v, "round %d: %s after kill -9" % (rnd, k))
                 eq(r["ETag"], etags[k], "round %d: ETag of %s" % (rnd, k))
+        # Metadata and stored checksums survive a kill -9 too.
+        body = harness.random_bytes(5000, seed=990)
+        s3.put_object(Bucket="durable", Key="meta", Body=body, ContentType="text/x-kill", Metadata={"m": "v"}, ChecksumSHA256=harness.checksum_b64("SHA256", body))
+        srv.kill()
+        srv.start()
+        s3 = srv.client(max_pool_connections=32)
+        h = s3.head_object(Bucket="durable", Key="meta", ChecksumMode="ENABLED")
+        eq((h["ContentType"], h["Metadata"], h.get("ChecksumSHA256")), ("text/x-kill", {"m": "v"}, harness.checksum_b64("SHA256", body)), "metadata after kill -9")
+        s3.delete_object(Bucket="durable", Key="meta")
         # Acknowledged deletes are durable too.
         for i in range(0, 20, 2):
             s3.delete_object(Bucket="durable", Key="obj-%02d" % i)
@@ -222,7 +231,41 @@ def test_full_volume():
         check(n >= len(stored), "after freeing everything only %d objects fit again (had %d)" % (n, len(stored)))
 
 
-TESTS = [test_kill_during_overwrite, test_kill_after_ack, test_full_volume]
+def test_sigterm_drains_in_flight():
+    with harness.Server(tag="crash-d") as srv:
+        s3 = srv.client()
+        s3.create_bucket(Bucket="drain")
+        data = harness.random_bytes(32 * MIB, seed=950)
+        conn = start_stream_put(srv, "/drain/inflight", len(data))
+        conn.send(data[:16 * MIB])
+        time.sleep(0.2)
+        srv.proc.send_signal(harness.signal.SIGTERM)
+        time.sleep(0.2)
+        # New connections are no longer served...
+        status = srv.health(timeout=2)
+        check(status != 200, "/_/health still 200 after SIGTERM")
+        # ...but the upload in flight completes.
+        try:
+            conn.send(data[16 * MIB:])
+            resp = conn.getresponse()
+            body = resp.read()
+        except (OSError, harness.http.client.HTTPException) as e:
+            raise harness.Failure("in-flight PUT cut by SIGTERM: %r" % e)
+        finally:
+            conn.close()
+        eq(resp.status, 200, "in-flight PUT across SIGTERM: %r" % body[:300])
+        try:
+            rc = srv.proc.wait(timeout=harness.STOP_TIMEOUT_S)
+        except harness.subprocess.TimeoutExpired:
+            raise harness.Failure("server still running %.0f s after SIGTERM with nothing in flight" % harness.STOP_TIMEOUT_S)
+        eq(rc, 0, "exit status after SIGTERM")
+        problems = srv.stop()
+        check(not problems, "\n".join(problems))
+        srv.start()
+        same_bytes(srv.client().get_object(Bucket="drain", Key="inflight")["Body"].read(), data, "object finished during shutdown, after restart")
+
+
+TESTS = [test_kill_during_overwrite, test_kill_after_ack, test_full_volume, test_sigterm_drains_in_flight]
 
 if __name__ == "__main__":
     harness.main(TESTS, shared_server=False)
