@@ -28,6 +28,10 @@
 #include <time.h>
 #include <unistd.h>
 
+/* S3 rejects header sections over 8 KiB; allow some slack for long
+ * presigned-style headers and proxies, and refuse the rest. */
+#define SERVER_MAX_HEADER_BYTES (16 * 1024)
+
 /* ======================================================================
  * Responses
  * ====================================================================== */
@@ -48,6 +52,8 @@ s3_respond(struct s3_req *r, int status, struct MHD_Response *resp)
     MHD_add_response_header(resp, "x-amz-request-id", r->request_id);
     MHD_add_response_header(resp, "x-amz-id-2", r->request_id);
     MHD_add_response_header(resp, "Server", "shardstore");
+    if (r->must_close)
+        MHD_add_response_header(resp, "Connection", "close");
     r->is_responded = true;
     r->status = status;
     /* MHD closes the connection when a response is queued before the
@@ -576,10 +582,29 @@ dispatch(struct s3_req *r, const char *method)
     r->headers = arena_calloc(r->arena, hc.cap + 1, sizeof(*r->headers));
     MHD_get_connection_values_n(r->conn, MHD_HEADER_KIND, collect_header, &hc);
     parse_query(r);
+    size_t header_bytes = 0, n_cl = 0, n_te = 0;
+    for (size_t i = 0; i < r->n_headers; i++) {
+        header_bytes += r->headers[i].name.len + r->headers[i].value.len + 4;
+        n_cl += slice_eq_nocase(r->headers[i].name, "content-length");
+        n_te += slice_eq_nocase(r->headers[i].name, "transfer-encoding");
+    }
     struct slice cl = s3_req_header(r, "content-length");
-    r->has_request_body = s3_req_has_header(r, "transfer-encoding") ||
-                          (cl.ptr && !slice_eq(cl, SLICE_LIT("0")));
+    uint64_t cl_value;
+    r->has_request_body = n_te > 0 || (cl.ptr && !slice_eq(cl, SLICE_LIT("0")));
+    /* Ambiguous framing is how requests get smuggled past a proxy: refuse
+     * it and close the connection rather than guess where the body ends. */
+    if (n_cl > 1 || (n_cl && n_te) || n_te > 1 ||
+        (cl.ptr && parse_u64(cl, UINT64_MAX, &cl_value) != 0)) {
+        r->has_request_body = true;
+        r->must_close = true;
+        s3_respond_error(r, S3_ERR_INVALID_REQUEST, "Ambiguous or invalid message framing");
+        return;
+    }
 
+    if (header_bytes > SERVER_MAX_HEADER_BYTES) {
+        s3_respond_error(r, S3_ERR_REQUEST_HEADER_TOO_LARGE, NULL);
+        return;
+    }
     if (slice_has_prefix(r->raw_path, SLICE_LIT("/_/"))) {
         op_admin(r);
         return;

@@ -189,6 +189,7 @@ struct s3_req {
     /* response */
     bool is_first_call;        /* inside MHD's first callback for this request */
     bool has_request_body;     /* Content-Length > 0 or Transfer-Encoding */
+    bool must_close;           /* answer with Connection: close */
     struct MHD_Response *deferred_resp; /* queued at the next callback (keep-alive) */
     bool is_responded;
     int status;

@@ -493,7 +493,14 @@ def test_smuggling(srv):
         out, closed = raw(srv, data, timeout=3)
         resp = parse_responses(out, method="PUT")
         statuses = [r[0] for r in resp]
-        check(len(resp) <= 1, "%s: the smuggled request was answered; responses %r" % (name, statuses))
+        # The smuggled request is GET /_/health: any 2xx/3xx means it was
+        # answered. (libmicrohttpd 0.9.75 repeats the status head of its own
+        # 400 for a malformed Content-Length, which parses as a second,
+        # 'unparseable' response; that is not an answer to the smuggled request.)
+        answered = [st for st in statuses[1:] if isinstance(st, int) and st < 400]
+        check(not answered and all(isinstance(st, int) and st >= 400 or st == "unparseable"
+                                   for st in statuses[1:]),
+              "%s: the smuggled request was answered; responses %r" % (name, statuses))
         if resp:
             st = resp[0][0]
             check(isinstance(st, int) and 400 <= st < 500, "%s: response %r" % (name, out[:300]))
