@@ -24,13 +24,13 @@ struct auth_header {
 };
 
 struct auth_request {
-    struct slice method;       /* "GET", "PUT", ... */
-    struct slice path;         /* raw request path exactly as on the wire (still %-encoded) */
-    struct slice query;        /* raw query string without '?' (still %-encoded), may be empty */
+    struct slice method; /* "GET", "PUT", ... */
+    struct slice path;   /* raw request path exactly as on the wire (still %-encoded) */
+    struct slice query;  /* raw query string without '?' (still %-encoded), may be empty */
     const struct auth_header *headers;
     size_t n_headers;
-    int64_t now_s;             /* current Unix time, seconds */
-    const char *region;        /* the server's region, e.g. "us-east-1" */
+    int64_t now_s;      /* current Unix time, seconds */
+    const char *region; /* the server's region, e.g. "us-east-1" */
 };
 
 /* Looks up the secret of 'access_key'. Copies it NUL-terminated into
@@ -40,23 +40,26 @@ typedef int (*auth_secret_fn)(void *ctx, struct slice access_key, char *secret, 
 
 enum auth_result {
     AUTH_OK,
-    AUTH_ANONYMOUS,      /* no Authorization header and no X-Amz-Signature: unsigned request */
-    AUTH_MALFORMED,      /* Authorization header/query unparsable or missing parts: AuthorizationHeaderMalformed / AuthorizationQueryParametersError */
-    AUTH_UNSUPPORTED,    /* SigV2 or another algorithm than AWS4-HMAC-SHA256 */
-    AUTH_UNKNOWN_KEY,    /* InvalidAccessKeyId */
-    AUTH_BAD_SIGNATURE,  /* SignatureDoesNotMatch */
-    AUTH_SKEWED,         /* header auth: |x-amz-date - now| > 15 min: RequestTimeTooSkewed */
-    AUTH_EXPIRED,        /* presigned: now > X-Amz-Date + X-Amz-Expires: AccessDenied "Request has expired" */
-    AUTH_BAD_EXPIRES,    /* presigned: X-Amz-Expires not in 1..604800: AuthorizationQueryParametersError */
-    AUTH_BAD_REGION,     /* credential scope names another region: AuthorizationHeaderMalformed */
+    AUTH_ANONYMOUS,     /* no Authorization header and no X-Amz-Signature: unsigned request */
+    AUTH_MALFORMED,     /* Authorization header/query unparsable or missing parts:
+                           AuthorizationHeaderMalformed / AuthorizationQueryParametersError */
+    AUTH_UNSUPPORTED,   /* SigV2 or another algorithm than AWS4-HMAC-SHA256 */
+    AUTH_UNKNOWN_KEY,   /* InvalidAccessKeyId */
+    AUTH_BAD_SIGNATURE, /* SignatureDoesNotMatch */
+    AUTH_SKEWED,        /* header auth: |x-amz-date - now| > 15 min: RequestTimeTooSkewed */
+    AUTH_EXPIRED, /* presigned: now > X-Amz-Date + X-Amz-Expires: AccessDenied "Request has expired"
+                   */
+    AUTH_BAD_EXPIRES, /* presigned: X-Amz-Expires not in 1..604800:
+                         AuthorizationQueryParametersError */
+    AUTH_BAD_REGION,  /* credential scope names another region: AuthorizationHeaderMalformed */
 };
 
 /* How the body is protected, from x-amz-content-sha256. */
 enum auth_payload {
-    AUTH_PAYLOAD_HASH,                    /* hex SHA-256 of the body: verify when the body is read */
-    AUTH_PAYLOAD_UNSIGNED,                /* UNSIGNED-PAYLOAD (always for presigned URLs) */
-    AUTH_PAYLOAD_STREAMING_SIGNED,        /* STREAMING-AWS4-HMAC-SHA256-PAYLOAD */
-    AUTH_PAYLOAD_STREAMING_SIGNED_TRAILER,/* STREAMING-AWS4-HMAC-SHA256-PAYLOAD-TRAILER */
+    AUTH_PAYLOAD_HASH,             /* hex SHA-256 of the body: verify when the body is read */
+    AUTH_PAYLOAD_UNSIGNED,         /* UNSIGNED-PAYLOAD (always for presigned URLs) */
+    AUTH_PAYLOAD_STREAMING_SIGNED, /* STREAMING-AWS4-HMAC-SHA256-PAYLOAD */
+    AUTH_PAYLOAD_STREAMING_SIGNED_TRAILER,   /* STREAMING-AWS4-HMAC-SHA256-PAYLOAD-TRAILER */
     AUTH_PAYLOAD_STREAMING_UNSIGNED_TRAILER, /* STREAMING-UNSIGNED-PAYLOAD-TRAILER */
 };
 
@@ -64,13 +67,13 @@ enum auth_payload {
 struct auth_verdict {
     enum auth_payload payload;
     bool is_presigned;
-    uint8_t payload_sha256[32];   /* valid when payload == AUTH_PAYLOAD_HASH */
-    char access_key[129];         /* NUL-terminated */
+    uint8_t payload_sha256[32]; /* valid when payload == AUTH_PAYLOAD_HASH */
+    char access_key[129];       /* NUL-terminated */
     /* For streaming signed payloads: the state needed to verify chunk signatures. */
     uint8_t signing_key[32];
-    char seed_signature[65];      /* hex signature of the request (NUL-terminated) */
-    char amz_date[17];            /* "YYYYMMDDTHHMMSSZ" */
-    char scope[160];              /* "YYYYMMDD/region/s3/aws4_request" */
+    char seed_signature[65]; /* hex signature of the request (NUL-terminated) */
+    char amz_date[17];       /* "YYYYMMDDTHHMMSSZ" */
+    char scope[160];         /* "YYYYMMDD/region/s3/aws4_request" */
 };
 
 /*
@@ -79,8 +82,8 @@ struct auth_verdict {
  * AUTH_OK and fills 'out', or another auth_result ('out' then undefined).
  * The signature comparison is constant time. Never logs the secret.
  */
-enum auth_result auth_sigv4_verify(const struct auth_request *req, auth_secret_fn lookup,
-                                   void *ctx, struct auth_verdict *out);
+enum auth_result auth_sigv4_verify(const struct auth_request *req, auth_secret_fn lookup, void *ctx,
+                                   struct auth_verdict *out);
 
 /*
  * Verifies a SigV2 presigned URL (query AWSAccessKeyId, Expires,
@@ -121,8 +124,8 @@ int auth_sigv4_sign(const struct auth_request *req, const char *access_key, cons
  * 'expires_s' seconds from 'req->now_s'. Writes the complete query string
  * (NUL-terminated, without '?') into 'out'. Returns 0 or -1 (cap too small).
  */
-int auth_sigv4_presign(const struct auth_request *req, const char *access_key,
-                       const char *secret, int64_t expires_s, char *out, size_t cap);
+int auth_sigv4_presign(const struct auth_request *req, const char *access_key, const char *secret,
+                       int64_t expires_s, char *out, size_t cap);
 
 /* ---- aws-chunked payload decoding -------------------------------------- */
 
@@ -138,9 +141,9 @@ int auth_sigv4_presign(const struct auth_request *req, const char *access_key,
 #define AUTH_CHUNKED_MAX_TRAILERS 4
 
 enum auth_chunked_status {
-    AUTH_CHUNKED_AGAIN,     /* all input consumed, need more */
-    AUTH_CHUNKED_DONE,      /* final chunk and trailers read; input after it is not consumed */
-    AUTH_CHUNKED_ERROR,     /* bad framing (IncompleteBody / InvalidRequest) */
+    AUTH_CHUNKED_AGAIN,         /* all input consumed, need more */
+    AUTH_CHUNKED_DONE,          /* final chunk and trailers read; input after it is not consumed */
+    AUTH_CHUNKED_ERROR,         /* bad framing (IncompleteBody / InvalidRequest) */
     AUTH_CHUNKED_BAD_SIGNATURE, /* a chunk or trailer signature did not verify */
 };
 

@@ -61,7 +61,7 @@ multmodp(uint64_t a, uint64_t b, uint64_t poly, int width)
 static uint64_t
 xbytesmodp(uint64_t n, uint64_t poly, int width)
 {
-    uint64_t p = 1ull << (width - 1); /* x^0 */
+    uint64_t p = 1ull << (width - 1);  /* x^0 */
     uint64_t sq = 1ull << (width - 2); /* x^1 */
     for (int i = 0; i < 3; i++)
         sq = multmodp(sq, sq, poly, width); /* x^8 */

@@ -25,12 +25,12 @@
 #include <stdio.h>
 
 enum {
-    ST_SIZE,              /* reading a chunk header line */
-    ST_DATA,              /* inside chunk data */
-    ST_DATA_CR,           /* the CR after chunk data */
-    ST_DATA_LF,           /* the LF after chunk data */
-    ST_TRAILER,           /* after the last chunk: trailer lines or the final empty line */
-    ST_TRAILER_SIGNED,    /* the trailer signature verified: only the final empty line */
+    ST_SIZE,           /* reading a chunk header line */
+    ST_DATA,           /* inside chunk data */
+    ST_DATA_CR,        /* the CR after chunk data */
+    ST_DATA_LF,        /* the LF after chunk data */
+    ST_TRAILER,        /* after the last chunk: trailer lines or the final empty line */
+    ST_TRAILER_SIGNED, /* the trailer signature verified: only the final empty line */
     ST_DONE,
     ST_ERROR,
     ST_BAD_SIGNATURE,
@@ -247,8 +247,7 @@ auth_chunked_feed(struct auth_chunked *c, const char *in, size_t len, size_t *co
                   auth_data_fn fn, void *ctx)
 {
     size_t i = 0;
-    while (i < len && c->state != ST_DONE && c->state != ST_ERROR &&
-           c->state != ST_BAD_SIGNATURE) {
+    while (i < len && c->state != ST_DONE && c->state != ST_ERROR && c->state != ST_BAD_SIGNATURE) {
         switch (c->state) {
         case ST_DATA: {
             size_t n = len - i;

@@ -144,8 +144,8 @@ slice_next(struct slice *s, char sep, struct slice *head)
 static bool
 is_unreserved(unsigned char c)
 {
-    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-           c == '-' || c == '_' || c == '.' || c == '~';
+    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' ||
+           c == '_' || c == '.' || c == '~';
 }
 
 /* Appends 's' URI-encoded per SigV4: unreserved bytes kept, all others %XX. */
@@ -303,7 +303,8 @@ parse_http_date(struct slice s, int64_t *out)
     int y, mo = 0, d, h, mi, sec;
     const char *p = s.ptr + dl;
     if (digits(s.ptr, dl, &d) || p[0] != ' ' || p[4] != ' ' || p[9] != ' ' || p[12] != ':' ||
-        p[15] != ':' || p[18] != ' ' || !auth__eq_nocase((struct slice){p + 19, 3}, SLICE_LIT("GMT")))
+        p[15] != ':' || p[18] != ' ' ||
+        !auth__eq_nocase((struct slice){p + 19, 3}, SLICE_LIT("GMT")))
         return -1;
     for (int i = 0; i < 12; i++)
         if (auth__eq_nocase((struct slice){p + 1, 3}, (struct slice){months + 3 * i, 3}))
@@ -675,8 +676,8 @@ fail:
 }
 
 static enum auth_result
-verify_header(const struct auth_request *req, struct slice authz, auth_secret_fn lookup,
-              void *ctx, struct auth_verdict *out)
+verify_header(const struct auth_request *req, struct slice authz, auth_secret_fn lookup, void *ctx,
+              struct auth_verdict *out)
 {
     struct sigv4_input in = {.is_presigned = false};
     char date_buf[17];

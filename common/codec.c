@@ -83,7 +83,8 @@ base64_decode(const char *in, size_t len, void *out)
                     return -1;
             }
         }
-        uint32_t w = (uint32_t)v[0] << 18 | (uint32_t)v[1] << 12 | (uint32_t)v[2] << 6 | (uint32_t)v[3];
+        uint32_t w =
+            (uint32_t)v[0] << 18 | (uint32_t)v[1] << 12 | (uint32_t)v[2] << 6 | (uint32_t)v[3];
         o[n++] = (unsigned char)(w >> 16);
         if (pad < 2)
             o[n++] = (unsigned char)(w >> 8);

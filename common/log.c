@@ -29,8 +29,8 @@ log_msg(enum log_level lvl, const char *fmt, ...)
     clock_gettime(CLOCK_REALTIME, &ts);
     gmtime_r(&ts.tv_sec, &tm);
     int n = snprintf(line, sizeof(line), "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ %s ",
-                     tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min,
-                     tm.tm_sec, ts.tv_nsec / 1000000, names[lvl]);
+                     tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
+                     ts.tv_nsec / 1000000, names[lvl]);
     va_list ap;
     va_start(ap, fmt);
     int m = vsnprintf(line + n, sizeof(line) - (size_t)n - 1, fmt, ap);

@@ -312,8 +312,8 @@ authenticate(struct s3_req *r)
         /* A SigV2 presigned URL (aws-cli v1 `aws s3 presign`). */
         struct slice prefix = SLICE_NULL;
         if (r->is_virtual_host)
-            prefix = slice_from_cstr(arena_sprintf(r->arena, "/%.*s", (int)r->bucket.len,
-                                                   r->bucket.ptr));
+            prefix = slice_from_cstr(
+                arena_sprintf(r->arena, "/%.*s", (int)r->bucket.len, r->bucket.ptr));
         res = auth_sigv2_verify_query(&ar, prefix, lookup_secret, r->srv, &r->auth);
     }
     if (res == AUTH_OK) {
@@ -333,10 +333,11 @@ authenticate(struct s3_req *r)
         break;
     case AUTH_BAD_REGION: {
         char msg[160];
-        snprintf(msg, sizeof(msg), "The authorization header is malformed; the region is wrong; "
-                                   "expecting '%s'", r->srv->cfg.region);
-        s3_respond_error(r, is_query ? S3_ERR_AUTH_QUERY_ERROR : S3_ERR_AUTH_HEADER_MALFORMED,
-                         msg);
+        snprintf(msg, sizeof(msg),
+                 "The authorization header is malformed; the region is wrong; "
+                 "expecting '%s'",
+                 r->srv->cfg.region);
+        s3_respond_error(r, is_query ? S3_ERR_AUTH_QUERY_ERROR : S3_ERR_AUTH_HEADER_MALFORMED, msg);
         break;
     }
     case AUTH_UNSUPPORTED:
@@ -400,11 +401,38 @@ static const struct route routes[] = {
  * that no route handles is NotImplemented rather than silently treated as
  * the plain operation. */
 static const char *subresources[] = {
-    "accelerate", "acl", "analytics", "attributes", "cors", "delete", "encryption",
-    "intelligent-tiering", "inventory", "legal-hold", "lifecycle", "location", "logging",
-    "metrics", "notification", "object-lock", "ownershipControls", "policy", "policyStatus",
-    "publicAccessBlock", "replication", "requestPayment", "restore", "retention", "select",
-    "tagging", "torrent", "uploadId", "uploads", "versioning", "versions", "website",
+    "accelerate",
+    "acl",
+    "analytics",
+    "attributes",
+    "cors",
+    "delete",
+    "encryption",
+    "intelligent-tiering",
+    "inventory",
+    "legal-hold",
+    "lifecycle",
+    "location",
+    "logging",
+    "metrics",
+    "notification",
+    "object-lock",
+    "ownershipControls",
+    "policy",
+    "policyStatus",
+    "publicAccessBlock",
+    "replication",
+    "requestPayment",
+    "restore",
+    "retention",
+    "select",
+    "tagging",
+    "torrent",
+    "uploadId",
+    "uploads",
+    "versioning",
+    "versions",
+    "website",
 };
 
 static const char *
@@ -504,8 +532,8 @@ feed_body(struct s3_req *r, const char *data, size_t len)
         return;
     }
     size_t consumed = 0;
-    enum auth_chunked_status st = auth_chunked_feed(&r->chunked, data, len, &consumed,
-                                                    deliver_payload, r);
+    enum auth_chunked_status st =
+        auth_chunked_feed(&r->chunked, data, len, &consumed, deliver_payload, r);
     if (st == AUTH_CHUNKED_ERROR)
         r->body_error = S3_ERR_INCOMPLETE_BODY;
     else if (st == AUTH_CHUNKED_BAD_SIGNATURE)
@@ -676,9 +704,8 @@ on_completed(void *cls, struct MHD_Connection *conn, void **req_cls,
     if (r->has_pin)
         storage_reader_unpin(srv->storage, r->pin);
     if (toe != MHD_REQUEST_TERMINATED_COMPLETED_OK && r->method.ptr)
-        log_debug("request %s: %.*s %.*s terminated early (%d)", r->request_id,
-                  (int)r->method.len, r->method.ptr, (int)r->raw_path.len, r->raw_path.ptr,
-                  (int)toe);
+        log_debug("request %s: %.*s %.*s terminated early (%d)", r->request_id, (int)r->method.len,
+                  r->method.ptr, (int)r->raw_path.len, r->raw_path.ptr, (int)toe);
     buf_cleanup(&r->xml_body);
     atomic_fetch_sub(&srv->in_flight, 1);
     arena_destroy(r->arena);
@@ -725,10 +752,9 @@ http_start(struct server *srv)
         MHD_OPTION_THREAD_POOL_SIZE, threads, MHD_OPTION_CONNECTION_LIMIT,
         srv->cfg.connection_limit, MHD_OPTION_CONNECTION_TIMEOUT, srv->cfg.connection_timeout_s,
         MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(256 * 1024),
-        MHD_OPTION_CONNECTION_MEMORY_INCREMENT, (size_t)(16 * 1024),
-        MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv, MHD_OPTION_URI_LOG_CALLBACK, on_uri, srv,
-        MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, srv, MHD_OPTION_LISTENING_ADDRESS_REUSE, 1u,
-        MHD_OPTION_END);
+        MHD_OPTION_CONNECTION_MEMORY_INCREMENT, (size_t)(16 * 1024), MHD_OPTION_NOTIFY_COMPLETED,
+        on_completed, srv, MHD_OPTION_URI_LOG_CALLBACK, on_uri, srv, MHD_OPTION_EXTERNAL_LOGGER,
+        on_mhd_log, srv, MHD_OPTION_LISTENING_ADDRESS_REUSE, 1u, MHD_OPTION_END);
     if (!srv->daemon) {
         log_error("cannot listen on %s:%u", srv->cfg.listen_addr, srv->cfg.listen_port);
         return -1;

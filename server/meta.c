@@ -61,8 +61,8 @@ meta_decode(struct arena *a, const uint8_t *p, size_t len, struct meta *out)
         if (len - o < nl + 4)
             return false;
         o += nl;
-        size_t vl = (size_t)p[o] | (size_t)p[o + 1] << 8 | (size_t)p[o + 2] << 16 |
-                    (size_t)p[o + 3] << 24;
+        size_t vl =
+            (size_t)p[o] | (size_t)p[o + 1] << 8 | (size_t)p[o + 2] << 16 | (size_t)p[o + 3] << 24;
         o += 4;
         if (len - o < vl)
             return false;
@@ -76,8 +76,8 @@ meta_decode(struct arena *a, const uint8_t *p, size_t len, struct meta *out)
         o += 2;
         out->entries[i].name = (struct slice){(const char *)p + o, nl};
         o += nl;
-        size_t vl = (size_t)p[o] | (size_t)p[o + 1] << 8 | (size_t)p[o + 2] << 16 |
-                    (size_t)p[o + 3] << 24;
+        size_t vl =
+            (size_t)p[o] | (size_t)p[o + 1] << 8 | (size_t)p[o + 2] << 16 | (size_t)p[o + 3] << 24;
         o += 4;
         out->entries[i].value = (struct slice){(const char *)p + o, vl};
         o += vl;
@@ -96,9 +96,8 @@ meta_get(const struct meta *m, const char *name)
 }
 
 static const char *stored_headers[] = {
-    "content-type",  "content-encoding", "content-disposition",
-    "content-language", "cache-control", "expires",
-    "x-amz-storage-class", "x-amz-website-redirect-location",
+    "content-type",  "content-encoding", "content-disposition", "content-language",
+    "cache-control", "expires",          "x-amz-storage-class", "x-amz-website-redirect-location",
 };
 
 /* Removes "aws-chunked" from a Content-Encoding list: it describes the

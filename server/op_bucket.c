@@ -147,7 +147,8 @@ op_get_bucket_versioning(struct s3_req *r)
     struct index_bucket bk;
     if (!s3_bucket_lookup(r, &bk))
         return;
-    static const char body[] = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<VersioningConfiguration "
-                               "xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\"/>";
+    static const char body[] =
+        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<VersioningConfiguration "
+        "xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\"/>";
     s3_respond_body(r, 200, "application/xml", body, sizeof(body) - 1);
 }

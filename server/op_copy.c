@@ -182,7 +182,8 @@ op_copy_object(struct s3_req *r)
             return;
         }
         /* The bytes are the same, so their checksum still holds. */
-        struct meta_entry *ents = arena_calloc(r->arena, new_meta.n + src_meta.n + 1, sizeof(*ents));
+        struct meta_entry *ents =
+            arena_calloc(r->arena, new_meta.n + src_meta.n + 1, sizeof(*ents));
         memcpy(ents, new_meta.entries, new_meta.n * sizeof(*ents));
         for (size_t i = 0; i < src_meta.n; i++)
             if (slice_has_prefix(src_meta.entries[i].name, SLICE_LIT("x-amz-checksum-")))
@@ -229,7 +230,10 @@ op_copy_object(struct s3_req *r)
         obj.sums = storage_writer_sums(w, &obj.sums_len);
     }
     struct index_op op = {
-        .kind = INDEX_OP_PUT, .bucket_id = dst_bk.id, .key = r->key, .object = &obj,
+        .kind = INDEX_OP_PUT,
+        .bucket_id = dst_bk.id,
+        .key = r->key,
+        .object = &obj,
         .arena = r->arena,
     };
     rc = committer_run(r->srv->committer, &op, 1);

@@ -33,7 +33,8 @@ check_body_digest(struct s3_req *r)
         }
         if (algo == AUTH_CK_NONE && r->is_chunked_payload) {
             for (size_t i = 0; i < ARRAY_LEN(body_algos); i++) {
-                struct slice v = auth_chunked_trailer(&r->chunked, auth_checksum_header(body_algos[i]));
+                struct slice v =
+                    auth_chunked_trailer(&r->chunked, auth_checksum_header(body_algos[i]));
                 if (v.len) {
                     algo = body_algos[i];
                     expected = v;
@@ -51,7 +52,8 @@ check_body_digest(struct s3_req *r)
     char b64[64];
     size_t bl = base64_encode(dig, n, b64);
     if (!slice_eq(expected, (struct slice){b64, bl}))
-        return algo == AUTH_CK_MD5 && expected.len != 24 ? S3_ERR_INVALID_DIGEST : S3_ERR_BAD_DIGEST;
+        return algo == AUTH_CK_MD5 && expected.len != 24 ? S3_ERR_INVALID_DIGEST
+                                                         : S3_ERR_BAD_DIGEST;
     return S3_OK;
 }
 
@@ -67,8 +69,8 @@ delete_objects_end(struct s3_req *r)
         return;
     }
     struct xml_delete_request req;
-    enum xml_in_status st = xml_parse_delete(r->xml_body.ptr ? r->xml_body.ptr : "", r->xml_body.len,
-                                             r->arena, &req);
+    enum xml_in_status st =
+        xml_parse_delete(r->xml_body.ptr ? r->xml_body.ptr : "", r->xml_body.len, r->arena, &req);
     if (st != XML_IN_OK) {
         s3_respond_error(r, S3_ERR_MALFORMED_XML, NULL);
         return;
@@ -79,8 +81,8 @@ delete_objects_end(struct s3_req *r)
         struct slice k = req.objects[i].key;
         if (k.len == 0 || k.len > INDEX_MAX_KEY)
             continue;
-        ops[n_ops++] = (struct index_op){.kind = INDEX_OP_DELETE, .bucket_id = bk.id, .key = k,
-                                         .arena = r->arena};
+        ops[n_ops++] = (struct index_op){
+            .kind = INDEX_OP_DELETE, .bucket_id = bk.id, .key = k, .arena = r->arena};
     }
     int rc = n_ops ? committer_run(r->srv->committer, ops, n_ops) : 0;
     struct buf b;

@@ -320,8 +320,7 @@ get_or_head(struct s3_req *r, bool is_head)
                 range_format_content_range(&rg, obj.size, content_range, sizeof(content_range));
         }
     }
-    enum range_status rs =
-        pn ? RANGE_NONE : range_parse(s3_req_header(r, "range"), obj.size, &rg);
+    enum range_status rs = pn ? RANGE_NONE : range_parse(s3_req_header(r, "range"), obj.size, &rg);
     if (rs == RANGE_UNSATISFIABLE) {
         struct buf b;
         buf_init(&b);

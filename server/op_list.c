@@ -50,7 +50,8 @@ op_list_objects(struct s3_req *r)
     if (mk) {
         uint64_t v;
         if (parse_u64(mk->value, UINT64_MAX, &v) != 0) {
-            s3_respond_error(r, S3_ERR_INVALID_ARGUMENT, "Provided max-keys not an integer or within integer range");
+            s3_respond_error(r, S3_ERR_INVALID_ARGUMENT,
+                             "Provided max-keys not an integer or within integer range");
             return;
         }
         p.max_keys = v > 1000 ? 1000 : (uint32_t)v;
@@ -59,7 +60,8 @@ op_list_objects(struct s3_req *r)
     bool is_url = false;
     if (s3_req_param(r, "encoding-type")) {
         if (!slice_eq(enc_type, SLICE_LIT("url"))) {
-            s3_respond_error(r, S3_ERR_INVALID_ARGUMENT, "Invalid Encoding Method specified in Request");
+            s3_respond_error(r, S3_ERR_INVALID_ARGUMENT,
+                             "Invalid Encoding Method specified in Request");
             return;
         }
         is_url = true;
@@ -73,7 +75,8 @@ op_list_objects(struct s3_req *r)
             char *dec = arena_alloc(r->arena, base64_decoded_cap(token.len) + 1);
             long n = base64_decode(token.ptr, token.len, dec);
             if (n <= 0 || n > INDEX_MAX_KEY) {
-                s3_respond_error(r, S3_ERR_INVALID_ARGUMENT, "The continuation token provided is incorrect");
+                s3_respond_error(r, S3_ERR_INVALID_ARGUMENT,
+                                 "The continuation token provided is incorrect");
                 return;
             }
             p.start_after = (struct slice){dec, (size_t)n};

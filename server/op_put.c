@@ -36,7 +36,7 @@ struct put_ctx {
     enum auth_checksum_algo ck_algo;
     struct auth_checksum ck;
     bool has_ck;
-    struct slice ck_expected;   /* base64 from a header, empty when from a trailer */
+    struct slice ck_expected; /* base64 from a header, empty when from a trailer */
     bool is_ck_trailer;
     bool has_content_md5;
     uint8_t content_md5[16];
@@ -132,8 +132,8 @@ meta_add(struct s3_req *r, struct meta *m, const char *name, struct slice value)
     if (m->n)
         memcpy(e, m->entries, m->n * sizeof(*e));
     e[m->n].name = slice_from_cstr(arena_strndup(r->arena, name, strlen(name)));
-    e[m->n].value = (struct slice){arena_strndup(r->arena, value.ptr ? value.ptr : "", value.len),
-                                   value.len};
+    e[m->n].value =
+        (struct slice){arena_strndup(r->arena, value.ptr ? value.ptr : "", value.len), value.len};
     m->entries = e;
     m->n++;
 }
@@ -206,7 +206,9 @@ put_end_part(struct s3_req *r, struct put_ctx *c, const uint8_t etag[16], struct
     writer_extents(r, c->writer, &part.extents, &part.n_extents, &part.sums, &part.sums_len);
     meta_encode(r->arena, &pm, &part.meta, &part.meta_len);
     struct index_op op = {
-        .kind = INDEX_OP_PART_PUT, .upload_id = c->upload.upload_id, .part = &part,
+        .kind = INDEX_OP_PART_PUT,
+        .upload_id = c->upload.upload_id,
+        .part = &part,
         .arena = r->arena,
     };
     int rc = committer_run(r->srv->committer, &op, 1);
@@ -250,7 +252,8 @@ put_end(struct s3_req *r)
     if (e != S3_OK) {
         char msg[128];
         snprintf(msg, sizeof(msg), "The %s you specified did not match the calculated checksum.",
-                 c->has_content_md5 && !ck_b64.len ? "Content-MD5" : auth_checksum_name(c->ck_algo));
+                 c->has_content_md5 && !ck_b64.len ? "Content-MD5"
+                                                   : auth_checksum_name(c->ck_algo));
         s3_respond_error(r, e, e == S3_ERR_BAD_DIGEST ? msg : NULL);
         return;
     }
@@ -400,9 +403,8 @@ put_begin(struct s3_req *r, struct put_ctx *c)
         c->is_inline = true;
         c->inline_buf = arena_alloc(r->arena, c->declared_len + 1);
     } else if (!c->has_declared_len || c->declared_len > 0) {
-        int rc = storage_writer_create(r->srv->storage,
-                                       c->has_declared_len ? c->declared_len : UINT64_MAX,
-                                       &c->writer);
+        int rc = storage_writer_create(
+            r->srv->storage, c->has_declared_len ? c->declared_len : UINT64_MAX, &c->writer);
         if (rc < 0) {
             s3_respond_error(r, s3_error_from_errno(rc), NULL);
             return;

@@ -45,25 +45,25 @@ enum s3_error s3_error_from_errno(int err);
 /* ---- configuration ------------------------------------------------------ */
 
 struct config {
-    char listen_addr[64];   /* "127.0.0.1" */
-    uint16_t listen_port;   /* 9000; 0 = any free port */
+    char listen_addr[64]; /* "127.0.0.1" */
+    uint16_t listen_port; /* 9000; 0 = any free port */
     char data_dir[4096];
     char region[64];
-    char domains[256];      /* comma-separated domains for virtual-hosted style */
+    char domains[256]; /* comma-separated domains for virtual-hosted style */
     uint64_t volume_size;
     uint32_t max_volumes;
     uint64_t index_map_size;
     uint64_t write_buffer_total;
     bool group_commit;
-    uint32_t group_commit_max;   /* ops per batch */
+    uint32_t group_commit_max; /* ops per batch */
     uint32_t threads;
     uint32_t connection_limit;
     uint32_t connection_timeout_s;
     uint32_t shutdown_grace_s;
     uint64_t max_object_size;
-    uint32_t inline_max;    /* objects up to this size are stored in the index */
+    uint32_t inline_max; /* objects up to this size are stored in the index */
     int log_level;
-    bool index_nosync;      /* tests only */
+    bool index_nosync; /* tests only */
 };
 
 /* Fills 'c' with the embedded defaults. */
@@ -105,7 +105,7 @@ struct server {
     struct MHD_Daemon *daemon;
     char access_key[129];
     char secret_key[129];
-    char owner_id[65];      /* canonical user id of the root user */
+    char owner_id[65]; /* canonical user id of the root user */
     struct metrics metrics;
     atomic_bool is_stopping;
     atomic_uint_fast64_t request_seq;
@@ -153,7 +153,7 @@ struct s3_req {
     int64_t start_ns;
 
     struct slice method;
-    struct slice raw_uri;     /* as on the wire */
+    struct slice raw_uri; /* as on the wire */
     struct slice raw_path;
     struct slice raw_query;
     struct auth_header *headers;
@@ -161,8 +161,8 @@ struct s3_req {
     struct s3_param *params;
     size_t n_params;
 
-    struct slice bucket;      /* decoded */
-    struct slice key;         /* decoded; empty for bucket/service ops */
+    struct slice bucket; /* decoded */
+    struct slice key;    /* decoded; empty for bucket/service ops */
     bool is_virtual_host;
 
     struct auth_verdict auth;
@@ -172,7 +172,7 @@ struct s3_req {
     bool has_body_started;
     bool is_chunked_payload;
     struct auth_chunked chunked;
-    struct auth_checksum payload_sha;  /* for AUTH_PAYLOAD_HASH */
+    struct auth_checksum payload_sha; /* for AUTH_PAYLOAD_HASH */
     bool verify_payload_sha;
     uint64_t body_received;   /* raw bytes off the wire */
     uint64_t payload_len;     /* decoded payload bytes */
@@ -180,16 +180,16 @@ struct s3_req {
     s3_body_fn on_body;
     s3_end_fn on_end;
     s3_cleanup_fn on_cleanup;
-    void *op_ctx;             /* per-operation state */
+    void *op_ctx; /* per-operation state */
 
     /* body accumulation for XML requests */
     struct buf xml_body;
     size_t xml_body_max;
 
     /* response */
-    bool is_first_call;        /* inside MHD's first callback for this request */
-    bool has_request_body;     /* Content-Length > 0 or Transfer-Encoding */
-    bool must_close;           /* answer with Connection: close */
+    bool is_first_call;                 /* inside MHD's first callback for this request */
+    bool has_request_body;              /* Content-Length > 0 or Transfer-Encoding */
+    bool must_close;                    /* answer with Connection: close */
     struct MHD_Response *deferred_resp; /* queued at the next callback (keep-alive) */
     bool is_responded;
     int status;
@@ -252,8 +252,8 @@ void op_upload_part_copy(struct s3_req *r, const struct index_bucket *bk,
                          const struct index_upload *upload, uint32_t part_number);
 /* Copies bytes [first, first+len) of 'src' into a new writer (finished).
  * Returns 0 or -errno; on error '*out' may hold a writer to destroy. */
-int s3_copy_range(struct server *srv, const struct index_object *src, uint64_t first,
-                  uint64_t len, struct storage_writer **out, uint8_t md5_out[16]);
+int s3_copy_range(struct server *srv, const struct index_object *src, uint64_t first, uint64_t len,
+                  struct storage_writer **out, uint8_t md5_out[16]);
 /* Resolves x-amz-copy-source to a pinned, condition-checked source object;
  * on failure responds and returns false. */
 bool s3_copy_source_lookup(struct s3_req *r, struct index_bucket *src_bk, struct slice *src_key,
@@ -301,7 +301,7 @@ void xml_error(struct buf *b, const char *code, const char *message, struct slic
 /* ---- object metadata (the opaque 'meta' blob of index_object) ----------- */
 
 struct meta_entry {
-    struct slice name;  /* lower-case header name, e.g. "content-type", "x-amz-meta-foo" */
+    struct slice name; /* lower-case header name, e.g. "content-type", "x-amz-meta-foo" */
     struct slice value;
 };
 struct meta {

@@ -11,8 +11,9 @@
 void
 xml_begin(struct buf *b, const char *root)
 {
-    buf_printf(b, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<%s "
-                  "xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">",
+    buf_printf(b,
+               "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<%s "
+               "xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">",
                root);
 }
 

@@ -27,26 +27,26 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#define STORAGE_ALIGN 4096u               /* extent offsets and allocations */
-#define STORAGE_BLOCK_LEN (1u << 20)      /* checksum block */
-#define STORAGE_SUM_LEN 8                 /* xxh64 per block, little-endian */
+#define STORAGE_ALIGN 4096u          /* extent offsets and allocations */
+#define STORAGE_BLOCK_LEN (1u << 20) /* checksum block */
+#define STORAGE_SUM_LEN 8            /* xxh64 per block, little-endian */
 
 struct storage;
 struct storage_writer;
 
 struct storage_extent {
     uint32_t volume;
-    uint32_t flags;   /* reserved, 0 */
+    uint32_t flags; /* reserved, 0 */
     uint64_t offset;
-    uint64_t len;     /* logical bytes (the allocation is len rounded up to STORAGE_ALIGN) */
+    uint64_t len; /* logical bytes (the allocation is len rounded up to STORAGE_ALIGN) */
 };
 
 struct storage_config {
-    const char *dir;          /* data directory; volumes are dir/vol-NNNN.dat */
-    uint64_t volume_size;     /* bytes per volume file (multiple of 1 MiB) */
-    uint32_t max_volumes;     /* new volumes are created on demand up to this */
+    const char *dir;             /* data directory; volumes are dir/vol-NNNN.dat */
+    uint64_t volume_size;        /* bytes per volume file (multiple of 1 MiB) */
+    uint32_t max_volumes;        /* new volumes are created on demand up to this */
     uint64_t write_buffer_total; /* bound on all staging buffers together (bytes) */
-    bool is_direct;           /* O_DIRECT writes (false only where the fs refuses it) */
+    bool is_direct;              /* O_DIRECT writes (false only where the fs refuses it) */
 };
 
 /* Opens the volumes in cfg->dir (creating vol-0000 if none exists).
@@ -130,9 +130,9 @@ size_t storage_sums_len(const struct storage_extent *e, size_t n);
 /* ---- accounting and test hooks ------------------------------------------ */
 
 struct storage_stats {
-    uint64_t total_bytes;  /* all volumes */
-    uint64_t free_bytes;   /* free in the allocator (including pending reclaim? no: excludes it) */
-    uint64_t pending_bytes;/* freed, waiting for readers */
+    uint64_t total_bytes;   /* all volumes */
+    uint64_t free_bytes;    /* free in the allocator (including pending reclaim? no: excludes it) */
+    uint64_t pending_bytes; /* freed, waiting for readers */
     uint32_t n_volumes;
 };
 void storage_stats_get(struct storage *st, struct storage_stats *out);

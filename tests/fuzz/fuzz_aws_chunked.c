@@ -129,8 +129,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (r.st != r0.st || r.consumed != r0.consumed || r.eof_ok != r0.eof_ok ||
             r.decoded != r0.decoded || other.len != first.len ||
             (first.len && memcmp(first.data, other.data, first.len) != 0)) {
-            fprintf(stderr, "mode %d: status %d/%d consumed %zu/%zu eof %d/%d len %zu/%zu\n",
-                    mode, r0.st, r.st, r0.consumed, r.consumed, r0.eof_ok, r.eof_ok, first.len,
+            fprintf(stderr, "mode %d: status %d/%d consumed %zu/%zu eof %d/%d len %zu/%zu\n", mode,
+                    r0.st, r.st, r0.consumed, r.consumed, r0.eof_ok, r.eof_ok, first.len,
                     other.len);
             fail("split feeding differs from whole feeding");
         }

@@ -130,7 +130,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     static char authz[8192];
     h[nh++] = (struct auth_header){SLICE_LIT("host"), SLICE_LIT("examplebucket")};
     h[nh++] = (struct auth_header){SLICE_LIT("x-amz-date"), SLICE_LIT("20130524T000000Z")};
-    h[nh++] = (struct auth_header){SLICE_LIT("x-amz-content-sha256"), SLICE_LIT("UNSIGNED-PAYLOAD")};
+    h[nh++] =
+        (struct auth_header){SLICE_LIT("x-amz-content-sha256"), SLICE_LIT("UNSIGNED-PAYLOAD")};
     /* Our three go first so that duplicates from the input do not shadow them. */
     struct auth_header tmp[3];
     memcpy(tmp, h + nh - 3, sizeof(tmp));

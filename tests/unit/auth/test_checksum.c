@@ -110,8 +110,8 @@ main(void)
         /* Against the reference at many lengths and misalignments. */
         for (size_t off = 0; off < 9; off++) {
             for (size_t n = 0; n < 40; n++)
-                ASSERT_UEQ(crc_of(algo, data + off, n), crc_ref(crcs[a].poly, crcs[a].width,
-                                                                data + off, n));
+                ASSERT_UEQ(crc_of(algo, data + off, n),
+                           crc_ref(crcs[a].poly, crcs[a].width, data + off, n));
             ASSERT_UEQ(crc_of(algo, data + off, len - off),
                        crc_ref(crcs[a].poly, crcs[a].width, data + off, len - off));
         }

@@ -148,8 +148,9 @@ test_signed(struct sink *s)
 {
     struct auth_chunked c;
     size_t used;
-    struct auth_verdict v = verdict(AUTH_PAYLOAD_STREAMING_SIGNED,
-                                    "4f232c4386841ef735655705268965c44a0e4690baa4adea153f7db9fa80a0a9");
+    struct auth_verdict v =
+        verdict(AUTH_PAYLOAD_STREAMING_SIGNED,
+                "4f232c4386841ef735655705268965c44a0e4690baa4adea153f7db9fa80a0a9");
     struct body b = doc_body(signed_sigs, "\r\n");
     ASSERT_EQ(b.len, 66824); /* the example's Content-Length */
     for (int mode = 0; mode < 6; mode++) {
@@ -186,8 +187,8 @@ test_signed(struct sink *s)
         b.p[100] = 'a';
     }
     ASSERT_EQ(run(&v, &b, 0, s, &c, &used), AUTH_CHUNKED_DONE);
-    struct body t = doc_body((const char *const[]){signed_sigs[0], signed_sigs[1],
-                                                    trailer_sigs[2]}, "\r\n");
+    struct body t =
+        doc_body((const char *const[]){signed_sigs[0], signed_sigs[1], trailer_sigs[2]}, "\r\n");
     ASSERT_EQ(run(&v, &t, 0, s, &c, &used), AUTH_CHUNKED_BAD_SIGNATURE);
     ASSERT_EQ(s->len, 66560); /* all data came out before the last signature */
     free(t.p);
@@ -219,8 +220,9 @@ test_signed_trailer(struct sink *s)
 {
     struct auth_chunked c;
     size_t used;
-    struct auth_verdict v = verdict(AUTH_PAYLOAD_STREAMING_SIGNED_TRAILER,
-                                    "106e2a8a18243abcf37539882f36619c00e2dfc72633413f02d3b74544bfeb8e");
+    struct auth_verdict v =
+        verdict(AUTH_PAYLOAD_STREAMING_SIGNED_TRAILER,
+                "106e2a8a18243abcf37539882f36619c00e2dfc72633413f02d3b74544bfeb8e");
     const char *tail = "x-amz-checksum-crc32c:sOO8/Q==\r\n"
                        "x-amz-trailer-signature:" TRAILER_SIG "\r\n\r\n";
     struct body b = doc_body(trailer_sigs, tail);

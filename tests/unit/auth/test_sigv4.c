@@ -347,8 +347,8 @@ test_malformed(void)
     expect_header("AWS4-HMAC-SHA256 Credential=" AK "/20130524/us-east-1/s3/aws4_request," SH
                   ",Signature=abc",
                   AUTH_MALFORMED);
-    expect_header("AWS4-HMAC-SHA256 Credential=" AK "/20130524/us-east-1/s3,"
-                  SH ",Signature=" SIG_OK,
+    expect_header("AWS4-HMAC-SHA256 Credential=" AK "/20130524/us-east-1/s3," SH
+                  ",Signature=" SIG_OK,
                   AUTH_MALFORMED);
     expect_header("AWS4-HMAC-SHA256 Credential=" AK "/20130525/us-east-1/s3/aws4_request," SH
                   ",Signature=" SIG_OK,
@@ -405,9 +405,9 @@ test_malformed(void)
 
     /* Date header only: the string to sign carries it as YYYYMMDDTHHMMSSZ.
      * The expected signature is computed here step by step. */
-    const char *cr = "GET\n/\n\ndate:Fri, 24 May 2013 00:00:00 GMT\nhost:h\n"
-                     "x-amz-content-sha256:" EMPTY_SHA "\n\ndate;host;x-amz-content-sha256\n"
-                     EMPTY_SHA;
+    const char *cr =
+        "GET\n/\n\ndate:Fri, 24 May 2013 00:00:00 GMT\nhost:h\n"
+        "x-amz-content-sha256:" EMPTY_SHA "\n\ndate;host;x-amz-content-sha256\n" EMPTY_SHA;
     uint8_t h[32], k1[32], k2[32];
     char sts[256], hex[65], sig[65], hdr[512];
     auth_sha256(cr, strlen(cr), h);
@@ -422,7 +422,8 @@ test_malformed(void)
     hex_encode(h, 32, sig);
     snprintf(hdr, sizeof(hdr),
              "AWS4-HMAC-SHA256 Credential=" AK "/20130524/us-east-1/s3/aws4_request,"
-             "SignedHeaders=date;host;x-amz-content-sha256,Signature=%s", sig);
+             "SignedHeaders=date;host;x-amz-content-sha256,Signature=%s",
+             sig);
     req_init(&q, "GET", "/", "");
     req_add(&q, "Host", "h");
     req_add(&q, "Date", "Fri, 24 May 2013 00:00:00 GMT");
