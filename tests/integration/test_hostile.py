@@ -472,6 +472,80 @@ def test_half_body(srv):
     s.close()
 
 
+def test_expect_continue(srv):
+    # A refused upload with Expect: 100-continue is answered before the body
+    # is sent (this is what saves clients from uploading gigabytes for a 403).
+    path = "/%s/expect" % BUCKET
+    h = srv.sign("PUT", path, "", {"Expect": "100-continue"}, b"", payload_hash="UNSIGNED-PAYLOAD", secret_key="wrong-secret")
+    h["Content-Length"] = str(64 << 20)
+    s = socket.create_connection(("127.0.0.1", srv.port), timeout=5)
+    try:
+        s.sendall(request_bytes("PUT", path, h))
+        out = b""
+        try:
+            while b"\r\n\r\n" not in out:
+                chunk = s.recv(65536)
+                if not chunk:
+                    break
+                out += chunk
+        except socket.timeout:
+            pass
+        check(out, "no answer to a refused PUT with Expect: 100-continue within 5 s")
+        check(not out.startswith(b"HTTP/1.1 100"), "100 Continue sent for a request with a bad signature")
+        check(out.startswith(b"HTTP/1.1 403"), "refused PUT with Expect: 100-continue: %r" % out[:200])
+    finally:
+        s.close()
+    # A good one gets 100 Continue, then 200.
+    path = "/%s/expect-ok" % BUCKET
+    body = b"continued body"
+    h = srv.sign("PUT", path, "", {"Expect": "100-continue"}, body)
+    h["Content-Length"] = str(len(body))
+    s = socket.create_connection(("127.0.0.1", srv.port), timeout=5)
+    try:
+        s.sendall(request_bytes("PUT", path, h))
+        first = s.recv(65536)
+        check(first.startswith(b"HTTP/1.1 100"), "accepted PUT with Expect: 100-continue: %r" % first[:200])
+        s.sendall(body)
+        out = first.split(b"\r\n\r\n", 1)[1]
+        while b"\r\n\r\n" not in out:
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            out += chunk
+        check(out.startswith(b"HTTP/1.1 200"), "PUT after 100 Continue: %r" % out[:200])
+    finally:
+        s.close()
+    eq(srv.request("GET", path).body, body, "object sent after 100 Continue")
+
+
+def test_plain_chunked_put(srv):
+    # HTTP chunked transfer coding without aws-chunked: S3 wants a length
+    # (411 MissingContentLength); accepting it is fine too, if the bytes are right.
+    path = "/%s/te-chunked" % BUCKET
+    data = harness.random_bytes(100000, seed=12)
+    h = srv.sign("PUT", path, "", {"Transfer-Encoding": "chunked"}, b"", payload_hash="UNSIGNED-PAYLOAD")
+    body = b"".join(b"%x\r\n" % len(c) + c + b"\r\n" for c in (data[:30000], data[30000:])) + b"0\r\n\r\n"
+    out, _ = raw(srv, request_bytes("PUT", path, h) + body, timeout=5)
+    resp = parse_responses(out, method="PUT")
+    check(resp and resp[0][0] in (200, 411, 501), "chunked PUT: %r" % out[:300])
+    if resp[0][0] == 200:
+        same_bytes(srv.request("GET", path).body, data, "object stored from a chunked PUT")
+    else:
+        harness.parse_s3_error(resp[0][2])
+        absent(srv, "te-chunked", "a refused chunked PUT")
+    # No Content-Length and no Transfer-Encoding: the body cannot be framed.
+    path = "/%s/no-length" % BUCKET
+    h = srv.sign("PUT", path, "", {"Connection": "close"}, b"", payload_hash="UNSIGNED-PAYLOAD")
+    out, _ = raw(srv, request_bytes("PUT", path, h) + b"unframed bytes", timeout=5)
+    resp = parse_responses(out, method="PUT")
+    check(resp and isinstance(resp[0][0], int), "PUT without a length: %r" % out[:300])
+    if resp[0][0] == 200:
+        eq(srv.request("GET", path).body, b"", "a PUT without a length stores an empty object")
+    else:
+        check(resp[0][0] in (400, 411), "PUT without a length: HTTP %s" % resp[0][0])
+    alive(srv, "chunked PUTs")
+
+
 def test_smuggling(srv):
     hp = "127.0.0.1:%d" % srv.port
     smuggled = b"GET /_/health HTTP/1.1\r\nHost: " + hp.encode() + b"\r\n\r\n"
@@ -684,6 +758,8 @@ TESTS = [
     test_aws_chunked,
     test_oversize_headers,
     test_half_body,
+    test_expect_continue,
+    test_plain_chunked_put,
     test_smuggling,
     test_path_traversal,
     test_key_length,
