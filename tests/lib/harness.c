@@ -34,8 +34,8 @@ extern char **environ;
 #define PORT_PREFIX "shardstore: listening on http://127.0.0.1:"
 
 static const char *const sanitizer_patterns[] = {
-    "ERROR: AddressSanitizer", "LeakSanitizer",          "runtime error:",
-    "ERROR: ThreadSanitizer",  "WARNING: ThreadSanitizer",
+    "ERROR: AddressSanitizer",  "LeakSanitizer", "runtime error:", "ERROR: ThreadSanitizer",
+    "WARNING: ThreadSanitizer",
 };
 
 static long long
@@ -227,8 +227,7 @@ test_server_start(struct test_server *srv)
     posix_spawn_file_actions_init(&fa);
     posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
     posix_spawn_file_actions_adddup2(&fa, pipefd[1], 1);
-    posix_spawn_file_actions_addopen(&fa, 2, srv->stderr_path, O_WRONLY | O_CREAT | O_TRUNC,
-                                     0600);
+    posix_spawn_file_actions_addopen(&fa, 2, srv->stderr_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
     pid_t pid;
     int err = posix_spawn(&pid, bin, &fa, NULL, argv, environ);
     posix_spawn_file_actions_destroy(&fa);

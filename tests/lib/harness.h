@@ -18,15 +18,15 @@
 #define TEST_REGION "us-east-1"
 
 struct test_server {
-    pid_t pid;           /* 0 when not running */
-    int port;            /* valid while running */
-    int stdout_fd;       /* read end of the server's stdout, -1 if closed */
-    int generation;      /* how many times it was started */
-    char *dir;           /* temp dir holding data/, stderr logs and config */
-    char *data_dir;      /* dir/data */
-    char *config_path;   /* dir/shardstore.conf or NULL */
+    pid_t pid;         /* 0 when not running */
+    int port;          /* valid while running */
+    int stdout_fd;     /* read end of the server's stdout, -1 if closed */
+    int generation;    /* how many times it was started */
+    char *dir;         /* temp dir holding data/, stderr logs and config */
+    char *data_dir;    /* dir/data */
+    char *config_path; /* dir/shardstore.conf or NULL */
     char stderr_path[4096];
-    char endpoint[64];   /* "http://127.0.0.1:PORT" */
+    char endpoint[64]; /* "http://127.0.0.1:PORT" */
 };
 
 /* Prepares 'srv' with a new temp dir named after 'tag'; 'config_text' (may
