@@ -29,3 +29,4 @@ TESTS += %D%/test_curl
 # Admin endpoints: health, metrics, scrub.
 TESTS += %D%/test_admin.py
 EXTRA_DIST += %D%/test_admin.py
+include %D%/mp.mk

@@ -1,0 +1,11 @@
+# Multipart upload integration tests (boto3, real clients, kill -9).
+TESTS += \
+	%D%/test_multipart.py \
+	%D%/test_multipart_clients.py \
+	%D%/test_multipart_crash.py
+
+EXTRA_DIST += \
+	%D%/mp_util.py \
+	%D%/test_multipart.py \
+	%D%/test_multipart_clients.py \
+	%D%/test_multipart_crash.py
