@@ -32,7 +32,9 @@
 #   BENCH_CONC=16 BENCH_RANGE_SECS=8 BENCH_RANGE_BYTES=65536 BENCH_WRK_THREADS=2
 #   BENCH_RANGE_ALIGN=mixed    mixed | N (offsets are multiples of N; 1 = any byte)
 #   BENCH_SMALL_N=20000 BENCH_SMALL_SECS=10 BENCH_SMALL_CONC=16 BENCH_SMALL_SIZE=4096
-#   BENCH_SKIP=""              words among: put signed boto3 get range small nginx ceph dd openssl
+#   BENCH_SKIP=""              words among: put signed boto3 get range small nginx ceph dd openssl sync
+#   BENCH_WAIT_IDLE=60 BENCH_MAX_BUSY=0.3  before each phase wait up to this long for the machine
+#                              to be quiet (others using <= MAX_BUSY cores); the level seen is reported
 #   BENCH_DATA=/tmp/shardstore-core-bench   scratch dir (shardstore data, nginx docroot, dd file;
 #                              needs ~2.5 GiB free; removed at the end unless BENCH_KEEP=1)
 #   BENCH_THREADS=0            shardstore "threads" (0: server default)
@@ -164,6 +166,24 @@ echo "RESULT env date=$(date -u +%Y-%m-%dT%H:%M:%SZ) host=$(hostname) cores=$(np
 cpu_ticks() { local t=0 p v; for p in "$@"; do
     v=$(awk '{sub(/.*\) /,""); print $12+$13}' /proc/$p/stat 2>/dev/null || echo 0); t=$((t + v)); done; echo $t; }
 hwm_mib() { awk '/^VmHWM/{printf "%.1f", $2/1024}' /proc/$1/status 2>/dev/null || echo nan; }
+# The machine may be shared: busy_jiffies prints "busy total" from /proc/stat; busy_cores A B T0 T1.
+busy_jiffies() { awk '/^cpu /{t=0; for(i=2;i<=NF;i++) t+=$i; print t-$5-$6, t; exit}' /proc/stat; }
+busy_cores() { awk -v a="$1" -v b="$2" -v t0="$3" -v t1="$4" -v hz="$HZ" 'BEGIN{printf "%.2f", (b-a)/hz/(t1-t0)}'; }
+# quiet PHASE: wait (up to BENCH_WAIT_IDLE s, default 60) until the other processes on the machine
+# use less than BENCH_MAX_BUSY cores (default 0.3) over 1 s; records what it saw in NOISE.
+NOISE=""
+quiet() {
+  local phase=$1 deadline=$(( $(date +%s) + ${BENCH_WAIT_IDLE:-60} )) b0 b1 t0 t1 c waited=0
+  while :; do
+    read -r b0 _ < <(busy_jiffies); t0=$(now); sleep 1; read -r b1 _ < <(busy_jiffies); t1=$(now)
+    c=$(busy_cores "$b0" "$b1" "$t0" "$t1")
+    awk -v c="$c" -v m="${BENCH_MAX_BUSY:-0.3}" 'BEGIN{exit !(c <= m)}' && break
+    [ "$(date +%s)" -lt "$deadline" ] || { log "machine still busy ($c cores used by others) before $phase; going on"; break; }
+    [ "$waited" = 0 ] && log "machine busy ($c cores used by others) before $phase; waiting up to ${BENCH_WAIT_IDLE:-60}s"
+    waited=1
+  done
+  NOISE="$NOISE $phase=$c"
+}
 
 # ---------------- shardstore lifecycle ----------------
 SS_EP="" SS_PORT=""
@@ -271,16 +291,18 @@ measure_get() {
 # measure_range NAME URL PIDS...: wrk random-range runs; CPU of PIDS during each run
 measure_range() {
   local name=$1 url=$2; shift 2
-  local pids="$*" i rr="" p50="" p99="" cores="" cpus="" errs=0
+  local pids="$*" i rr="" p50="" p99="" cores="" cpus="" errs=0 mach=""
   local path=/${url#http://*/} ep=${url%%/${url#http://*/}}
   export BR_SIZE=$SIZE BR_LEN=$RBYTES BR_ALIGN=$RALIGN BR_PATH=$path
   for i in $(seq 1 "$RUNS"); do
     sleep "$PAUSE"; drain "$url"
     local c0 c1 w0 w1 st
-    c0=$(cpu_ticks $pids); w0=$(now)
+    local m0 m1
+    c0=$(cpu_ticks $pids); read -r m0 _ < <(busy_jiffies); w0=$(now)
     timeout $((RSECS + 40)) wrk -t"$WTHREADS" -c"$CONC" -d"${RSECS}s" --timeout 10s -s "$W/range.lua" "$ep" > "$W/wrk.out" 2>&1 \
       || { cat "$W/wrk.out" >&2; die "$name: wrk failed"; }
-    c1=$(cpu_ticks $pids); w1=$(now)
+    c1=$(cpu_ticks $pids); read -r m1 _ < <(busy_jiffies); w1=$(now)
+    mach="$mach $(busy_cores "$m0" "$m1" "$w0" "$w1")"
     st=$(grep '^WRKSTAT' "$W/wrk.out") || { cat "$W/wrk.out" >&2; die "$name: no wrk summary"; }
     local requests bytes non2xx sockerr p50_us p99_us dur_us
     requests=$(kv requests "$st"); bytes=$(kv bytes "$st"); non2xx=$(kv non2xx "$st"); sockerr=$(kv sockerr "$st")
@@ -299,7 +321,7 @@ measure_range() {
   RNG_MED[$name]=$(echo $rr | median); RNG_RUNS[$name]=$(csv $rr)
   RNG_P50[$name]=$(echo $p50 | median); RNG_P99[$name]=$(echo $p99 | median); RNG_ERR[$name]=$errs
   RNG_CORES[$name]=$( [ -n "$cores" ] && echo $cores | median || echo nan); RNG_CPUS[$name]=$( [ -n "$cpus" ] && echo $cpus | median || echo nan)
-  echo "RESULT detail server=$name metric=range_64k req_s=$(f1 "${RNG_MED[$name]}") runs=${RNG_RUNS[$name]} p50_ms=${RNG_P50[$name]} p99_ms=${RNG_P99[$name]} errors=$errs server_cores=${RNG_CORES[$name]} server_cpu_s_per_run=${RNG_CPUS[$name]} (${RSECS}s runs; cpu of pids $(csv $pids)) conc=$CONC range_bytes=$RBYTES align=$RALIGN"
+  echo "RESULT detail server=$name metric=range_64k req_s=$(f1 "${RNG_MED[$name]}") runs=${RNG_RUNS[$name]} p50_ms=${RNG_P50[$name]} p99_ms=${RNG_P99[$name]} errors=$errs server_cores=${RNG_CORES[$name]} server_cpu_s_per_run=${RNG_CPUS[$name]} (${RSECS}s runs; cpu of pids $(csv $pids)) machine_busy_cores=$(csv $mach) (server+wrk+others, of $(nproc)) conc=$CONC range_bytes=$RBYTES align=$RALIGN"
 }
 
 # ---------------- machine baselines: MD5/SHA-256 on one core, direct-I/O dd ----------------
@@ -310,11 +332,13 @@ openssl_mibs() { # 16384-byte column of openssl speed, in MiB/s (openssl prints 
     col && $1 != "type" && NF >= col { v = $(col); sub(/k$/, "", v); printf "%.1f\n", v * 1000 / 1048576; exit }'
 }
 if ! skip openssl; then
+  quiet openssl
   log "openssl speed md5 / sha256 (one core)"
   MD5_MIBS=$(openssl_mibs md5); SHA_MIBS=$(openssl_mibs sha256)
   echo "RESULT detail metric=openssl_speed_16k md5_MiB_s=$MD5_MIBS sha256_MiB_s=$SHA_MIBS md5+sha256_serial_MiB_s=$(awk -v a="$MD5_MIBS" -v b="$SHA_MIBS" 'BEGIN{printf "%.1f", 1/(1/a+1/b)}')"
 fi
 if ! skip dd; then
+  quiet dd
   for i in $(seq 1 "$RUNS"); do
     sleep 1
     s=$(LC_ALL=C dd if=/dev/zero of="$DATA/dd.bin" bs=1M count="$SIZE_MB" oflag=direct conv=fdatasync 2>&1 | awk '/copied/{for(i=1;i<=NF;i++) if($i=="s,") print $(i-1)}')
@@ -323,6 +347,29 @@ if ! skip dd; then
   done
   DD_MIBS=$(echo $DD_RUNS | median)
   echo "RESULT detail metric=dd_direct_write MiB_s=$DD_MIBS runs=$(csv $DD_RUNS) how=dd-bs1M-oflag=direct-conv=fdatasync dir=$DATA"
+fi
+
+# fdatasync latency after a 4 KiB write, appending (allocates: a journal commit) and overwriting
+# (data only): each shardstore commit costs ~3 syncs (volume fdatasync, LMDB data fdatasync,
+# LMDB meta page O_DSYNC write), which bounds PUT/s without group commit.
+SYNC_APPEND=nan SYNC_OVER=nan
+if ! skip sync; then
+  quiet sync
+  read -r SYNC_APPEND SYNC_OVER < <(python3 - "$DATA/sync.bin" <<'PY'
+import os, sys, time
+fd = os.open(sys.argv[1], os.O_CREAT | os.O_WRONLY | os.O_TRUNC, 0o644)
+def run():
+    t = []
+    for i in range(300):
+        os.pwrite(fd, b'x' * 4096, i * 4096)
+        t0 = time.perf_counter(); os.fdatasync(fd); t.append(time.perf_counter() - t0)
+    t.sort(); return t[len(t) // 2] * 1e3
+a = run(); o = run()
+os.close(fd); os.unlink(sys.argv[1])
+print('%.3f %.3f' % (a, o))
+PY
+)
+  echo "RESULT detail metric=fdatasync_after_4k_write append_p50_ms=$SYNC_APPEND overwrite_p50_ms=$SYNC_OVER n=300 dir=$DATA"
 fi
 
 # ---------------- shardstore: big object ----------------
@@ -344,6 +391,7 @@ put_curl() { # put_curl LABEL SHA256HDR: RUNS single PUTs of FILE with curl -T
   done
   PUT_MED[$label]=$(echo $runs | median); PUT_RUNS[$label]=$(csv $runs)
 }
+quiet put
 put_curl unsigned UNSIGNED-PAYLOAD
 skip signed || put_curl sha256 "$FILE_SHA256"
 if ! skip boto3; then
@@ -366,8 +414,8 @@ af0=$(ss_metric shardstore_auth_failures_total)
 check_object shardstore "$SS_URL" "$(tamper "$SS_URL")"
 af1=$(ss_metric shardstore_auth_failures_total)
 [ "${af1:-0}" -gt "${af0:-0}" ] || die "shardstore: auth_failures_total did not move on a tampered URL"
-skip get || { measure_get shardstore "$SS_URL"; HWM_GET=$(hwm_mib "$SS_PID"); }
-skip range || { measure_range shardstore "$SS_URL" "$SS_PID"; HWM_RANGE=$(hwm_mib "$SS_PID"); }
+skip get || { quiet shardstore_get; measure_get shardstore "$SS_URL"; HWM_GET=$(hwm_mib "$SS_PID"); }
+skip range || { quiet shardstore_range; measure_range shardstore "$SS_URL" "$SS_PID"; HWM_RANGE=$(hwm_mib "$SS_PID"); }
 ss_stop
 rm -rf "$DATA/ss-big"
 
@@ -377,6 +425,7 @@ if ! skip small; then
   for gc in on off; do
     ss_start "$DATA/ss-small-$gc" "$gc"
     ss_curl -f -X PUT "$SS_EP/$BUCKET" -o /dev/null || die "create bucket failed"
+    quiet "small_gc_$gc"
     c0=$(ss_metric shardstore_index_commits_total); o0=$(ss_metric shardstore_index_committed_ops_total)
     runs="" p50="" p99="" errs=0
     for i in $(seq 1 "$RUNS"); do
@@ -411,7 +460,8 @@ if peer_on nginx; then
   NG_MASTER=$(cat "$NG_RUN/nginx.pid"); NG_PIDS="$NG_MASTER $(pgrep -P "$NG_MASTER" | tr '\n' ' ')"
   NG_URL=http://127.0.0.1:$NGINX_PORT/$BUCKET/$KEY
   check_object nginx "$NG_URL"
-  skip get || measure_get nginx "$NG_URL"
+  skip get || { quiet nginx_get; measure_get nginx "$NG_URL"; }
+  skip range || quiet nginx_range
   skip range || measure_range nginx "$NG_URL" $NG_PIDS
   "$PEERS_DIR/nginx/stop.sh" "$NGINX_PORT" "$DATA/nginx" >&2; STARTED_NGINX=""
   rm -rf "$DATA/nginx"
@@ -422,7 +472,11 @@ if peer_on ceph; then
   CE_RUN=${PEERS_RUN:-/tmp/peers-run}/ceph-$CEPH_PORT
   log "starting ceph on $CEPH_PORT (~20 s fresh, ~5 s restart)"
   STARTED_CEPH=1
-  AWS_ACCESS_KEY_ID=$CEPH_AK AWS_SECRET_ACCESS_KEY=$CEPH_SK "$PEERS_DIR/ceph/start.sh" "$CEPH_PORT" >&2
+  # a fresh cluster's OSD sometimes fails its first boot ("wrong fsid"); one stop + start fixes it
+  AWS_ACCESS_KEY_ID=$CEPH_AK AWS_SECRET_ACCESS_KEY=$CEPH_SK "$PEERS_DIR/ceph/start.sh" "$CEPH_PORT" >&2 \
+    || { log "ceph start failed; stopping and retrying once"; "$PEERS_DIR/ceph/stop.sh" "$CEPH_PORT" >&2 || true
+         AWS_ACCESS_KEY_ID=$CEPH_AK AWS_SECRET_ACCESS_KEY=$CEPH_SK "$PEERS_DIR/ceph/start.sh" "$CEPH_PORT" >&2; } \
+    || die "ceph did not start"
   CE_EP=http://127.0.0.1:$CEPH_PORT
   for i in $(seq 1 30); do s3py mb "$CE_EP" "$CEPH_AK" "$CEPH_SK" "$BUCKET" x 2>/dev/null && break; sleep 2; done
   if [ "$(s3py size "$CE_EP" "$CEPH_AK" "$CEPH_SK" "$BUCKET" "$KEY")" != "$SIZE" ]; then
@@ -434,7 +488,8 @@ if peer_on ceph; then
   CE_URL=$(s3py presign "$CE_EP" "$CEPH_AK" "$CEPH_SK" "$BUCKET" "$KEY")
   check_object ceph "$CE_URL" "$(tamper "$CE_URL")"
   CE_PIDS="$(cat "$CE_RUN/radosgw.pid") $(cat "$CE_RUN/osd.pid")"
-  skip get || measure_get ceph "$CE_URL"
+  skip get || { quiet ceph_get; measure_get ceph "$CE_URL"; }
+  skip range || quiet ceph_range
   skip range || measure_range ceph "$CE_URL" $CE_PIDS
   "$PEERS_DIR/ceph/stop.sh" "$CEPH_PORT" >&2; STARTED_CEPH=""
 fi
@@ -459,7 +514,8 @@ fi
 echo "RESULT put_single_stream shardstore_unsigned=$(f1 "${PUT_MED[unsigned]}") MiB/s md5_1core=$MD5_MIBS MiB/s dd_direct=$DD_MIBS MiB/s ratio_vs_md5=$(ratio "${PUT_MED[unsigned]}" "$MD5_MIBS") ratio_vs_dd=$(ratio "${PUT_MED[unsigned]}" "$DD_MIBS")"
 [ -n "${PUT_MED[sha256]:-}" ] && echo "RESULT put_single_stream_signed shardstore_sha256_header=$(f1 "${PUT_MED[sha256]}") MiB/s boto3_put_object=$(f1 "${PUT_MED[boto3]:-nan}") MiB/s md5+sha256_1core=$(awk -v a="$MD5_MIBS" -v b="$SHA_MIBS" 'BEGIN{printf "%.1f", 1/(1/a+1/b)}') MiB/s ratio_sha256hdr_vs_md5+sha256=$(ratio "${PUT_MED[sha256]}" "$(awk -v a="$MD5_MIBS" -v b="$SHA_MIBS" 'BEGIN{printf "%.1f", 1/(1/a+1/b)}')")"
 if [ -n "${SM_MED[on]:-}" ]; then
-  echo "RESULT small_put_${SMALL_SIZE}B conc=$SMALL_CONC group_commit=on: $(f1 "${SM_MED[on]}") PUT/s p50=${SM_P50[on]}ms p99=${SM_P99[on]}ms ops/commit=${SM_OPC[on]} | group_commit=off: $(f1 "${SM_MED[off]}") PUT/s p50=${SM_P50[off]}ms p99=${SM_P99[off]}ms ops/commit=${SM_OPC[off]} | on/off=$(ratio "${SM_MED[on]}" "${SM_MED[off]}") errors=${SM_ERR[on]}+${SM_ERR[off]}"
+  echo "RESULT small_put_${SMALL_SIZE}B conc=$SMALL_CONC group_commit=on: $(f1 "${SM_MED[on]}") PUT/s p50=${SM_P50[on]}ms p99=${SM_P99[on]}ms ops/commit=${SM_OPC[on]} | group_commit=off: $(f1 "${SM_MED[off]}") PUT/s p50=${SM_P50[off]}ms p99=${SM_P99[off]}ms ops/commit=${SM_OPC[off]} | on/off=$(ratio "${SM_MED[on]}" "${SM_MED[off]}") errors=${SM_ERR[on]}+${SM_ERR[off]} fdatasync_p50_ms(append/overwrite)=$SYNC_APPEND/$SYNC_OVER"
 fi
 echo "RESULT peak_rss_MiB shardstore after_put=$HWM_PUT after_get=$HWM_GET after_range=$HWM_RANGE small_gc_on=${SM_HWM[on]:-nan} small_gc_off=${SM_HWM[off]:-nan} (VmHWM)"
+echo "RESULT machine_noise other_cores_busy_before_phase:$(echo $NOISE | sed 's/^/ /; s/ / /g') (1-s sample of /proc/stat before each phase; the machine has $(nproc) cores; loadavg at end $(cut -d' ' -f1-3 /proc/loadavg))"
 log "done"
