@@ -165,7 +165,14 @@ struct index_op {
      *    the PUT conditions (if_none_match/has_if_match) apply to the key.
      *    On success the object is put, the upload and ALL its parts are
      *    removed, and freed = extents of the parts not used + the replaced
-     *    object's extents (the used parts' extents now belong to the object). */
+     *    object's extents (the used parts' extents now belong to the object).
+     *    'parts_used' numbers must be 1..INDEX_MAX_PARTS with none twice
+     *    (-EINVAL); the order is the caller's (S3 wants ascending).
+     *  All four: an 'upload_id' that is not INDEX_UPLOAD_ID_LEN lower-case
+     *    hex chars gives -EINVAL. COMPLETE requires 'bucket_id' and 'key' to
+     *    be the upload's (-EINVAL otherwise); CREATE, PART_PUT and ABORT
+     *    check them the same way only when set (non-zero / non-empty).
+     *    CREATE reads the id, bucket and key from 'upload'. */
     const struct index_upload *upload;
     const char *upload_id;               /* NUL-terminated, INDEX_UPLOAD_ID_LEN chars */
     const struct index_part *part;
@@ -175,7 +182,8 @@ struct index_op {
     bool has_if_match;                   /* fail with -ESTALE unless the current etag matches */
     uint8_t if_match_etag[16];
     /* Results, filled by index_commit: */
-    int result;                          /* 0, -ENOENT (bucket gone), -EEXIST, -ESTALE, -ENOSPC */
+    int result;                          /* 0, -ENOENT (bucket gone or id 0), -EEXIST, -ESTALE,
+                                            -ENOSPC */
     /* (has_if_match on an absent key gives -ESTALE; an empty or too long
      * key, a NULL 'arena', or a PUT without a consistent 'object' gives
      * -EINVAL; -EIO marks a 128-bit hash collision between two keys of
@@ -198,13 +206,16 @@ struct index_op {
  */
 int index_commit(struct index *ix, struct index_op *ops, size_t n_ops);
 
-/* Reads an upload. Returns 0 (copied into 'a') or -ENOENT. */
+/* Reads an upload. Returns 0 (copied into 'a') or -ENOENT (also for a
+ * malformed id). */
 int index_upload_get(struct index *ix, const char *upload_id, struct arena *a,
                      struct index_upload *out);
 
 /* Lists the parts of 'upload_id' with number > 'after', at most 'max'
- * (1..INDEX_MAX_PARTS), in number order, copied into 'a'. '*is_truncated'
- * says whether more follow. Returns 0 or -ENOENT (no such upload). */
+ * (1..INDEX_MAX_PARTS; larger is clamped, 0 lists nothing and is not
+ * truncated), in number order, copied into 'a'. '*is_truncated' says
+ * whether more follow. Returns 0 or -ENOENT (no such upload, or a
+ * malformed id). */
 int index_part_list(struct index *ix, const char *upload_id, uint32_t after, uint32_t max,
                     struct arena *a, struct index_part **parts, uint32_t *n_parts,
                     bool *is_truncated);
@@ -214,8 +225,13 @@ struct index_upload_list_params {
     struct slice prefix;
     struct slice delimiter;
     struct slice key_marker;       /* uploads with key > marker, or key == marker and */
-    struct slice upload_id_marker; /*   upload_id > this (only when key_marker is set) */
-    uint32_t max_uploads;          /* 0..1000 */
+    struct slice upload_id_marker; /*   upload_id > this (only when key_marker is set;
+                                        when this is empty, only keys > key_marker, as
+                                        in S3). A key_marker that equals or extends a
+                                        common prefix skips that prefix (as start_after
+                                        does in index_object_list). */
+    uint32_t max_uploads;          /* 0..1000 (larger is clamped; 0 returns nothing,
+                                      not truncated) */
 };
 
 struct index_upload_list_result {
@@ -224,6 +240,9 @@ struct index_upload_list_result {
     struct slice *prefixes;        /* common prefixes when a delimiter is given */
     uint32_t n_prefixes;
     bool is_truncated;
+    /* Set only when truncated (empty otherwise): the last key or common
+     * prefix returned, and the last upload id (empty when a prefix came
+     * last). Pass them as the next page's markers. */
     struct slice next_key_marker;
     struct slice next_upload_id_marker;
 };
@@ -289,7 +308,13 @@ int index_extents_scan(struct index *ix, index_extent_fn fn, void *ctx);
 
 /* Calls 'fn' for every object (bucket id, key, record copied into a
  * per-call arena that is cleared after fn returns), for scrub. Stops when
- * fn returns non-zero. Returns 0 or -errno. */
+ * fn returns non-zero. Returns 0 or -errno.
+ * Order: by bucket id, then by stored key (byte order, except that keys
+ * longer than 480 bytes sharing their first 480 follow hash order). Each
+ * object is read in its own snapshot and 'fn' runs outside any
+ * transaction (it may take long and call any index/ function): every
+ * object present for the whole scan is visited exactly once; one written
+ * or deleted during the scan may or may not be. */
 typedef int (*index_object_fn)(void *ctx, uint64_t bucket_id, struct slice key,
                                const struct index_object *obj);
 int index_object_scan(struct index *ix, index_object_fn fn, void *ctx);
