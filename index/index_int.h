@@ -79,8 +79,7 @@ bool index__object_is_valid(const struct index_object *o);
  * last found is cached in '*checked_bid' (0: none), since no bucket can be
  * deleted while the txn is open. Returns 0, -ENOENT, or -errno.
  */
-int index__bucket_check(struct index *ix, MDB_txn *txn, uint64_t bucket_id,
-                        uint64_t *checked_bid);
+int index__bucket_check(struct index *ix, MDB_txn *txn, uint64_t bucket_id, uint64_t *checked_bid);
 /*
  * Puts 'op->object' at 'op->key' ('is_delete': deletes it) in bucket
  * 'op->bucket_id', which the caller checked exists, evaluating the op's
@@ -97,8 +96,7 @@ int index__object_write(struct index *ix, MDB_txn *txn, struct index_op *op, boo
  * write txn 'txn' (contract in index.h). Same return convention as
  * index__object_write.
  */
-int index__upload_apply(struct index *ix, MDB_txn *txn, struct index_op *op,
-                        uint64_t *checked_bid);
+int index__upload_apply(struct index *ix, MDB_txn *txn, struct index_op *op, uint64_t *checked_bid);
 
 /* A parsed upload record; pointers borrow the LMDB value. */
 struct index__upload_rec {
@@ -112,8 +110,8 @@ struct index__upload_rec {
 /* Parses the upload record 'p'/'len'. Returns 0 or -EIO (CORRUPT_BKPT). */
 int index__upload_parse(const uint8_t *p, size_t len, struct index__upload_rec *out);
 /* Copies 'r' (of the raw id 'raw_id') into 'a' as an index_upload. */
-void index__upload_copy(const struct index__upload_rec *r, const uint8_t *raw_id,
-                        struct arena *a, struct index_upload *out);
+void index__upload_copy(const struct index__upload_rec *r, const uint8_t *raw_id, struct arena *a,
+                        struct index_upload *out);
 
 /* ---- listing helpers (list.c) ------------------------------------------- */
 

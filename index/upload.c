@@ -499,8 +499,7 @@ index__upload_apply(struct index *ix, MDB_txn *txn, struct index_op *op, uint64_
 /* ---- reads -------------------------------------------------------------- */
 
 int
-index_upload_get(struct index *ix, const char *upload_id, struct arena *a,
-                 struct index_upload *out)
+index_upload_get(struct index *ix, const char *upload_id, struct arena *a, struct index_upload *out)
 {
     MDB_txn *txn = NULL;
     struct index__upload_rec rec;

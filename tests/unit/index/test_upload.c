@@ -5,7 +5,9 @@
  * delete blocked by an upload and ops with a stale bucket id, parts in
  * index_extents_scan, ListMultipartUploads against a model (prefix,
  * delimiter, markers, max, paging), persistence across reopen, the upload
- * record parser's bounds checks, and index_object_scan.
+ * record parser's bounds checks, a corrupt part record, and
+ * index_object_scan (each object once, early stop, writes from the
+ * callback).
  */
 #include "index/index.h"
 #include "index/index_int.h"
@@ -124,9 +126,12 @@ test_create_get(struct arena *a)
     ASSERT_EQ(create(a, bid, SLICE_NULL, uid(a, 2)), -EINVAL);
 
     /* Malformed ids: -EINVAL for ops, -ENOENT for reads. */
-    static const char *const bad[] = {
-        "", "0123", "0123456789abcdef0123456789abcdeF", "0123456789abcdef0123456789abcdefa",
-        "0123456789abcdef0123456789abcdeg", "0123456789abcdef 123456789abcdef"};
+    static const char *const bad[] = {"",
+                                      "0123",
+                                      "0123456789abcdef0123456789abcdeF",
+                                      "0123456789abcdef0123456789abcdefa",
+                                      "0123456789abcdef0123456789abcdeg",
+                                      "0123456789abcdef 123456789abcdef"};
     for (size_t i = 0; i < ARRAY_LEN(bad); i++) {
         if (strlen(bad[i]) <= INDEX_UPLOAD_ID_LEN) /* else it would not fit upload_id[] */
             ASSERT_EQ(create(a, bid, SLICE_LIT("k"), bad[i]), -EINVAL);
@@ -319,8 +324,8 @@ test_complete_key(struct arena *a, struct slice key, uint64_t salt)
         ASSERT_EQ(part_put(a, id, i, (uint8_t)(0x40 + i), base + i * 1000, 10 * i).result, 0);
 
     /* The object the caller joined from parts 1, 3 and 4. */
-    struct index_extent ext[3] = {{3, 0, base + 1000, 10}, {3, 0, base + 3000, 30},
-                                  {3, 0, base + 4000, 40}};
+    struct index_extent ext[3] = {
+        {3, 0, base + 1000, 10}, {3, 0, base + 3000, 30}, {3, 0, base + 4000, 40}};
     struct index_object o = {.size = 80,
                              .mtime_ns = 5,
                              .parts_count = 3,
@@ -571,8 +576,7 @@ model_list(const struct index_upload_list_params *p, struct item *out, bool *tru
             if (!it->id[0]) {
                 /* A prefix: after the marker and not containing it. */
                 if (slcmp(it->key, p->key_marker) <= 0 ||
-                    starts_with(p->key_marker.ptr, p->key_marker.len,
-                                slice_from_cstr(it->key)))
+                    starts_with(p->key_marker.ptr, p->key_marker.len, slice_from_cstr(it->key)))
                     continue;
             } else {
                 int c = slcmp(it->key, p->key_marker);
@@ -597,8 +601,9 @@ result_items(const struct index_upload_list_result *r, struct item *out)
 {
     size_t iu = 0, ip = 0, n = 0;
     while (iu < r->n_uploads || ip < r->n_prefixes) {
-        bool take_prefix = iu == r->n_uploads ||
-                           (ip < r->n_prefixes && slice_cmp(r->prefixes[ip], r->uploads[iu].key) < 0);
+        bool take_prefix =
+            iu == r->n_uploads ||
+            (ip < r->n_prefixes && slice_cmp(r->prefixes[ip], r->uploads[iu].key) < 0);
         struct item it = {{0}, {0}};
         if (take_prefix) {
             ASSERT(r->prefixes[ip].len < sizeof(it.key));
@@ -623,16 +628,16 @@ check_items(const struct item *got, size_t n_got, const struct item *want, size_
         TEST_FAIL("listing has %zu items, model %zu", n_got, n_want);
     for (size_t i = 0; i < n_got; i++)
         if (strcmp(got[i].key, want[i].key) != 0 || strcmp(got[i].id, want[i].id) != 0)
-            TEST_FAIL("item %zu: \"%s\"/%s, model \"%s\"/%s", i, got[i].key, got[i].id,
-                      want[i].key, want[i].id);
+            TEST_FAIL("item %zu: \"%s\"/%s, model \"%s\"/%s", i, got[i].key, got[i].id, want[i].key,
+                      want[i].id);
 }
 
 static void
 test_upload_list(struct arena *a)
 {
-    static const char *const keys[] = {"a",     "a/b",   "a/b/c", "a/c",  "a/c/",  "ab",
-                                       "b",     "b//x",  "b/x",   "b/y/z", "c",    "c-d-e",
-                                       "c-d/f", "d\xff", "d\xff/", "e/e/e", "zz",  "a/bb"};
+    static const char *const keys[] = {"a",     "a/b",   "a/b/c",  "a/c",   "a/c/", "ab",
+                                       "b",     "b//x",  "b/x",    "b/y/z", "c",    "c-d-e",
+                                       "c-d/f", "d\xff", "d\xff/", "e/e/e", "zz",   "a/bb"};
     unsigned seed = 7;
     n_model = 0;
     for (size_t i = 0; i < N_MODEL; i++) {
@@ -664,8 +669,8 @@ test_upload_list(struct arena *a)
             for (size_t im = 0; im <= n_model + 3; im++) {
                 for (int use_id = 0; use_id < 3; use_id++) {
                     for (uint32_t max = 0; max <= 7; max += (max < 3 ? 1 : 4)) {
-                        const char *km = im == 0          ? ""
-                                         : im <= n_model  ? model[im - 1].key
+                        const char *km = im == 0             ? ""
+                                         : im <= n_model     ? model[im - 1].key
                                          : im == n_model + 1 ? "a/b/"
                                          : im == n_model + 2 ? "b/"
                                                              : "a0";
@@ -814,6 +819,49 @@ test_upload_parse(void)
     ASSERT_EQ(index__upload_parse(buf, len, &rec), -EIO);
 }
 
+/* A part record whose number disagrees with its key is corruption: reads
+ * and the abort that would drop it fail with -EIO, nothing crashes. */
+static void
+test_part_corrupt(struct arena *a)
+{
+    const char *id = uid(a, 600);
+    uint8_t raw[INDEX_UPLOAD_RAW_LEN], pkey[INDEX_PART_KEY_LEN];
+    struct index_part *parts;
+    uint32_t n;
+    bool trunc;
+    MDB_txn *txn;
+
+    ASSERT_EQ(create(a, bid, SLICE_LIT("corrupt"), id), 0);
+    ASSERT_EQ(part_put(a, id, 1, 1, 10, 10).result, 0);
+    ASSERT_EQ(hex_decode(id, INDEX_UPLOAD_ID_LEN, raw), 0);
+    memcpy(pkey, raw, sizeof(raw));
+    index__put_be32(pkey + INDEX_UPLOAD_RAW_LEN, 1);
+    MDB_val k = {sizeof(pkey), pkey}, v;
+
+    /* Rewrite part 1's record to claim number 2. */
+    ASSERT_EQ(mdb_txn_begin(ix->env, NULL, 0, &txn), 0);
+    ASSERT_EQ(mdb_get(txn, ix->dbi_parts, &k, &v), 0);
+    uint8_t *copy = arena_memdup(a, v.mv_data, v.mv_size);
+    index__put_le32(copy + 36, 2); /* parts_count */
+    MDB_val nv = {v.mv_size, copy};
+    ASSERT_EQ(mdb_put(txn, ix->dbi_parts, &k, &nv, 0), 0);
+    ASSERT_EQ(mdb_txn_commit(txn), 0);
+
+    fprintf(stderr, "(the corruption reports below are expected)\n");
+    ASSERT_EQ(index_part_list(ix, id, 0, 10, a, &parts, &n, &trunc), -EIO);
+    struct index_op op = {.kind = INDEX_OP_UPLOAD_ABORT, .upload_id = id, .arena = a};
+    ASSERT_EQ(index_commit(ix, &op, 1), -EIO);
+    ASSERT_EQ(op.result, -EIO);
+    ASSERT_UEQ(op.n_freed, 0);
+
+    /* Repair by hand, then the upload aborts normally. */
+    ASSERT_EQ(mdb_txn_begin(ix->env, NULL, 0, &txn), 0);
+    ASSERT_EQ(mdb_del(txn, ix->dbi_parts, &k, NULL), 0);
+    ASSERT_EQ(mdb_txn_commit(txn), 0);
+    ASSERT_EQ(abort_upload(a, id, &op), 0);
+    ASSERT_UEQ(op.n_freed, 0);
+}
+
 /* ---- index_object_scan -------------------------------------------------- */
 
 #define N_SCAN 300
@@ -953,6 +1001,7 @@ main(void)
     arena_clear(a);
     test_reopen(a);
     test_upload_parse();
+    test_part_corrupt(a);
     test_object_scan(a);
 
     /* Everything was cleaned up: the bucket can go. */
