@@ -880,6 +880,141 @@ def test_complete_races_part_replacement(srv):
     print("     outcomes seen: %s" % sorted(seen), flush=True)
 
 
+# --------------------------------------------------------------------------
+# more edges: conditional Complete, bad part checksums, odd and long keys
+
+
+def test_conditional_complete(srv):
+    s3 = srv.client()
+    b = bucket(s3, "mp-cond")
+    s3.put_object(Bucket=b, Key="k", Body=b"existing")
+    old_etag = mp.part_etag(b"existing")
+    parts = [harness.random_bytes(5 * MIB, seed=200), b"tail"]
+    uid = s3.create_multipart_upload(Bucket=b, Key="k")["UploadId"]
+    done = mp.upload_parts(s3, b, "k", uid, parts)
+    with client_error("PreconditionFailed", 412):
+        complete(s3, b, "k", uid, done, IfNoneMatch="*")
+    check(listed(s3, b, uid), "upload not listed after If-None-Match: * failed")
+    eq(get_all(s3, b, "k"), b"existing", "object after a refused conditional Complete")
+    with client_error("PreconditionFailed", 412):
+        complete(s3, b, "k", uid, done, IfMatch='"%s"' % hashlib.md5(b"other").hexdigest())
+    check(listed(s3, b, uid), "upload not listed after If-Match mismatch")
+    r = complete(s3, b, "k", uid, done, IfMatch=old_etag)
+    eq(r["ETag"], mp.mp_etag(parts), "ETag after Complete with a matching If-Match")
+    same_bytes(get_all(s3, b, "k"), b"".join(parts), "object after conditional Complete")
+    # If-None-Match: * on a new key succeeds.
+    uid = s3.create_multipart_upload(Bucket=b, Key="new")["UploadId"]
+    done = mp.upload_parts(s3, b, "new", uid, [b"fresh"])
+    complete(s3, b, "new", uid, done, IfNoneMatch="*")
+    eq(get_all(s3, b, "new"), b"fresh", "object completed with If-None-Match: *")
+
+
+def test_bad_part_checksum_keeps_old_part(srv):
+    s3 = srv.client()
+    b = bucket(s3, "mp-badsum")
+    free0 = mp.free_settled(srv)
+    uid = s3.create_multipart_upload(Bucket=b, Key="k", ChecksumAlgorithm="CRC32")["UploadId"]
+    good = harness.random_bytes(5 * MIB + 9, seed=210)
+    other = harness.random_bytes(6 * MIB, seed=211)
+    pr = s3.upload_part(Bucket=b, Key="k", UploadId=uid, PartNumber=1, Body=good, ChecksumAlgorithm="CRC32")
+    used = mp.align_up(len(good))
+    mp.expect_free(srv, free0 - used, "free bytes after part 1")
+    # A replacement whose CRC32 does not match its body is refused.
+    with client_error("BadDigest", 400):
+        s3.upload_part(Bucket=b, Key="k", UploadId=uid, PartNumber=1, Body=other, ChecksumCRC32=mp.crc32_b64(good))
+    # As is one whose Content-MD5 does not match.
+    import base64
+
+    with client_error(("BadDigest", "InvalidDigest"), 400):
+        s3.upload_part(Bucket=b, Key="k", UploadId=uid, PartNumber=1, Body=other, ContentMD5=base64.b64encode(hashlib.md5(good).digest()).decode())
+    ps = mp.all_parts(s3, b, "k", uid)
+    eq([(p["PartNumber"], p["Size"], p["ETag"], p.get("ChecksumCRC32")) for p in ps], [(1, len(good), mp.part_etag(good), mp.crc32_b64(good))], "part 1 after refused replacements")
+    mp.expect_free(srv, free0 - used, "free bytes after refused replacements (their space must be freed)")
+    # Complete naming a wrong part checksum is InvalidPart.
+    with client_error("InvalidPart", 400):
+        complete(s3, b, "k", uid, [{"PartNumber": 1, "ETag": pr["ETag"], "ChecksumCRC32": mp.crc32_b64(other)}])
+    r = complete(s3, b, "k", uid, [{"PartNumber": 1, "ETag": pr["ETag"], "ChecksumCRC32": pr["ChecksumCRC32"]}])
+    eq(r.get("ChecksumCRC32"), mp.composite_crc32([good]), "COMPOSITE CRC32 of a one-part upload")
+    same_bytes(get_all(s3, b, "k"), good, "object after refused replacements")
+    # Unsupported algorithm / type combinations are refused at creation.
+    for alg, typ in [("CRC64NVME", "COMPOSITE"), ("SHA256", "FULL_OBJECT"), ("SHA1", "FULL_OBJECT")]:
+        try:
+            with client_error("InvalidRequest", 400):
+                s3.create_multipart_upload(Bucket=b, Key="bad", ChecksumAlgorithm=alg, ChecksumType=typ)
+        except harness.Failure as e:
+            raise harness.Failure("CreateMultipartUpload %s/%s: %s" % (alg, typ, e))
+    eq(mp.upload_ids(s3, b, Prefix="bad"), [], "uploads created by refused CreateMultipartUpload")
+
+
+def test_odd_and_long_keys(srv):
+    s3 = srv.client()
+    b = bucket(s3, "mp-keys")
+    base = "L/" + "x" * 900
+    long1 = base + "a" * (1024 - len(base) - 1) + "1"
+    long2 = base + "a" * (1024 - len(base) - 1) + "2"
+    long0 = base + "a" * (1024 - len(base) - 2) + "9"  # shorter, sorts after both
+    odd = "dir/spa ce+ünï%&<>'\"?#.bin"
+    check(len(long1.encode()) == 1024 and len(long2.encode()) == 1024, "long keys are 1024 bytes")
+    keys = [long2, odd, long1, long0, "plain"]
+    ids = {k: s3.create_multipart_upload(Bucket=b, Key=k)["UploadId"] for k in keys}
+    want = sorted(keys, key=lambda k: k.encode())
+    got = [k for k, _ in mp.upload_ids(s3, b)]
+    eq(got, want, "ListMultipartUploads order with 1024-byte keys (UTF-8 byte order)")
+    pages = []
+    args = {}
+    for _ in range(10):
+        r = s3.list_multipart_uploads(Bucket=b, MaxUploads=1, **args)
+        pages += [u["Key"] for u in r.get("Uploads", [])]
+        if not r["IsTruncated"]:
+            break
+        args = {"KeyMarker": r["NextKeyMarker"], "UploadIdMarker": r["NextUploadIdMarker"]}
+    eq(pages, want, "paging one upload at a time through 1024-byte keys")
+    eq([k for k, _ in mp.upload_ids(s3, b, Prefix=base)], sorted([long1, long2, long0], key=lambda k: k.encode()), "Prefix of 902 bytes")
+    eq(mp.all_uploads(s3, b, Prefix="L/", Delimiter="a")[1], [base + "a"], "CommonPrefixes of the long keys")
+    for k in keys:
+        data = harness.random_bytes(100 + len(k), seed=len(k))
+        done = mp.upload_parts(s3, b, k, ids[k], [data])
+        eq([p["PartNumber"] for p in mp.all_parts(s3, b, k, ids[k])], [1], "parts of %r" % k[-20:])
+        r = complete(s3, b, k, ids[k], done)
+        eq(r["Key"], k, "Complete <Key> of %r" % k[-20:])
+        eq(get_all(s3, b, k), data, "object %r" % k[-20:])
+    eq(mp.upload_ids(s3, b), [], "uploads after completing all")
+    listed_keys = [o["Key"] for o in s3.list_objects_v2(Bucket=b)["Contents"]]
+    eq(listed_keys, want, "objects made of uploads with odd and long keys")
+    # Uploads for one long key are distinct from the other's.
+    with client_error("NoSuchUpload", 404):
+        s3.list_parts(Bucket=b, Key=long1, UploadId=s3.create_multipart_upload(Bucket=b, Key=long2)["UploadId"])
+
+
+def test_copy_object_of_multipart(srv):
+    s3 = srv.client()
+    b = bucket(s3, "mp-copyobj")
+    parts = [harness.random_bytes(5 * MIB + 1, seed=220), harness.random_bytes(333, seed=221)]
+    uid = s3.create_multipart_upload(Bucket=b, Key="src", Metadata={"m": "v"})["UploadId"]
+    complete(s3, b, "src", uid, mp.upload_parts(s3, b, "src", uid, parts))
+    whole = b"".join(parts)
+    s3.copy_object(Bucket=b, Key="dst", CopySource={"Bucket": b, "Key": "src"})
+    g = s3.get_object(Bucket=b, Key="dst")
+    same_bytes(g["Body"].read(), whole, "CopyObject of a multipart object")
+    eq(g["Metadata"], {"m": "v"}, "metadata copied from the multipart object")
+    # A copy made in one request is one part: part 2 does not exist.
+    with client_error("InvalidPartNumber", 416):
+        s3.get_object(Bucket=b, Key="dst", PartNumber=2)
+    # A zero-byte last part and a one-part empty object.
+    uid = s3.create_multipart_upload(Bucket=b, Key="z")["UploadId"]
+    done = mp.upload_parts(s3, b, "z", uid, [parts[0], b""])
+    complete(s3, b, "z", uid, done)
+    same_bytes(get_all(s3, b, "z"), parts[0], "object with an empty last part")
+    uid = s3.create_multipart_upload(Bucket=b, Key="empty")["UploadId"]
+    done = mp.upload_parts(s3, b, "empty", uid, [b""])
+    r = complete(s3, b, "empty", uid, done)
+    eq(r["ETag"], mp.mp_etag([b""]), "ETag of an empty one-part upload")
+    h = s3.head_object(Bucket=b, Key="empty")
+    eq((h["ContentLength"], h["ETag"]), (0, mp.mp_etag([b""])), "HEAD of the empty multipart object")
+    eq(get_all(s3, b, "empty"), b"", "GET of the empty multipart object")
+    eq(get_all(s3, b, "empty", PartNumber=1), b"", "GET partNumber=1 of the empty multipart object")
+
+
 TESTS = [
     test_complete_etag_and_bytes,
     test_unaligned_parts,
@@ -905,6 +1040,10 @@ TESTS = [
     test_concurrent_same_part,
     test_concurrent_completes,
     test_complete_races_part_replacement,
+    test_conditional_complete,
+    test_bad_part_checksum_keeps_old_part,
+    test_odd_and_long_keys,
+    test_copy_object_of_multipart,
 ]
 
 if __name__ == "__main__":

@@ -11,6 +11,9 @@
     there. Never a mix; free space matches whichever happened.
 (c) kill -9 right after Complete, Abort and UploadPart were acknowledged:
     each of them is durable.
+(d) kill -9 while parts are being replaced (each part is then the old or the
+    new one, acknowledged ones new, none lost) and right after an Abort was
+    sent (the upload is whole or gone).
 Each test runs its own server (volume_size = 4G, one volume) and restarts
 it on the same data dir. Free space is rebuilt from the index at startup,
 so after a restart free == total - space of objects - space of parts.
@@ -305,10 +308,111 @@ def test_acknowledged_operations_durable():
         expect_space(srv, used, "free bytes after completing the pending upload")
 
 
+# --------------------------------------------------------------------------
+# (d) kill -9 during part replacements and during Abort
+
+
+def test_kill_during_replace_and_abort():
+    with harness.Server(config=CONFIG, tag="mpcrash-d") as srv:
+        s3 = srv.client()
+        b, key = "mpreplace", "r"
+        s3.create_bucket(Bucket=b)
+        n_parts = 8
+        old = [harness.random_bytes(6 * MIB + 100 * i, seed=5000 + i) for i in range(n_parts)]
+        new = [harness.random_bytes(5 * MIB + 7 * i, seed=5100 + i) for i in range(n_parts)]
+        uid = s3.create_multipart_upload(Bucket=b, Key=key)["UploadId"]
+        upload_all(srv, b, key, uid, old)
+        clients = [srv.client(read_timeout=20, connect_timeout=5) for _ in range(n_parts)]
+        acked = {}
+        lock = threading.Lock()
+        go = threading.Event()
+
+        def one(i):
+            go.wait(10)
+            try:
+                r = clients[i].upload_part(Bucket=b, Key=key, UploadId=uid, PartNumber=i + 1, Body=new[i])
+            except Exception:
+                return
+            with lock:
+                acked[i + 1] = r["ETag"]
+
+        threads = [threading.Thread(target=one, args=(i,), daemon=True) for i in range(n_parts)]
+        for t in threads:
+            t.start()
+        go.set()
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            with lock:
+                if len(acked) >= n_parts // 2:
+                    break
+            time.sleep(0.0005)
+        srv.kill()
+        for t in threads:
+            t.join(60)
+        srv.start()
+        s3 = srv.client()
+        ps = {p["PartNumber"]: p for p in mp.all_parts(s3, b, key, uid)}
+        eq(sorted(ps), list(range(1, n_parts + 1)), "parts listed after kill -9 during their replacement (none may vanish)")
+        chosen = []
+        n_new = 0
+        for n in range(1, n_parts + 1):
+            p = ps[n]
+            got = (p["Size"], p["ETag"])
+            o = (len(old[n - 1]), mp.part_etag(old[n - 1]))
+            w = (len(new[n - 1]), mp.part_etag(new[n - 1]))
+            if n in acked:
+                eq(got, w, "part %d (replacement acknowledged) after kill -9" % n)
+            check(got in (o, w), "part %d after kill -9 is neither the old nor the new part: %s" % (n, got))
+            chosen.append(old[n - 1] if got == o else new[n - 1])
+            n_new += got == w
+        print("     %d replacements acknowledged, %d parts new after restart" % (len(acked), n_new), flush=True)
+        expect_space(srv, mp.space_of(len(c) for c in chosen), "free bytes after kill -9 during part replacements")
+        r = s3.complete_multipart_upload(Bucket=b, Key=key, UploadId=uid, MultipartUpload={"Parts": [{"PartNumber": n + 1, "ETag": mp.part_etag(c)} for n, c in enumerate(chosen)]})
+        eq(r["ETag"], mp.mp_etag(chosen), "ETag of the upload completed after replacements")
+        compare_object(s3, b, key, b"".join(chosen), "object completed from old and new parts")
+        obj_space = mp.space_of(len(c) for c in chosen)
+        expect_space(srv, obj_space, "free bytes with the completed object")
+
+        # kill -9 right after an Abort request was sent.
+        outcomes = []
+        uid = None
+        for rnd, delay in enumerate([0.0, 0.001, 0.003, 0.01]):
+            if uid is None:
+                uid = s3.create_multipart_upload(Bucket=b, Key="ab")["UploadId"]
+                upload_all(srv, b, "ab", uid, old[:4])
+            parts_space = mp.space_of(len(d) for d in old[:4])
+            path, query = "/%s/ab" % b, "uploadId=%s" % uid
+            h = srv.sign("DELETE", path, query, {}, b"")
+            conn = srv.connect(timeout=30)
+            conn.putrequest("DELETE", path + "?" + query, skip_host=True, skip_accept_encoding=True)
+            for k, v in h.items():
+                conn.putheader(k, v)
+            conn.endheaders()
+            if delay:
+                time.sleep(delay)
+            srv.kill()
+            conn.close()
+            srv.start()
+            s3 = srv.client()
+            what = "abort round %d (kill %.0f ms after the request)" % (rnd, delay * 1000)
+            if ("ab", uid) in mp.upload_ids(s3, b):
+                outcomes.append("not aborted")
+                eq([(p["PartNumber"], p["Size"]) for p in mp.all_parts(s3, b, "ab", uid)], [(i + 1, len(d)) for i, d in enumerate(old[:4])], what + ": parts of the upload still listed")
+                expect_space(srv, obj_space + parts_space, what + ": free bytes with the upload still there")
+            else:
+                outcomes.append("aborted")
+                with client_error("NoSuchUpload", 404):
+                    s3.list_parts(Bucket=b, Key="ab", UploadId=uid)
+                expect_space(srv, obj_space, what + ": free bytes after the abort took effect")
+                uid = None
+        print("     abort outcomes: %s" % outcomes, flush=True)
+
+
 TESTS = [
     test_kill_during_parallel_parts,
     test_kill_during_complete,
     test_acknowledged_operations_durable,
+    test_kill_during_replace_and_abort,
 ]
 
 if __name__ == "__main__":
