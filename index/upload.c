@@ -524,9 +524,14 @@ index_part_list(struct index *ix, const char *upload_id, uint32_t after, uint32_
     MDB_cursor *cur = NULL;
     struct index__upload_rec rec;
     struct index__record r;
+    struct index_part part;
     uint8_t raw[INDEX_UPLOAD_RAW_LEN], pkey[INDEX_PART_KEY_LEN];
+    /* Gathered on the heap, then copied to 'a' at their real count:
+     * callers often ask for INDEX_MAX_PARTS. */
+    struct buf got;
     int rc;
 
+    buf_init(&got);
     *parts = NULL;
     *n_parts = 0;
     *is_truncated = false;
@@ -540,7 +545,6 @@ index_part_list(struct index *ix, const char *upload_id, uint32_t after, uint32_
     if (max == 0 || after >= INDEX_MAX_PARTS)
         goto fail; /* rc == 0: nothing to list */
 
-    struct index_part *out = arena_alloc(a, max * sizeof(*out));
     uint32_t n = 0;
     part_key(pkey, raw, after + 1);
     MDB_val k = {sizeof(pkey), pkey}, v;
@@ -556,17 +560,20 @@ index_part_list(struct index *ix, const char *upload_id, uint32_t after, uint32_
         }
         if ((rc = part_parse(&k, &v, &r)) != 0)
             goto fail;
-        part_copy(&r, a, &out[n++]);
+        part_copy(&r, a, &part);
+        buf_append(&got, &part, sizeof(part));
+        n++;
     }
     if (rc != 0 && rc != -ENOENT)
         goto fail;
     rc = 0;
-    *parts = out;
+    *parts = n ? arena_memdup(a, got.ptr, got.len) : NULL;
     *n_parts = n;
 
 fail:
     if (rc != 0)
         *is_truncated = false;
+    buf_cleanup(&got);
     if (cur)
         mdb_cursor_close(cur);
     index__read_end(ix, txn);
