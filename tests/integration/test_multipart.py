@@ -1000,7 +1000,14 @@ def test_copy_object_of_multipart(srv):
     # A copy made in one request is one part: part 2 does not exist.
     with client_error("InvalidPartNumber", 416):
         s3.get_object(Bucket=b, Key="dst", PartNumber=2)
-    # A zero-byte last part and a one-part empty object.
+
+
+def test_empty_parts(srv):
+    """A zero-byte last part (no extents) and a one-part empty object."""
+    s3 = srv.client()
+    b = bucket(s3, "mp-empty")
+    parts = [harness.random_bytes(5 * MIB + 1, seed=230)]
+    free0 = mp.free_settled(srv)
     uid = s3.create_multipart_upload(Bucket=b, Key="z")["UploadId"]
     done = mp.upload_parts(s3, b, "z", uid, [parts[0], b""])
     complete(s3, b, "z", uid, done)
@@ -1013,6 +1020,7 @@ def test_copy_object_of_multipart(srv):
     eq((h["ContentLength"], h["ETag"]), (0, mp.mp_etag([b""])), "HEAD of the empty multipart object")
     eq(get_all(s3, b, "empty"), b"", "GET of the empty multipart object")
     eq(get_all(s3, b, "empty", PartNumber=1), b"", "GET partNumber=1 of the empty multipart object")
+    mp.expect_free(srv, free0 - mp.align_up(len(parts[0])), "free bytes with the objects of empty parts")
 
 
 TESTS = [
@@ -1044,6 +1052,7 @@ TESTS = [
     test_bad_part_checksum_keeps_old_part,
     test_odd_and_long_keys,
     test_copy_object_of_multipart,
+    test_empty_parts,
 ]
 
 if __name__ == "__main__":
