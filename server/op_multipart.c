@@ -439,7 +439,8 @@ complete_end(struct s3_req *r)
     auth_checksum_init(&md5, AUTH_CK_MD5);
     size_t ne = 0, so = 0;
     for (uint32_t i = 0; i < n_used; i++) {
-        memcpy(ext + ne, used[i]->extents, used[i]->n_extents * sizeof(*ext));
+        if (used[i]->n_extents) /* a 0-byte part has none (and a NULL list) */
+            memcpy(ext + ne, used[i]->extents, used[i]->n_extents * sizeof(*ext));
         ne += used[i]->n_extents;
         if (used[i]->sums_len)
             memcpy(sums + so, used[i]->sums, used[i]->sums_len);
