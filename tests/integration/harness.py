@@ -48,6 +48,11 @@ SANITIZER_PATTERNS = (
     "WARNING: ThreadSanitizer",
 )
 
+# A server log line at level ERROR means an internal failure (corruption, I/O
+# errors, failed commits): it fails teardown like a sanitizer report, unless
+# the test lists it in Server(allowed_errors=[regex, ...]).
+LOG_ERROR_LINE = re.compile(r"^\S+ ERROR (.*)$", re.M)
+
 PORT_LINE = re.compile(r"^shardstore: listening on http://127\.0\.0\.1:(\d+)\s*$")
 
 
@@ -259,7 +264,7 @@ class Server:
     start() again restarts on the same data; cleanup() removes everything.
     """
 
-    def __init__(self, config=None, access_key=ACCESS_KEY, secret_key=SECRET_KEY, env=None, tag="integ"):
+    def __init__(self, config=None, access_key=ACCESS_KEY, secret_key=SECRET_KEY, env=None, tag="integ", allowed_errors=()):
         self.binary = server_binary()
         self.tmp = tempfile.mkdtemp(prefix="shard-%s-" % tag)
         self.data_dir = os.path.join(self.tmp, "data")
@@ -272,6 +277,7 @@ class Server:
         self.access_key = access_key
         self.secret_key = secret_key
         self.extra_env = dict(env or {})
+        self.allowed_errors = [re.compile(x) for x in allowed_errors]
         self.proc = None
         self.port = None
         self.generation = 0
@@ -428,6 +434,9 @@ class Server:
                 idx = text.index(pat)
                 out.append("server stderr (run %d) contains %r:\n%s" % (self.generation, pat, text[max(0, idx - 200): idx + 3000]))
                 break
+        errors = [m.group(0) for m in LOG_ERROR_LINE.finditer(text) if not any(a.search(m.group(1)) for a in self.allowed_errors)]
+        if errors:
+            out.append("server log (run %d) has %d ERROR line(s):\n%s" % (self.generation, len(errors), "\n".join(errors[:20])))
         return out
 
     def stderr_tail(self, n=4000):
