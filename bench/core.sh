@@ -33,7 +33,7 @@
 #   BENCH_RANGE_ALIGN=mixed    mixed | N (offsets are multiples of N; 1 = any byte)
 #   BENCH_SMALL_N=20000 BENCH_SMALL_SECS=10 BENCH_SMALL_CONC=16 BENCH_SMALL_SIZE=4096
 #   BENCH_SKIP=""              words among: put signed boto3 get range small nginx ceph dd openssl sync
-#   BENCH_WAIT_IDLE=60 BENCH_MAX_BUSY=0.3  before each phase wait up to this long for the machine
+#   BENCH_WAIT_IDLE=15 BENCH_MAX_BUSY=0.3  before each phase wait up to this long for the machine
 #                              to be quiet (others using <= MAX_BUSY cores); the level seen is reported
 #   BENCH_DATA=/tmp/shardstore-core-bench   scratch dir (shardstore data, nginx docroot, dd file;
 #                              needs ~2.5 GiB free; removed at the end unless BENCH_KEEP=1)
@@ -173,13 +173,13 @@ busy_cores() { awk -v a="$1" -v b="$2" -v t0="$3" -v t1="$4" -v hz="$HZ" 'BEGIN{
 # use less than BENCH_MAX_BUSY cores (default 0.3) over 1 s; records what it saw in NOISE.
 NOISE=""
 quiet() {
-  local phase=$1 deadline=$(( $(date +%s) + ${BENCH_WAIT_IDLE:-60} )) b0 b1 t0 t1 c waited=0
+  local phase=$1 deadline=$(( $(date +%s) + ${BENCH_WAIT_IDLE:-15} )) b0 b1 t0 t1 c waited=0
   while :; do
     read -r b0 _ < <(busy_jiffies); t0=$(now); sleep 1; read -r b1 _ < <(busy_jiffies); t1=$(now)
     c=$(busy_cores "$b0" "$b1" "$t0" "$t1")
     awk -v c="$c" -v m="${BENCH_MAX_BUSY:-0.3}" 'BEGIN{exit !(c <= m)}' && break
     [ "$(date +%s)" -lt "$deadline" ] || { log "machine still busy ($c cores used by others) before $phase; going on"; break; }
-    [ "$waited" = 0 ] && log "machine busy ($c cores used by others) before $phase; waiting up to ${BENCH_WAIT_IDLE:-60}s"
+    [ "$waited" = 0 ] && log "machine busy ($c cores used by others) before $phase; waiting up to ${BENCH_WAIT_IDLE:-15}s"
     waited=1
   done
   NOISE="$NOISE $phase=$c"
@@ -326,8 +326,9 @@ measure_range() {
 
 # ---------------- machine baselines: MD5/SHA-256 on one core, direct-I/O dd ----------------
 MD5_MIBS=nan SHA_MIBS=nan DD_MIBS=nan DD_RUNS=""
-openssl_mibs() { # 16384-byte column of openssl speed, in MiB/s (openssl prints 1000s of bytes/s)
-  openssl speed -seconds "${BENCH_OPENSSL_SECS:-2}" -evp "$1" 2>/dev/null | awk '
+openssl_mibs() { # 16384-byte column of openssl speed, in MiB/s (openssl prints 1000s of bytes/s);
+  # -elapsed: wall-clock like the PUT figures, so a busy machine slows both alike
+  openssl speed -elapsed -seconds "${BENCH_OPENSSL_SECS:-2}" -evp "$1" 2>/dev/null | awk '
     /^type/ { for (i = 2; i <= NF; i++) if ($i == "16384") col = (i - 2) / 2 + 2 }  # "type 16 bytes 64 bytes ..."
     col && $1 != "type" && NF >= col { v = $(col); sub(/k$/, "", v); printf "%.1f\n", v * 1000 / 1048576; exit }'
 }
@@ -373,23 +374,25 @@ PY
 fi
 
 # ---------------- shardstore: big object ----------------
-declare -A PUT_MED PUT_RUNS
+declare -A PUT_MED PUT_RUNS PUT_CPU
 HWM_PUT=nan HWM_GET=nan HWM_RANGE=nan
 ss_start "$DATA/ss-big" on
 ss_curl -f -X PUT "$SS_EP/$BUCKET" -o /dev/null || die "create bucket failed"
 put_curl() { # put_curl LABEL SHA256HDR: RUNS single PUTs of FILE with curl -T
-  local label=$1 hdr=$2 i out t code etag runs=""
+  local label=$1 hdr=$2 i out t code etag runs="" c0 c1 cpus=""
   for i in $(seq 1 "$RUNS"); do
     sleep "$PAUSE"
+    c0=$(cpu_ticks "$SS_PID")
     out=$(timeout 900 curl -s --aws-sigv4 aws:amz:us-east-1:s3 -u "$AK:$SK" -H "x-amz-content-sha256: $hdr" \
       -T "$FILE" -D "$W/put.hdr" -o "$W/put.body" -w '%{time_total} %{http_code}' "$SS_EP/$BUCKET/$KEY") || die "PUT ($label) failed"
+    c1=$(cpu_ticks "$SS_PID"); cpus="$cpus $(awk -v a="$c0" -v b="$c1" -v hz="$HZ" 'BEGIN{printf "%.2f", (b-a)/hz}')"
     t=${out% *}; code=${out#* }
     [ "$code" = 200 ] || { cat "$W/put.body" >&2; die "PUT ($label) answered $code"; }
     etag=$(tr -d '\r"' < "$W/put.hdr" | awk 'tolower($1)=="etag:"{print $2}')
     [ "$etag" = "$FILE_MD5" ] || die "PUT ($label): ETag $etag != md5 $FILE_MD5"
     runs="$runs $(mibs_of "$t" "$SIZE")"; log "put $label run $i: $t s = $(mibs_of "$t" "$SIZE") MiB/s"
   done
-  PUT_MED[$label]=$(echo $runs | median); PUT_RUNS[$label]=$(csv $runs)
+  PUT_MED[$label]=$(echo $runs | median); PUT_RUNS[$label]=$(csv $runs); PUT_CPU[$label]=$(echo $cpus | median)
 }
 quiet put
 put_curl unsigned UNSIGNED-PAYLOAD
@@ -406,7 +409,7 @@ if ! skip boto3; then
 fi
 HWM_PUT=$(hwm_mib "$SS_PID")
 for l in unsigned sha256 boto3; do
-  [ -n "${PUT_MED[$l]:-}" ] && echo "RESULT detail server=shardstore metric=put_single_stream_$l MiB_s=$(f1 "${PUT_MED[$l]}") runs=${PUT_RUNS[$l]}"
+  [ -n "${PUT_MED[$l]:-}" ] && echo "RESULT detail server=shardstore metric=put_single_stream_$l MiB_s=$(f1 "${PUT_MED[$l]}") runs=${PUT_RUNS[$l]} server_cpu_s=${PUT_CPU[$l]:-nan} MiB_per_server_cpu_s=$(ratio "$SIZE_MB" "${PUT_CPU[$l]:-0}")"
 done
 SS_URL=$(s3py presign "$SS_EP" "$AK" "$SK" "$BUCKET" "$KEY")
 case "$SS_URL" in *X-Amz-Algorithm=AWS4-HMAC-SHA256*) ;; *) die "presigned URL is not SigV4: $SS_URL";; esac
@@ -511,7 +514,7 @@ if [ -n "${RNG_MED[shardstore]:-}" ]; then
   l=""; for s in shardstore nginx ceph; do [ -n "${RNG_MED[$s]:-}" ] && l="$l $s=${RNG_CORES[$s]}cores(${RNG_CPUS[$s]}cpu_s) req_per_cpu_s=$(ratio "${RNG_MED[$s]}" "${RNG_CORES[$s]}")"; done
   echo "RESULT range_64k_server_cpu$l errors=$(for s in shardstore nginx ceph; do [ -n "${RNG_ERR[$s]:-}" ] && printf '%s:%s,' "$s" "${RNG_ERR[$s]}"; done)"
 fi
-echo "RESULT put_single_stream shardstore_unsigned=$(f1 "${PUT_MED[unsigned]}") MiB/s md5_1core=$MD5_MIBS MiB/s dd_direct=$DD_MIBS MiB/s ratio_vs_md5=$(ratio "${PUT_MED[unsigned]}" "$MD5_MIBS") ratio_vs_dd=$(ratio "${PUT_MED[unsigned]}" "$DD_MIBS")"
+echo "RESULT put_single_stream shardstore_unsigned=$(f1 "${PUT_MED[unsigned]}") MiB/s (server $(ratio "$SIZE_MB" "${PUT_CPU[unsigned]:-0}") MiB per CPU-s) md5_1core=$MD5_MIBS MiB/s dd_direct=$DD_MIBS MiB/s ratio_vs_md5=$(ratio "${PUT_MED[unsigned]}" "$MD5_MIBS") ratio_vs_dd=$(ratio "${PUT_MED[unsigned]}" "$DD_MIBS")"
 [ -n "${PUT_MED[sha256]:-}" ] && echo "RESULT put_single_stream_signed shardstore_sha256_header=$(f1 "${PUT_MED[sha256]}") MiB/s boto3_put_object=$(f1 "${PUT_MED[boto3]:-nan}") MiB/s md5+sha256_1core=$(awk -v a="$MD5_MIBS" -v b="$SHA_MIBS" 'BEGIN{printf "%.1f", 1/(1/a+1/b)}') MiB/s ratio_sha256hdr_vs_md5+sha256=$(ratio "${PUT_MED[sha256]}" "$(awk -v a="$MD5_MIBS" -v b="$SHA_MIBS" 'BEGIN{printf "%.1f", 1/(1/a+1/b)}')")"
 if [ -n "${SM_MED[on]:-}" ]; then
   echo "RESULT small_put_${SMALL_SIZE}B conc=$SMALL_CONC group_commit=on: $(f1 "${SM_MED[on]}") PUT/s p50=${SM_P50[on]}ms p99=${SM_P99[on]}ms ops/commit=${SM_OPC[on]} | group_commit=off: $(f1 "${SM_MED[off]}") PUT/s p50=${SM_P50[off]}ms p99=${SM_P99[off]}ms ops/commit=${SM_OPC[off]} | on/off=$(ratio "${SM_MED[on]}" "${SM_MED[off]}") errors=${SM_ERR[on]}+${SM_ERR[off]} fdatasync_p50_ms(append/overwrite)=$SYNC_APPEND/$SYNC_OVER"
