@@ -192,6 +192,7 @@ ss_start() { # ss_start DATADIR GROUP_COMMIT
   rm -rf "$dir"; mkdir -p "$dir"
   printf 'volume_size = %s\ngroup_commit = %s\nthreads = %s\ninline_max = 0\nlog_level = warn\n' \
     "${BENCH_VOLUME_SIZE:-8G}" "$gc" "$THREADS" > "$dir.conf"
+  : > "$W/ss.out"   # exists before the background child opens it (sed polls it below)
   SHARDSTORE_ACCESS_KEY=$AK SHARDSTORE_SECRET_KEY=$SK \
     "$BIN" --config "$dir.conf" --listen 127.0.0.1:0 --data "$dir" > "$W/ss.out" 2> "$W/ss.err" &
   SS_PID=$!
