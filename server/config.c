@@ -12,7 +12,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum directive_kind { DIR_STRING, DIR_SIZE, DIR_U32, DIR_BOOL, DIR_LISTEN, DIR_LOG_LEVEL };
+enum directive_kind {
+    DIR_STRING,
+    DIR_SIZE,
+    DIR_SIZE32,
+    DIR_U32,
+    DIR_BOOL,
+    DIR_LISTEN,
+    DIR_LOG_LEVEL
+};
 
 struct directive {
     const char *name;
@@ -35,7 +43,7 @@ static const struct directive directives[] = {
     {"write_buffer_total", DIR_SIZE, FIELD(write_buffer_total), 0},
     {"group_commit", DIR_BOOL, FIELD(group_commit), 0},
     {"group_commit_max", DIR_U32, FIELD(group_commit_max), 0},
-    {"threads", DIR_U32, FIELD(threads), 0},
+    {"connection_memory", DIR_SIZE32, FIELD(connection_memory), 0},
     {"connection_limit", DIR_U32, FIELD(connection_limit), 0},
     {"connection_timeout", DIR_U32, FIELD(connection_timeout_s), 0},
     {"shutdown_grace", DIR_U32, FIELD(shutdown_grace_s), 0},
@@ -60,7 +68,7 @@ config_defaults(struct config *c)
     c->write_buffer_total = 512ull << 20;
     c->group_commit = true;
     c->group_commit_max = 1024;
-    c->threads = 0; /* 0: two per core, at least 4 */
+    c->connection_memory = 64 * 1024;
     c->connection_limit = 4096;
     c->connection_timeout_s = 60;
     c->shutdown_grace_s = 10;
@@ -153,6 +161,13 @@ config_set(struct config *c, const char *key, const char *value)
                 return -1;
             memcpy(field, &v, sizeof(v));
             return 0;
+        case DIR_SIZE32: {
+            if (config_parse_size(value, &v) != 0 || v > UINT32_MAX || v < 8192)
+                return -1;
+            uint32_t u = (uint32_t)v;
+            memcpy(field, &u, sizeof(u));
+            return 0;
+        }
         case DIR_U32: {
             if (parse_u64(slice_from_cstr(value), UINT32_MAX, &v) != 0)
                 return -1;

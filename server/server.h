@@ -55,8 +55,8 @@ struct config {
     uint64_t index_map_size;
     uint64_t write_buffer_total;
     bool group_commit;
-    uint32_t group_commit_max; /* ops per batch */
-    uint32_t threads;
+    uint32_t group_commit_max;  /* ops per batch */
+    uint32_t connection_memory; /* bytes of MHD's per-connection buffer pool */
     uint32_t connection_limit;
     uint32_t connection_timeout_s;
     uint32_t shutdown_grace_s;
