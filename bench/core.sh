@@ -37,7 +37,7 @@
 #                              to be quiet (others using <= MAX_BUSY cores); the level seen is reported
 #   BENCH_DATA=/tmp/shardstore-core-bench   scratch dir (shardstore data, nginx docroot, dd file;
 #                              needs ~2.5 GiB free; removed at the end unless BENCH_KEEP=1)
-#   BENCH_THREADS=0            shardstore "threads" (0: server default)
+#   BENCH_CONN_MEMORY=64K      shardstore "connection_memory" (MHD's per-connection pool)
 #   BENCH_NGINX_PORT=18081 BENCH_CEPH_PORT=18084  BENCH_PAUSE=2 (idle s before each timed run)
 #   SHARDSTORE_BIN             default: /tmp/build-bench/shardstore, else ./shardstore
 #   BENCH_PUTLOAD              default: bench/putload next to SHARDSTORE_BIN, else gcc-built in tmp
@@ -65,7 +65,7 @@ SMALL_CONC=${BENCH_SMALL_CONC:-16}
 SMALL_SIZE=${BENCH_SMALL_SIZE:-4096}
 SKIP=" ${BENCH_SKIP:-} "
 DATA=${BENCH_DATA:-/tmp/shardstore-core-bench}
-THREADS=${BENCH_THREADS:-0}
+CONN_MEMORY=${BENCH_CONN_MEMORY:-64K}
 NGINX_PORT=${BENCH_NGINX_PORT:-18081}
 CEPH_PORT=${BENCH_CEPH_PORT:-18084}
 PAUSE=${BENCH_PAUSE:-2}
@@ -190,8 +190,8 @@ SS_EP="" SS_PORT=""
 ss_start() { # ss_start DATADIR GROUP_COMMIT
   local dir=$1 gc=$2 i
   rm -rf "$dir"; mkdir -p "$dir"
-  printf 'volume_size = %s\ngroup_commit = %s\nthreads = %s\ninline_max = 0\nlog_level = warn\n' \
-    "${BENCH_VOLUME_SIZE:-8G}" "$gc" "$THREADS" > "$dir.conf"
+  printf 'volume_size = %s\ngroup_commit = %s\nconnection_memory = %s\ninline_max = 0\nlog_level = warn\n' \
+    "${BENCH_VOLUME_SIZE:-8G}" "$gc" "$CONN_MEMORY" > "$dir.conf"
   : > "$W/ss.out"   # exists before the background child opens it (sed polls it below)
   SHARDSTORE_ACCESS_KEY=$AK SHARDSTORE_SECRET_KEY=$SK \
     "$BIN" --config "$dir.conf" --listen 127.0.0.1:0 --data "$dir" > "$W/ss.out" 2> "$W/ss.err" &
