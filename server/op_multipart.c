@@ -25,7 +25,6 @@
 #include <stdlib.h>
 #include <sys/random.h>
 
-#define MIN_PART_SIZE (5ull << 20)
 
 static struct slice
 param(const struct s3_req *r, const char *name)
@@ -413,7 +412,7 @@ complete_end(struct s3_req *r)
                 }
             }
         }
-        if (i + 1 < req.n_parts && parts[k].size < MIN_PART_SIZE) {
+        if (i + 1 < req.n_parts && parts[k].size < r->srv->cfg.min_part_size) {
             s3_respond_error(r, S3_ERR_ENTITY_TOO_SMALL, NULL);
             return;
         }
