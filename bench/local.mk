@@ -5,3 +5,9 @@ bench_putload_SOURCES = bench/putload.c
 bench_putload_CFLAGS = $(AM_CFLAGS) $(LIBCURL_CFLAGS)
 bench_putload_LDADD = $(LIBCURL_LIBS)
 EXTRA_DIST += bench/core.sh
+# Multipart (checkpoint) upload client: bench/mpload -e ENDPOINT -b BUCKET -k KEY -f FILE -z PARTSIZE ...
+noinst_PROGRAMS += bench/mpload
+bench_mpload_SOURCES = bench/mpload.c
+bench_mpload_CFLAGS = $(AM_CFLAGS) $(LIBCURL_CFLAGS)
+bench_mpload_LDADD = $(LIBCURL_LIBS)
+EXTRA_DIST += bench/multipart.sh
