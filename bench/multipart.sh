@@ -172,7 +172,7 @@ quiet() {
     [ "$waited" = 0 ] && log "machine busy ($c cores used by others) before $phase; waiting up to ${BENCH_WAIT_IDLE:-30}s"
     waited=1
   done
-  NOISE="$NOISE $phase=$c$([ "$waited" = 1 ] && echo "(waited_$(( $(date +%s) - start ))s)")"
+  if [ "$waited" = 1 ]; then NOISE="$NOISE $phase=$c(waited_$(( $(date +%s) - start ))s)"; else NOISE="$NOISE $phase=$c"; fi
 }
 
 # ---------------- shardstore lifecycle ----------------
@@ -220,9 +220,9 @@ verify() {
   fi
   [ "$etag" = "$EXPECT_ETAG" ] || die "$name: ETag $etag != expected $EXPECT_ETAG"
   off=$(shuf -i 0-$((SIZE - len)) -n 1)
-  cmp <(timeout 60 s3curl "$ep" "$ak" "$sk" -f -r "$off-$((off + len - 1))" "$ep/$BUCKET/$key") \
+  cmp <(s3curl "$ep" "$ak" "$sk" --max-time 60 -f -r "$off-$((off + len - 1))" "$ep/$BUCKET/$key") \
       <(tail -c +$((off + 1)) "$FILE" | head -c "$len") || die "$name: range at $off differs from the file"
-  hs=$(timeout 60 s3curl "$ep" "$ak" "$sk" -f -I "$ep/$BUCKET/$key" | tr -d '\r' | awk 'tolower($1)=="content-length:"{print $2}')
+  hs=$(s3curl "$ep" "$ak" "$sk" --max-time 60 -f -I "$ep/$BUCKET/$key" | tr -d '\r' | awk 'tolower($1)=="content-length:"{print $2}')
   [ "$hs" = "$SIZE" ] || die "$name: HEAD Content-Length $hs != $SIZE"
   log "$name: part ETags = part MD5s, ETag $etag ok, 1 MiB range at $off matches byte for byte"
 }
@@ -280,7 +280,7 @@ quiet shardstore_checkpoint
 checkpoint shardstore "$SS_EP" "$AK" "$SK" "$SS_PID"
 HWM_CK=$(hwm_mib "$SS_PID")
 
-PERF_MIBS=nan PERF_MD5=nan PERF_KCOPY=nan PERF_SYS=nan PERF_CPUGIB=nan
+PERF_MIBS=nan PERF_MD5=nan PERF_KCOPY=nan PERF_SYS=nan PERF_CPUGIB=nan PERF_XXH=nan PERF_LIBC=nan PERF_MEMMOVE=nan PERF_CRYPTO=nan PERF_SELF=nan PERF_MD5GIB=nan
 if ! skip perf; then
   quiet perf
   sleep "$PAUSE"
@@ -297,17 +297,50 @@ if ! skip perf; then
   PERF_MIBS=$(kv MiB_s "$out")
   PERF_CPUGIB=$(awk -v a="$c0" -v b="$c1" -v hz="$HZ" -v s="$SIZE_MB" 'BEGIN{printf "%.2f", (b-a)/hz/(s/1024)}')
   log "perf run: ${out#mpload }"
-  # self time by symbol (the whole process, kernel included)
-  perf report -i "$W/perf.data" --stdio --no-children --sort dso,symbol --percent-limit 0.01 -g none 2>/dev/null \
-    | awk '/^ *[0-9.]+%/{p=$1; sub(/%/,"",p); dso=$2; $1=""; $2=""; sym=$0; sub(/^ +/,"",sym); sub(/^\[[.k]\] /,"",sym); print p "\t" dso "\t" sym}' > "$W/perf.top"
+  # self time by symbol (the whole process, kernel included). libcrypto is stripped: its samples
+  # are attributed to md5_block_asm_data_order when they fall between the first and the last MD5
+  # round constant's instruction (lea -0x28955b88 = +0xd76aa478 ... lea -0x14792c6f = +0xeb86d391).
+  CRYPTO_SO=$(awk '$6 ~ /libcrypto\.so/{print $6; exit}' /proc/$SS_PID/maps)
+  MD5_RANGE=""
+  if [ -n "$CRYPTO_SO" ] && command -v objdump >/dev/null; then
+    MD5_RANGE=$(objdump -d "$CRYPTO_SO" 2>/dev/null | awk '/lea +-0x28955b88\(/ && !a {a=$1} /lea +-0x14792c6f\(/ && a && !b {b=$1} END{ if (a && b) print a, b}' | tr -d :)
+  fi
+  perf report -i "$W/perf.data" --stdio --no-children --sort dso,symbol --percent-limit 0 -g none 2>/dev/null \
+    > "$W/perf.txt" || true
+  python3 - "$W/perf.txt" "$MD5_RANGE" > "$W/perf.top" <<'PY'
+import re, sys, collections
+rng = sys.argv[2].split()
+lo, hi = (int(rng[0], 16) - 0x40, int(rng[1], 16) + 0x70) if len(rng) == 2 else (1, 0)
+agg = collections.Counter()
+for line in open(sys.argv[1]):
+    m = re.match(r'^\s*([\d.]+)%\s+(\S+)\s+\[(.)\]\s+(\S+)', line)
+    if not m: continue
+    pct, dso, sym = float(m.group(1)), m.group(2), m.group(4)
+    if sym.startswith('0x'):
+        a = int(sym, 16)
+        if 'libcrypto' in dso and lo <= a < hi: sym = 'md5_block_asm_data_order(stripped,by-constants)'
+        else: sym = '[unresolved]'
+    agg[(dso, sym)] += pct
+for (dso, sym), pct in sorted(agg.items(), key=lambda kv: -kv[1]):
+    print('%.2f\t%s\t%s' % (pct, dso, sym))
+PY
   [ -s "$W/perf.top" ] || { cat "$W/perf.rec.out" >&2; die "perf report gave nothing"; }
-  PERF_MD5=$(awk -F'\t' 'tolower($3) ~ /md5/ {s+=$1} END{printf "%.1f", s}' "$W/perf.top")
-  PERF_SYS=$(awk -F'\t' '$2 ~ /kernel/ {s+=$1} END{printf "%.1f", s}' "$W/perf.top")
-  PERF_KCOPY=$(awk -F'\t' '$2 ~ /kernel/ && $3 ~ /copy_user|copyout|copyin|memcpy|csum|rep_movs|copy_page|_copy_to_iter|_copy_from_iter/ {s+=$1} END{printf "%.1f", s}' "$W/perf.top")
-  PERF_LIBC=$(awk -F'\t' '$2 ~ /libc/ {s+=$1} END{printf "%.1f", s}' "$W/perf.top")
-  PERF_CRYPTO=$(awk -F'\t' '$2 ~ /libcrypto/ {s+=$1} END{printf "%.1f", s}' "$W/perf.top")
-  PERF_SELF=$(awk -F'\t' '$2 ~ /shardstore/ {s+=$1} END{printf "%.1f", s}' "$W/perf.top")
-  echo "RESULT detail server=shardstore metric=perf_profile upload_MiB_s=$(f1 "$PERF_MIBS") (one extra run under perf record -g -F 999) server_cpu_s_per_GiB=$PERF_CPUGIB samples_self_pct: md5=$PERF_MD5 kernel=$PERF_SYS kernel_copy/csum=$PERF_KCOPY libcrypto=$PERF_CRYPTO libc=$PERF_LIBC shardstore_binary=$PERF_SELF"
+  psum() { awk -F'\t' "$1"' {s+=$1} END{printf "%.1f", s}' "$W/perf.top"; }
+  PERF_MD5=$(psum 'tolower($3) ~ /md5/')
+  PERF_XXH=$(psum '$3 ~ /XXH/')
+  PERF_SYS=$(psum '$2 ~ /kernel/')
+  PERF_KCOPY=$(psum '$2 ~ /kernel/ && $3 ~ /copy_user|copyout|copyin|csum|rep_movs|copy_page|_copy_to_iter|_copy_from_iter|memcpy/')
+  PERF_LIBC=$(psum '$2 ~ /^libc[.-]/')
+  PERF_MEMMOVE=$(psum '$2 ~ /^libc[.-]/ && $3 ~ /mem(move|cpy)/')
+  PERF_CRYPTO=$(psum '$2 ~ /libcrypto/')
+  PERF_SELF=$(psum '$2 ~ /shardstore/')
+  PERF_SAMPLES=$(awk '/^# Samples:/{print $3; exit}' "$W/perf.txt")
+  PERF_MD5GIB=$(awk -v p="$PERF_MD5" -v c="$PERF_CPUGIB" 'BEGIN{printf "%.2f", p/100*c}')
+  # MD5 on one core, for scale: openssl speed's 16384-byte column (1000s of bytes/s)
+  MD5_1CORE=$(openssl speed -elapsed -seconds 2 -evp md5 2>/dev/null | awk '
+    /^type/ { for (i = 2; i <= NF; i++) if ($i == "16384") col = (i - 2) / 2 + 2 }
+    col && $1 != "type" && NF >= col { v = $(col); sub(/k$/, "", v); printf "%.1f\n", v * 1000 / 1048576; exit }')
+  echo "RESULT detail server=shardstore metric=perf_profile upload_MiB_s=$(f1 "$PERF_MIBS") (one extra run under perf record -g -F 999) server_cpu_s_per_GiB=$PERF_CPUGIB samples=$PERF_SAMPLES self_pct: md5=$PERF_MD5 (= ${PERF_MD5GIB} cpu_s/GiB; openssl speed md5 one core ${MD5_1CORE:-nan} MiB/s = $(awk -v m="${MD5_1CORE:-0}" 'BEGIN{ if (m>0) printf "%.2f", 1024/m; else print "nan"}') cpu_s/GiB) xxhash=$PERF_XXH libc=$PERF_LIBC (memmove/memcpy $PERF_MEMMOVE) kernel=$PERF_SYS (copy_to/from_iter etc. $PERF_KCOPY) libcrypto=$PERF_CRYPTO shardstore_binary=$PERF_SELF md5_range=${MD5_RANGE:-none}"
   head -n "${BENCH_PERF_TOP:-15}" "$W/perf.top" | awk -F'\t' '{printf "RESULT perf_top rank=%d self_pct=%s dso=%s symbol=%s\n", NR, $1, $2, $3}'
 fi
 HWM_PERF=$(hwm_mib "$SS_PID")
@@ -427,7 +460,7 @@ skip boto3 || echo "RESULT checkpoint_write_signed shardstore_boto3=$(f1 "$BOTO_
 l="RESULT checkpoint_server_cpu shardstore=${CK_CPUGIB[$S]} cpu_s/GiB (user ${CK_US[$S]} + sys ${CK_SY[$S]} s per ${SIZE_MB} MiB)"
 [ -n "${CK_MED[ceph]:-}" ] && l="$l ceph(radosgw+osd)=${CK_CPUGIB[ceph]} cpu_s/GiB"
 echo "$l client_mpload=${CK_CLI[$S]} cpu_s/run machine_busy_cores=${CK_MACH[$S]} of $(nproc)"
-skip perf || echo "RESULT checkpoint_profile md5_share=${PERF_MD5}% kernel=${PERF_SYS}% (copy/csum ${PERF_KCOPY}%) libcrypto=${PERF_CRYPTO}% libc=${PERF_LIBC}% shardstore=${PERF_SELF}% of server samples; top: $(head -n 5 "$W/perf.top" | awk -F'\t' '{printf "%s%s %s%%", (NR>1?", ":""), $3, $1}')"
+skip perf || echo "RESULT checkpoint_profile md5_share=${PERF_MD5}% (${PERF_MD5GIB} of ${PERF_CPUGIB} cpu_s/GiB) xxhash=${PERF_XXH}% libc=${PERF_LIBC}% kernel=${PERF_SYS}% (copy_*_iter ${PERF_KCOPY}%) shardstore=${PERF_SELF}% of the server's samples (self); top: $(head -n 5 "$W/perf.top" | awk -F'\t' '{printf "%s%s %s%%", (NR>1?", ":""), $3, $1}')"
 if ! skip complete; then
   l="RESULT complete_latency_ms"
   for n in $COMPLETE_PARTS; do l="$l ${n}x${TINY}B=$(f2 "${CL_MED[${n}x${TINY}B]}")"; done
