@@ -93,20 +93,6 @@ auth_equal_ct(const void *a, const void *b, size_t len)
     return acc == 0;
 }
 
-void
-auth_sha256(const void *data, size_t len, uint8_t out[32])
-{
-    unsigned int n = 32;
-    EVP_Digest(data, len, out, &n, EVP_sha256(), NULL);
-}
-
-void
-auth_hmac_sha256(const void *key, size_t key_len, const void *data, size_t len, uint8_t out[32])
-{
-    unsigned int n = 32;
-    HMAC(EVP_sha256(), key, (int)key_len, data, len, out, &n);
-}
-
 static struct slice
 slice_trim(struct slice s)
 {
@@ -491,8 +477,24 @@ list_has(struct slice list, const char *name)
 static void
 derive_key(const char *secret, struct slice date8, struct slice region, uint8_t out[32])
 {
-    char k[4 + SECRET_CAP];
+    /* The key changes once a day per secret and region: a connection thread
+     * remembers the last one it derived (4 HMACs saved per request). */
+    static __thread struct {
+        bool is_valid;
+        char secret[SECRET_CAP];
+        char date8[8];
+        char region[64];
+        size_t region_len;
+        uint8_t key[32];
+    } cache;
     size_t sl = strnlen(secret, SECRET_CAP - 1);
+    if (cache.is_valid && date8.len == 8 && memcmp(cache.date8, date8.ptr, 8) == 0 &&
+        region.len == cache.region_len && memcmp(cache.region, region.ptr, region.len) == 0 &&
+        strncmp(cache.secret, secret, SECRET_CAP) == 0) {
+        memcpy(out, cache.key, 32);
+        return;
+    }
+    char k[4 + SECRET_CAP];
     memcpy(k, "AWS4", 4);
     memcpy(k + 4, secret, sl);
     uint8_t a[32], b[32];
@@ -503,6 +505,15 @@ derive_key(const char *secret, struct slice date8, struct slice region, uint8_t 
     OPENSSL_cleanse(k, sizeof(k));
     OPENSSL_cleanse(a, sizeof(a));
     OPENSSL_cleanse(b, sizeof(b));
+    if (date8.len == 8 && region.len <= sizeof(cache.region)) {
+        memcpy(cache.secret, secret, sl);
+        cache.secret[sl] = '\0';
+        memcpy(cache.date8, date8.ptr, 8);
+        memcpy(cache.region, region.ptr, region.len);
+        cache.region_len = region.len;
+        memcpy(cache.key, out, 32);
+        cache.is_valid = true;
+    }
 }
 
 /*
