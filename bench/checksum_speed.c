@@ -13,9 +13,9 @@
 int
 main(int argc, char **argv)
 {
-    static const enum auth_checksum_algo algos[] = {AUTH_CK_CRC32,  AUTH_CK_CRC32C,
+    static const enum auth_checksum_algo algos[] = {AUTH_CK_CRC32,     AUTH_CK_CRC32C,
                                                     AUTH_CK_CRC64NVME, AUTH_CK_SHA1,
-                                                    AUTH_CK_SHA256, AUTH_CK_MD5};
+                                                    AUTH_CK_SHA256,    AUTH_CK_MD5};
     double secs = argc > 1 ? atof(argv[1]) : 0.3;
     size_t len = 1 << 20;
     unsigned char *data = xmalloc(len);

@@ -46,7 +46,7 @@ count_suite() { # count_suite BUILDDIR LABEL
 build() { # build DIR LABEL CONFIGURE-ARGS...
     local dir=$1 label=$2; shift 2
     mkdir -p "$dir"
-    ( cd "$dir" && { [ -f Makefile ] || "$top/configure" --quiet "$@"; } && make -j"$JOBS" >build.log 2>&1 ) 
+    ( cd "$dir" && { [ -f Makefile ] || "$top/configure" --quiet "$@"; } && make -j"$JOBS" >build.log 2>&1 )
     local rc=$?
     [ $rc -ne 0 ] && tail -n 40 "$dir/build.log"
     record "$label: build" $rc
@@ -84,7 +84,7 @@ for stage in $STAGES; do
             done
         fi ;;
     lint)
-        echo "== clang-format, cppcheck, git log --check"
+        echo "== clang-format, cppcheck, whitespace"
         files=$(git ls-files '*.c' '*.h' 2>/dev/null)
         if command -v clang-format >/dev/null && [ -n "$files" ]; then
             clang-format --dry-run -Werror $files >build/clang-format.log 2>&1; rc=$?

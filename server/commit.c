@@ -182,11 +182,13 @@ committer_run(struct committer *c, struct index_op *ops, size_t n_ops)
         pthread_mutex_unlock(&c->lock);
         return -ESHUTDOWN;
     }
+    /* The item lives on this stack frame: the committer unlinks it before
+     * setting is_done, and this function returns only after that. */
     if (c->tail)
         c->tail->next = &item;
     else
-        c->head = &item;
-    c->tail = &item;
+        c->head = &item; /* cppcheck-suppress autoVariables */
+    c->tail = &item;     /* cppcheck-suppress autoVariables */
     pthread_cond_signal(&c->work);
     while (!item.is_done)
         pthread_cond_wait(&c->done, &c->lock);

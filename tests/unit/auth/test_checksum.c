@@ -20,7 +20,7 @@ static uint64_t
 crc_of(enum auth_checksum_algo algo, const void *p, size_t len)
 {
     struct auth_checksum c;
-    uint8_t out[AUTH_CK_MAX_DIGEST];
+    uint8_t out[AUTH_CK_MAX_DIGEST] = {0};
     auth_checksum_init(&c, algo);
     auth_checksum_update(&c, p, len);
     size_t n = auth_checksum_final(&c, out);
@@ -46,7 +46,7 @@ static void
 check_hex(enum auth_checksum_algo algo, const char *in, const char *want)
 {
     struct auth_checksum c;
-    uint8_t out[AUTH_CK_MAX_DIGEST];
+    uint8_t out[AUTH_CK_MAX_DIGEST] = {0};
     char hex[2 * AUTH_CK_MAX_DIGEST + 1];
     auth_checksum_init(&c, algo);
     auth_checksum_update(&c, in, strlen(in));
@@ -86,7 +86,7 @@ main(void)
         static char a[66560];
         memset(a, 'a', sizeof(a));
         struct auth_checksum c;
-        uint8_t out[AUTH_CK_MAX_DIGEST];
+        uint8_t out[AUTH_CK_MAX_DIGEST] = {0};
         char b64[16];
         auth_checksum_init(&c, AUTH_CK_CRC32C);
         auth_checksum_update(&c, a, sizeof(a));
@@ -119,7 +119,7 @@ main(void)
 
         /* Split updates give the whole result. */
         struct auth_checksum c;
-        uint8_t out[AUTH_CK_MAX_DIGEST];
+        uint8_t out[AUTH_CK_MAX_DIGEST] = {0};
         auth_checksum_init(&c, algo);
         size_t pos = 0, step = 1;
         while (pos < len) {
