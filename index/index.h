@@ -37,9 +37,9 @@ void index_close(struct index *ix);
 
 struct index_bucket {
     char name[INDEX_MAX_BUCKET + 1];
-    uint64_t id;          /* never reused, > 0 */
+    uint64_t id; /* never reused, > 0 */
     int64_t created_ns;
-    char owner[72];       /* owner user id (NUL-terminated, up to 64 hex chars, may be empty) */
+    char owner[72]; /* owner user id (NUL-terminated, up to 64 hex chars, may be empty) */
 };
 
 /* Creates bucket 'name' (validated by the caller) owned by 'owner'.
@@ -65,16 +65,16 @@ int index_bucket_list(struct index *ix, index_bucket_fn fn, void *ctx);
  * server/ converts between the two. */
 struct index_extent {
     uint32_t volume;
-    uint32_t flags;   /* reserved, 0 */
-    uint64_t offset;  /* bytes into the volume */
-    uint64_t len;     /* logical bytes of object data in this extent */
+    uint32_t flags;  /* reserved, 0 */
+    uint64_t offset; /* bytes into the volume */
+    uint64_t len;    /* logical bytes of object data in this extent */
 };
 
 struct index_object {
     uint64_t size;
     int64_t mtime_ns;
-    uint8_t etag[16];        /* MD5 (single PUT) or MD5 of part MD5s (multipart) */
-    uint32_t parts_count;    /* 0 for a single PUT */
+    uint8_t etag[16];     /* MD5 (single PUT) or MD5 of part MD5s (multipart) */
+    uint32_t parts_count; /* 0 for a single PUT */
     uint32_t n_extents;
     const struct index_extent *extents;
     /* Opaque to index/: the storage block checksums (storage/ format). */
@@ -97,8 +97,8 @@ int index_object_get(struct index *ix, uint64_t bucket_id, struct slice key, str
 /* ---- write batches (group commit) -------------------------------------- */
 
 enum index_op_kind {
-    INDEX_OP_PUT,     /* insert or replace the object */
-    INDEX_OP_DELETE,  /* remove the object if present (absent is not an error) */
+    INDEX_OP_PUT,             /* insert or replace the object */
+    INDEX_OP_DELETE,          /* remove the object if present (absent is not an error) */
     INDEX_OP_UPLOAD_CREATE,   /* start a multipart upload ('upload') */
     INDEX_OP_PART_PUT,        /* add or replace a part ('upload_id', 'part') */
     INDEX_OP_UPLOAD_ABORT,    /* drop an upload and all its parts ('upload_id') */
@@ -115,7 +115,7 @@ enum index_op_kind {
 struct index_upload {
     char upload_id[INDEX_UPLOAD_ID_LEN + 1];
     uint64_t bucket_id;
-    struct slice key;        /* the object key (in the arena when read back) */
+    struct slice key; /* the object key (in the arena when read back) */
     int64_t initiated_ns;
     /* Opaque to index/: metadata for the final object (content-type, user
      * metadata, checksum algorithm...), encoded by server/. */
@@ -124,15 +124,15 @@ struct index_upload {
 };
 
 struct index_part {
-    uint32_t number;         /* 1..INDEX_MAX_PARTS */
+    uint32_t number; /* 1..INDEX_MAX_PARTS */
     uint64_t size;
     int64_t mtime_ns;
-    uint8_t etag[16];        /* MD5 of the part */
+    uint8_t etag[16]; /* MD5 of the part */
     uint32_t n_extents;
     const struct index_extent *extents;
-    const uint8_t *sums;     /* storage checksums of those extents */
+    const uint8_t *sums; /* storage checksums of those extents */
     size_t sums_len;
-    const uint8_t *meta;     /* opaque to index/: the part's checksum */
+    const uint8_t *meta; /* opaque to index/: the part's checksum */
     size_t meta_len;
 };
 
@@ -150,7 +150,7 @@ struct index_op {
     enum index_op_kind kind;
     uint64_t bucket_id;
     struct slice key;
-    const struct index_object *object;   /* INDEX_OP_PUT, INDEX_OP_UPLOAD_COMPLETE */
+    const struct index_object *object; /* INDEX_OP_PUT, INDEX_OP_UPLOAD_COMPLETE */
     /* Multipart ops:
      *  UPLOAD_CREATE: 'upload' (its bucket_id must exist: else -ENOENT;
      *    an existing id: -EEXIST).
@@ -174,16 +174,16 @@ struct index_op {
      *    check them the same way only when set (non-zero / non-empty).
      *    CREATE reads the id, bucket and key from 'upload'. */
     const struct index_upload *upload;
-    const char *upload_id;               /* NUL-terminated, INDEX_UPLOAD_ID_LEN chars */
+    const char *upload_id; /* NUL-terminated, INDEX_UPLOAD_ID_LEN chars */
     const struct index_part *part;
     const struct index_part_ref *parts_used;
     uint32_t n_parts_used;
-    bool if_none_match;                  /* fail with -EEXIST when the key exists */
-    bool has_if_match;                   /* fail with -ESTALE unless the current etag matches */
+    bool if_none_match; /* fail with -EEXIST when the key exists */
+    bool has_if_match;  /* fail with -ESTALE unless the current etag matches */
     uint8_t if_match_etag[16];
     /* Results, filled by index_commit: */
-    int result;                          /* 0, -ENOENT (bucket gone or id 0), -EEXIST, -ESTALE,
-                                            -ENOSPC */
+    int result; /* 0, -ENOENT (bucket gone or id 0), -EEXIST, -ESTALE,
+                   -ENOSPC */
     /* (has_if_match on an absent key gives -ESTALE; an empty or too long
      * key, a NULL 'arena', or a PUT without a consistent 'object' gives
      * -EINVAL; -EIO marks a 128-bit hash collision between two keys of
@@ -235,9 +235,9 @@ struct index_upload_list_params {
 };
 
 struct index_upload_list_result {
-    struct index_upload *uploads;  /* in (key, upload_id) order, in the arena */
+    struct index_upload *uploads; /* in (key, upload_id) order, in the arena */
     uint32_t n_uploads;
-    struct slice *prefixes;        /* common prefixes when a delimiter is given */
+    struct slice *prefixes; /* common prefixes when a delimiter is given */
     uint32_t n_prefixes;
     bool is_truncated;
     /* Set only when truncated (empty otherwise): the last key or common
@@ -250,8 +250,8 @@ struct index_upload_list_result {
 /* ListMultipartUploads with S3's semantics (uploads + common prefixes count
  * against max_uploads). Cost: proportional to the bucket's in-progress
  * uploads (they are few; documented in keys.h). Returns 0 or -errno. */
-int index_upload_list(struct index *ix, const struct index_upload_list_params *p,
-                      struct arena *a, struct index_upload_list_result *out);
+int index_upload_list(struct index *ix, const struct index_upload_list_params *p, struct arena *a,
+                      struct index_upload_list_result *out);
 
 /* ---- listing ------------------------------------------------------------ */
 
@@ -267,8 +267,8 @@ struct index_list_params {
 };
 
 struct index_list_entry {
-    bool is_prefix;           /* a CommonPrefix (only 'key' is set) */
-    struct slice key;         /* in the arena */
+    bool is_prefix;   /* a CommonPrefix (only 'key' is set) */
+    struct slice key; /* in the arena */
     uint64_t size;
     int64_t mtime_ns;
     uint8_t etag[16];

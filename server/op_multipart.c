@@ -25,7 +25,6 @@
 #include <stdlib.h>
 #include <sys/random.h>
 
-
 static struct slice
 param(const struct s3_req *r, const char *name)
 {

@@ -62,7 +62,7 @@ struct config {
     uint32_t shutdown_grace_s;
     uint64_t max_object_size;
     uint64_t min_part_size; /* multipart: every part but the last (S3: 5 MiB) */
-    uint32_t inline_max; /* objects up to this size are stored in the index */
+    uint32_t inline_max;    /* objects up to this size are stored in the index */
     int log_level;
     bool index_nosync; /* tests only */
 };
