@@ -93,12 +93,13 @@ skip boto3 || python3 -c 'import boto3' 2>/dev/null || die "python3 boto3 missin
 skip perf || command -v perf >/dev/null || die "perf missing (or BENCH_SKIP=perf)"
 
 W=$(mktemp -d /tmp/mp-bench.XXXXXX)
-SS_PID="" STARTED_CEPH="" PERF_PID="" MADE_FILE=""
+SS_PID="" STARTED_CEPH="" CEPH_DONE="" PERF_PID="" MADE_FILE=""
 cleanup() {
   set +e
   [ -n "$PERF_PID" ] && kill -INT "$PERF_PID" 2>/dev/null && wait "$PERF_PID" 2>/dev/null
   [ -n "$SS_PID" ] && ss_stop
   [ -n "$STARTED_CEPH" ] && "$PEERS_DIR/ceph/stop.sh" "$CEPH_PORT" "$DATA/ceph" >&2
+  [ -n "$STARTED_CEPH$CEPH_DONE" ] && [ "${BENCH_KEEP:-0}" != 1 ] && rm -rf "${PEERS_RUN:-/tmp/peers-run}/ceph-$CEPH_PORT"
   if [ "${BENCH_KEEP:-0}" != 1 ]; then
     rm -rf "$DATA"
     [ -n "$MADE_FILE" ] && rm -f "$FILE"
@@ -232,14 +233,19 @@ declare -A CK_MED CK_RUNS CK_CPU CK_CPUGIB CK_US CK_SY CK_CLI CK_MACH CK_COMPLET
 checkpoint() {
   local name=$1 ep=$2 ak=$3 sk=$4; shift 4
   local pids="$*" i out runs="" cpus="" us="" sy="" cli="" mach="" comp="" vis="" head="" pp50=""
-  local c0 c1 u0 s0 u1 s1 m0 m1 w0 w1 e
+  local c0 c1 u0 s0 u1 s1 m0 m1 w0 w1 e from=""
+  # untimed warm-up: a small multipart upload (a fresh Ceph creates its pools on the first write)
+  out=$(timeout 300 "$MPLOAD" -e "$ep" -b "$BUCKET" -k warmup -a "$ak" -s "$sk" -f "$FILE" -z $((5 * 1024 * 1024)) -n 4 -c 4 -H) \
+    || die "$name: warm-up upload failed: $out"
+  log "$name warm-up: create_ms=$(kv create_ms "$out") total_s=$(kv total_s "$out")"
+  s3curl "$ep" "$ak" "$sk" -X DELETE -o /dev/null "$ep/$BUCKET/warmup" || true
   for i in $(seq 1 "$RUNS"); do
     sleep "$PAUSE"
     c0=$(cpu_ticks $pids); read -r u0 s0 < <(cpu_us_sy $pids); read -r m0 _ < <(busy_jiffies); w0=$(now)
     out=$(timeout 600 "$MPLOAD" -e "$ep" -b "$BUCKET" -k "$KEY" -a "$ak" -s "$sk" -f "$FILE" -z "$PART" -c "$CONC" -H -E "$W/etags") \
       || die "$name: mpload failed: $out"
     c1=$(cpu_ticks $pids); read -r u1 s1 < <(cpu_us_sy $pids); read -r m1 _ < <(busy_jiffies); w1=$(now)
-    e=$(kv etag "$out")
+    e=$(kv etag "$out"); from=$(kv etag_from "$out")
     verify "$name" "$ep" "$ak" "$sk" "$KEY" "$W/etags" "$e"
     runs="$runs $(kv MiB_s "$out")"; comp="$comp $(kv complete_ms "$out")"; vis="$vis $(kv visible_ms "$out")"
     head="$head $(kv head_ms "$out")"; pp50="$pp50 $(kv part_p50_ms "$out")"; cli="$cli $(kv client_cpu_s "$out")"
@@ -256,7 +262,7 @@ checkpoint() {
   CK_CLI[$name]=$(echo $cli | median); CK_MACH[$name]=$(csv $mach)
   CK_COMPLETE[$name]=$(echo $comp | median); CK_VISIBLE[$name]=$(echo $vis | median); CK_HEAD[$name]=$(echo $head | median)
   CK_PARTP50[$name]=$(echo $pp50 | median)
-  echo "RESULT detail server=$name metric=checkpoint_write MiB_s=$(f1 "${CK_MED[$name]}") runs=${CK_RUNS[$name]} server_cpu_s=${CK_CPU[$name]} (user ${CK_US[$name]} sys ${CK_SY[$name]}; pids $(csv $pids)) server_cpu_s_per_GiB=${CK_CPUGIB[$name]} client_cpu_s=${CK_CLI[$name]} machine_busy_cores=${CK_MACH[$name]} (of $(nproc)) complete_ms=$(f2 "${CK_COMPLETE[$name]}") part_p50_ms=${CK_PARTP50[$name]} parts=$NPARTS x ${PART_MB}MiB conc=$CONC"
+  echo "RESULT detail server=$name metric=checkpoint_write MiB_s=$(f1 "${CK_MED[$name]}") runs=${CK_RUNS[$name]} server_cpu_s=${CK_CPU[$name]} (user ${CK_US[$name]} sys ${CK_SY[$name]}; pids $(csv $pids)) server_cpu_s_per_GiB=${CK_CPUGIB[$name]} client_cpu_s=${CK_CLI[$name]} machine_busy_cores=${CK_MACH[$name]} (of $(nproc)) complete_ms=$(f2 "${CK_COMPLETE[$name]}") part_p50_ms=${CK_PARTP50[$name]} parts=$NPARTS x ${PART_MB}MiB conc=$CONC etag_from=$from"
 }
 
 # ---------------- dd: the disk ----------------
@@ -445,7 +451,8 @@ if ! skip ceph; then
   CE_PIDS="$(cat "$CE_RUN/radosgw.pid") $(cat "$CE_RUN/osd.pid")"
   quiet ceph_checkpoint
   checkpoint ceph "$CE_EP" "$CEPH_AK" "$CEPH_SK" $CE_PIDS
-  "$PEERS_DIR/ceph/stop.sh" "$CEPH_PORT" "$DATA/ceph" >&2; STARTED_CEPH=""
+  "$PEERS_DIR/ceph/stop.sh" "$CEPH_PORT" "$DATA/ceph" >&2; STARTED_CEPH="" CEPH_DONE=1
+  rm -rf "$DATA/ceph"
 fi
 
 # ---------------- side by side ----------------
