@@ -3,7 +3,7 @@
 # direct-I/O dd of the same size on the data dir's filesystem and the same upload to Ceph RGW,
 # all on 127.0.0.1, in one sitting.
 #
-# Usage: bench/multipart.sh       (from anywhere; about 6-10 minutes with ceph)
+# Usage: bench/multipart.sh       (from anywhere; about 4-6 minutes with ceph)
 #
 # Figures (medians of BENCH_RUNS runs; all runs listed):
 #   checkpoint_write  BENCH_SIZE_MB (4096) MiB written as BENCH_PART_MB (64) MiB parts, BENCH_CONC (16)
@@ -466,7 +466,8 @@ echo "$l runs: shardstore=${CK_RUNS[$S]} dd=$(csv $DD_RUNS)${CK_RUNS[ceph]:+ cep
 skip boto3 || echo "RESULT checkpoint_write_signed shardstore_boto3=$(f1 "$BOTO_MED") MiB/s ratio_vs_dd=$(ratio "$BOTO_MED" "$DD_MIBS") ($BOTO_MODE; python client on the same $(nproc) cores)"
 l="RESULT checkpoint_server_cpu shardstore=${CK_CPUGIB[$S]} cpu_s/GiB (user ${CK_US[$S]} + sys ${CK_SY[$S]} s per ${SIZE_MB} MiB)"
 [ -n "${CK_MED[ceph]:-}" ] && l="$l ceph(radosgw+osd)=${CK_CPUGIB[ceph]} cpu_s/GiB"
-echo "$l client_mpload=${CK_CLI[$S]} cpu_s/run machine_busy_cores=${CK_MACH[$S]} of $(nproc)"
+CEIL=$(awk -v s="${CK_CPU[$S]}" -v c="${CK_CLI[$S]}" -v n="$(nproc)" -v m="$SIZE_MB" 'BEGIN{ if (s+c>0) printf "%.0f", n*m/(s+c); else print "nan"}')
+echo "$l client_mpload=${CK_CLI[$S]} cpu_s/run machine_busy_cores=${CK_MACH[$S]} of $(nproc) cpu_ceiling=$CEIL MiB/s (= $(nproc) cores / (server + client CPU per MiB))"
 skip perf || echo "RESULT checkpoint_profile md5_share=${PERF_MD5}% (${PERF_MD5GIB} of ${PERF_CPUGIB} cpu_s/GiB) xxhash=${PERF_XXH}% libc=${PERF_LIBC}% kernel=${PERF_SYS}% (copy_*_iter ${PERF_KCOPY}%) shardstore=${PERF_SELF}% of the server's samples (self); top: $(head -n 5 "$W/perf.top" | awk -F'\t' '{printf "%s%s %s%%", (NR>1?", ":""), $3, $1}')"
 if ! skip complete; then
   l="RESULT complete_latency_ms"
