@@ -46,10 +46,10 @@
 #include <unistd.h>
 
 struct mp_part {
-    long number;     /* 1-based */
-    size_t off;      /* bytes of this part already handed to libcurl */
+    long number; /* 1-based */
+    size_t off;  /* bytes of this part already handed to libcurl */
     int64_t start_ns, lat_ns;
-    char etag[40];   /* unquoted */
+    char etag[40]; /* unquoted */
 };
 
 struct mp_slot {
@@ -64,7 +64,7 @@ struct mp_buf {
     size_t len, cap;
 };
 
-static const unsigned char *src;  /* file mapping or generated buffer */
+static const unsigned char *src; /* file mapping or generated buffer */
 static size_t src_len;
 static size_t part_size;
 static const char *endpoint, *bucket, *key;
@@ -298,22 +298,45 @@ main(int argc, char **argv)
     int do_head = 0, opt;
     while ((opt = getopt(argc, argv, "e:b:k:a:s:f:z:n:c:HE:")) != -1) {
         switch (opt) {
-        case 'e': endpoint = optarg; break;
-        case 'b': bucket = optarg; break;
-        case 'k': key = optarg; break;
-        case 'a': access = optarg; break;
-        case 's': secret = optarg; break;
-        case 'f': file = optarg; break;
-        case 'z': zsize = atoll(optarg); break;
-        case 'n': nparts = atol(optarg); break;
-        case 'c': conc = atol(optarg); break;
-        case 'H': do_head = 1; break;
-        case 'E': etag_file = optarg; break;
-        default: usage();
+        case 'e':
+            endpoint = optarg;
+            break;
+        case 'b':
+            bucket = optarg;
+            break;
+        case 'k':
+            key = optarg;
+            break;
+        case 'a':
+            access = optarg;
+            break;
+        case 's':
+            secret = optarg;
+            break;
+        case 'f':
+            file = optarg;
+            break;
+        case 'z':
+            zsize = atoll(optarg);
+            break;
+        case 'n':
+            nparts = atol(optarg);
+            break;
+        case 'c':
+            conc = atol(optarg);
+            break;
+        case 'H':
+            do_head = 1;
+            break;
+        case 'E':
+            etag_file = optarg;
+            break;
+        default:
+            usage();
         }
     }
-    if (!endpoint || !bucket || !key || !access || !secret || zsize < 1 || conc < 1 ||
-        nparts < 0 || nparts > 10000)
+    if (!endpoint || !bucket || !key || !access || !secret || zsize < 1 || conc < 1 || nparts < 0 ||
+        nparts > 10000)
         usage();
     part_size = (size_t)zsize;
 
@@ -357,8 +380,7 @@ main(int argc, char **argv)
     }
     /* the last part of a file that is not a multiple of the part size is shorter */
     size_t last_size = part_size;
-    if (file && (size_t)nparts * part_size > src_len &&
-        (size_t)(nparts - 1) * part_size < src_len)
+    if (file && (size_t)nparts * part_size > src_len && (size_t)(nparts - 1) * part_size < src_len)
         last_size = src_len - (size_t)(nparts - 1) * part_size;
     if (conc > nparts)
         conc = nparts;
@@ -409,20 +431,20 @@ main(int argc, char **argv)
         curl_easy_setopt(e, CURLOPT_PRIVATE, &slots[i]);
     }
     long issued = 0, done = 0, active = 0;
-#define START_PART(s)                                                                          \
-    do {                                                                                       \
-        struct mp_part *p_ = &parts[issued];                                                   \
-        p_->number = issued + 1;                                                               \
-        (s)->part = p_;                                                                        \
-        snprintf((s)->url, sizeof (s)->url, "%s/%s/%s?partNumber=%ld&uploadId=%s", endpoint,    \
-                 bucket, key, p_->number, esc_id);                                             \
-        curl_easy_setopt((s)->easy, CURLOPT_URL, (s)->url);                                    \
-        curl_easy_setopt((s)->easy, CURLOPT_INFILESIZE_LARGE,                                  \
-                         (curl_off_t)(p_->number == nparts ? last_size : part_size));          \
-        p_->start_ns = clock_now_ns();                                                         \
-        curl_multi_add_handle(multi, (s)->easy);                                               \
-        issued++;                                                                              \
-        active++;                                                                              \
+#define START_PART(s)                                                                              \
+    do {                                                                                           \
+        struct mp_part *p_ = &parts[issued];                                                       \
+        p_->number = issued + 1;                                                                   \
+        (s)->part = p_;                                                                            \
+        snprintf((s)->url, sizeof(s)->url, "%s/%s/%s?partNumber=%ld&uploadId=%s", endpoint,        \
+                 bucket, key, p_->number, esc_id);                                                 \
+        curl_easy_setopt((s)->easy, CURLOPT_URL, (s)->url);                                        \
+        curl_easy_setopt((s)->easy, CURLOPT_INFILESIZE_LARGE,                                      \
+                         (curl_off_t)(p_->number == nparts ? last_size : part_size));              \
+        p_->start_ns = clock_now_ns();                                                             \
+        curl_multi_add_handle(multi, (s)->easy);                                                   \
+        issued++;                                                                                  \
+        active++;                                                                                  \
     } while (0)
     int64_t tp0 = clock_now_ns();
     for (long i = 0; i < conc; i++)
@@ -512,8 +534,8 @@ main(int argc, char **argv)
         }
         code = request(ctl, "GET1", url, NULL, &body, &get1_ms);
         if (code != 206 || body.len != 1) {
-            fprintf(stderr, "mpload: GET bytes=0-0 after Complete answered %ld (%zu bytes)\n",
-                    code, body.len);
+            fprintf(stderr, "mpload: GET bytes=0-0 after Complete answered %ld (%zu bytes)\n", code,
+                    body.len);
             errors++;
         }
     }
@@ -541,8 +563,8 @@ main(int argc, char **argv)
            "part_p50_ms=%.1f part_max_ms=%.1f client_cpu_s=%.2f errors=%d etag=%s etag_from=%s\n",
            nparts, part_size, conc, bytes, create_ms, (double)(tp1 - tp0) / 1e9, complete_ms,
            total_s, (double)bytes / 1048576.0 / total_s, head_ms, get1_ms, visible_ms,
-           (double)lat[(size_t)(nparts - 1) / 2] / 1e6, (double)lat[nparts - 1] / 1e6, cpu_s, errors,
-           etag[0] ? etag : "-", etag_from);
+           (double)lat[(size_t)(nparts - 1) / 2] / 1e6, (double)lat[nparts - 1] / 1e6, cpu_s,
+           errors, etag[0] ? etag : "-", etag_from);
 
     for (long i = 0; i < conc; i++)
         curl_easy_cleanup(slots[i].easy);
