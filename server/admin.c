@@ -13,41 +13,6 @@
 #include <microhttpd.h>
 #include <stdlib.h>
 
-static int
-admin_lookup(void *ctx, struct slice access_key, char *secret, size_t cap)
-{
-    struct server *srv = ctx;
-    if (!slice_eq(access_key, slice_from_cstr(srv->access_key)))
-        return -1;
-    size_t n = strlen(srv->secret_key);
-    if (n + 1 > cap)
-        return -1;
-    memcpy(secret, srv->secret_key, n + 1);
-    return 0;
-}
-
-static bool
-admin_authenticate(struct s3_req *r)
-{
-    struct auth_request ar = {
-        .method = r->method,
-        .path = r->raw_path,
-        .query = r->raw_query,
-        .headers = r->headers,
-        .n_headers = r->n_headers,
-        .now_s = clock_now_ns() / 1000000000,
-        .region = r->srv->cfg.region,
-    };
-    enum auth_result res = auth_sigv4_verify(&ar, admin_lookup, r->srv, &r->auth);
-    if (res == AUTH_OK)
-        return true;
-    atomic_fetch_add(&r->srv->metrics.auth_failures, 1);
-    s3_respond_error(
-        r, res == AUTH_BAD_SIGNATURE ? S3_ERR_SIGNATURE_DOES_NOT_MATCH : S3_ERR_ACCESS_DENIED,
-        NULL);
-    return false;
-}
-
 static void
 metric(struct buf *b, const char *name, const char *type, const char *help, uint64_t v)
 {
@@ -179,7 +144,7 @@ op_admin(struct s3_req *r)
             s3_respond_body(r, 200, "text/plain", "ok\n", 3);
         return;
     }
-    if (!admin_authenticate(r))
+    if (!s3_authenticate(r))
         return;
     if (slice_eq(what, SLICE_LIT("metrics")) && is_get) {
         admin_metrics(r);

@@ -302,8 +302,8 @@ lookup_secret(void *ctx, struct slice access_key, char *secret, size_t cap)
     return 0;
 }
 
-static bool
-authenticate(struct s3_req *r)
+bool
+s3_authenticate(struct s3_req *r)
 {
     struct auth_request ar = {
         .method = r->method,
@@ -650,7 +650,7 @@ dispatch(struct s3_req *r, const char *method)
         s3_respond_error(r, S3_ERR_INVALID_REQUEST, "Bad request path");
         return;
     }
-    if (!authenticate(r))
+    if (!s3_authenticate(r))
         return;
     start_body(r);
     route(r);

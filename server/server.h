@@ -268,6 +268,9 @@ bool s3_copy_source_lookup(struct s3_req *r, struct index_bucket *src_bk, struct
 
 /* ---- helpers shared by handlers ----------------------------------------- */
 
+/* Verifies the request's SigV4 (or SigV2 presigned URL) against the known
+ * keys; on failure responds with the S3 error and returns false. */
+bool s3_authenticate(struct s3_req *r);
 /* Looks up the request's bucket; on failure responds (NoSuchBucket) and returns false. */
 bool s3_bucket_lookup(struct s3_req *r, struct index_bucket *out);
 /* S3 bucket naming rules. */
