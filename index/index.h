@@ -180,6 +180,14 @@ struct index_op {
     uint32_t n_parts_used;
     bool if_none_match; /* fail with -EEXIST when the key exists */
     bool has_if_match;  /* fail with -ESTALE unless the current etag matches */
+    /* INDEX_OP_PUT of a copy that shares the source's extents instead of
+     * copying bytes: 'object' holds exactly the extents of the object
+     * 'share_key' in 'share_bucket_id'. Checked inside the transaction: if
+     * that object is gone or holds other extents now, -ESTALE and nothing
+     * changes; else each extent gains a holder, and deleting either object
+     * later frees nothing the other still holds. */
+    uint64_t share_bucket_id;
+    struct slice share_key;
     uint8_t if_match_etag[16];
     /* Results, filled by index_commit: */
     int result; /* 0, -ENOENT (bucket gone or id 0), -EEXIST, -ESTALE,
@@ -300,11 +308,15 @@ int index_bucket_count(struct index *ix, uint64_t bucket_id, uint64_t *n_objects
 /* ---- space accounting --------------------------------------------------- */
 
 /* Calls 'fn' for every extent referenced by any record in the index
- * (objects AND multipart parts), so
- * the storage allocator can rebuild its free map at startup (free space is
- * derived, never stored, so it cannot leak). Returns 0 or -errno. */
+ * (objects AND multipart parts), each exactly once even when several
+ * objects share it (CopyObject), so the storage allocator can rebuild its
+ * free map at startup (free space is derived, never stored, so it cannot
+ * leak). Returns 0 or -errno. */
 typedef void (*index_extent_fn)(void *ctx, const struct index_extent *e);
 int index_extents_scan(struct index *ix, index_extent_fn fn, void *ctx);
+
+/* How many extents are currently held by more than one object. */
+uint64_t index_shared_extents(struct index *ix);
 
 /* Calls 'fn' for every object (bucket id, key, record copied into a
  * per-call arena that is cleared after fn returns), for scrub. Stops when

@@ -24,6 +24,7 @@ struct index {
     MDB_dbi dbi_uploads;
     MDB_dbi dbi_bucketuploads;
     MDB_dbi dbi_parts;
+    MDB_dbi dbi_extrefs; /* shared extents (extref.c) */
     bool is_nosync;
     /* Reset read transactions ready for mdb_txn_renew (see env.c). */
     pthread_mutex_t pool_mu;
@@ -124,6 +125,21 @@ size_t index__rollup_len(struct slice key, struct slice prefix, struct slice del
 /* Number of LMDB cursor positioning operations (seeks and steps) made by
  * listings on the calling thread since it started. Tests use it to check
  * that a delimiter listing costs O(page), not O(keys under a prefix). */
+/* ---- shared extents (extref.c) ---------------------------------------- */
+
+/* Adds one holder to each of the 'n' extents (a new record points at
+ * extents another record already holds). Returns 0 or -errno. */
+int index__extrefs_share(struct index *ix, MDB_txn *txn, const struct index_extent *e, size_t n);
+/* A record drops its 'n' extents 'e': removes one holder from each shared
+ * one and compacts 'e'/'*n' to the extents nobody holds any more (the ones
+ * storage may reuse). Returns 0 or -errno. */
+int index__extrefs_release(struct index *ix, MDB_txn *txn, struct index_extent *e, uint32_t *n);
+/* Sets '*shared' when 'e' has more than one holder. Returns 0 or -errno. */
+int index__extrefs_is_shared(struct index *ix, MDB_txn *txn, const struct index_extent *e,
+                             bool *shared);
+/* Calls 'fn' once for every shared extent. Returns 0 or -errno. */
+int index__extrefs_scan(struct index *ix, MDB_txn *txn, index_extent_fn fn, void *ctx);
+
 uint64_t index__list_cursor_ops(void);
 uint64_t index__list_seeks(void);
 

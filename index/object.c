@@ -89,6 +89,32 @@ index__bucket_check(struct index *ix, MDB_txn *txn, uint64_t bucket_id, uint64_t
     return rc;
 }
 
+/* Sets '*is_same' when the copy source of 'op' still exists and holds
+ * exactly the extents of op->object. Returns 0 or -errno. */
+static int
+share_source_check(struct index *ix, MDB_txn *txn, const struct index_op *op, bool *is_same)
+{
+    struct index__record src;
+    struct index_extent e;
+    *is_same = false;
+    int rc = object_lookup(ix, txn, op->share_bucket_id, op->share_key, &src);
+    if (rc == -ENOENT)
+        return 0;
+    if (rc != 0)
+        return rc;
+    if (src.obj.n_extents != op->object->n_extents ||
+        memcmp(src.obj.etag, op->object->etag, 16) != 0)
+        return 0;
+    for (uint32_t i = 0; i < src.obj.n_extents; i++) {
+        index__record_extent(&src, i, &e);
+        const struct index_extent *want = &op->object->extents[i];
+        if (e.volume != want->volume || e.offset != want->offset || e.len != want->len)
+            return 0;
+    }
+    *is_same = true;
+    return 0;
+}
+
 int
 index__object_write(struct index *ix, MDB_txn *txn, struct index_op *op, bool is_delete)
 {
@@ -128,6 +154,23 @@ index__object_write(struct index *ix, MDB_txn *txn, struct index_op *op, bool is
         op->freed = index__record_extents(&old, op->arena);
         op->n_freed = old.obj.n_extents;
     }
+    if (!is_delete && op->share_key.len) {
+        bool is_same;
+        if ((rc = share_source_check(ix, txn, op, &is_same)) != 0)
+            return rc;
+        if (!is_same) {
+            op->result = -ESTALE;
+            op->freed = NULL;
+            op->n_freed = 0;
+            return 0;
+        }
+        /* Count the new holder first: a copy onto its own source then
+         * drops one holder again below and frees nothing. */
+        if ((rc = index__extrefs_share(ix, txn, op->object->extents, op->object->n_extents)) != 0)
+            return rc;
+    }
+    if (op->n_freed && (rc = index__extrefs_release(ix, txn, op->freed, &op->n_freed)) != 0)
+        return rc;
 
     if (is_delete)
         return index__err(mdb_del(txn, ix->dbi_objects, &k, NULL));
@@ -225,7 +268,8 @@ fail:
 /* Calls 'fn' for every extent of every record in 'dbi' (object or part
  * records: one codec) within read txn 'txn'. Returns 0 or -errno. */
 static int
-extents_scan_dbi(MDB_txn *txn, MDB_dbi dbi, index_extent_fn fn, void *ctx)
+extents_scan_dbi(struct index *ix, MDB_txn *txn, MDB_dbi dbi, bool check_shared, index_extent_fn fn,
+                 void *ctx)
 {
     MDB_cursor *cur = NULL;
     struct index__record r;
@@ -241,7 +285,11 @@ extents_scan_dbi(MDB_txn *txn, MDB_dbi dbi, index_extent_fn fn, void *ctx)
             goto fail;
         for (uint32_t i = 0; i < r.obj.n_extents; i++) {
             index__record_extent(&r, i, &e);
-            fn(ctx, &e);
+            bool shared = false;
+            if (check_shared && (rc = index__extrefs_is_shared(ix, txn, &e, &shared)) != 0)
+                goto fail;
+            if (!shared)
+                fn(ctx, &e);
         }
     }
     if (rc == -ENOENT)
@@ -261,9 +309,12 @@ index_extents_scan(struct index *ix, index_extent_fn fn, void *ctx)
 
     /* One snapshot for both, so a part published as an object by a
      * CompleteMultipartUpload is seen exactly once. */
+    /* Shared extents are skipped in the records and reported once from
+     * the extrefs table (only objects share; parts never do). */
     if ((rc = index__read_begin(ix, &txn)) == 0 &&
-        (rc = extents_scan_dbi(txn, ix->dbi_objects, fn, ctx)) == 0)
-        rc = extents_scan_dbi(txn, ix->dbi_parts, fn, ctx);
+        (rc = extents_scan_dbi(ix, txn, ix->dbi_objects, true, fn, ctx)) == 0 &&
+        (rc = extents_scan_dbi(ix, txn, ix->dbi_parts, false, fn, ctx)) == 0)
+        rc = index__extrefs_scan(ix, txn, fn, ctx);
     index__read_end(ix, txn);
     return rc;
 }

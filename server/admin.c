@@ -54,6 +54,8 @@ admin_metrics(struct s3_req *r)
     metric(&b, "shardstore_storage_pending_bytes", "gauge", "Freed bytes waiting for readers",
            st.pending_bytes);
     metric(&b, "shardstore_storage_volumes", "gauge", "Volume files", st.n_volumes);
+    metric(&b, "shardstore_index_shared_extents", "gauge",
+           "Extents held by more than one object (copies)", index_shared_extents(srv->index));
     s3_respond_body(r, 200, "text/plain; version=0.0.4", b.ptr, b.len);
     buf_cleanup(&b);
 }

@@ -1,10 +1,17 @@
 /*
  * op_copy.c: CopyObject (PUT with x-amz-copy-source).
  *
- * The bytes are copied into new extents through a storage writer (bounded
- * 1 MiB buffer): extents are not shared between objects, because sharing
- * needs reference counts in the index that it does not keep yet. The new
- * record is published by one group commit like any PUT.
+ * CopyObject copies no bytes: the new record points at the source's
+ * extents, and the index counts the holders of each shared extent (see
+ * index/extref.c), so deleting either object frees only what nobody else
+ * holds. The commit re-checks inside its transaction that the source still
+ * holds those extents (it may have been overwritten since we read it) and
+ * we start over when it does not. The request's reader pin keeps the
+ * source's extents from being reused meanwhile. The new record is
+ * published by one group commit like any PUT.
+ *
+ * UploadPartCopy copies a byte range into the part's own extents through a
+ * storage writer (bounded 1 MiB buffer): s3_copy_range.
  */
 #include "server/server.h"
 
@@ -147,101 +154,99 @@ s3_copy_source_lookup(struct s3_req *r, struct index_bucket *src_bk, struct slic
     return true;
 }
 
-void
-op_copy_object(struct s3_req *r)
+/* Copies the 'src' record for the destination 'dst_bk'/r->key with the
+ * metadata the request asks for. Returns 0 when published (and fills
+ * 'out'), -ESTALE when the source changed under us, or another -errno
+ * after responding (or for the caller to map). Responds itself on
+ * request errors and returns 1. */
+static int
+copy_once(struct s3_req *r, const struct index_bucket *dst_bk, const struct index_bucket *src_bk,
+          struct slice sk, const struct index_object *src, struct index_object *out)
 {
-    struct index_bucket dst_bk, src_bk;
-    struct slice sk;
-    struct index_object src;
-    if (!s3_bucket_lookup(r, &dst_bk) || !s3_copy_source_lookup(r, &src_bk, &sk, &src))
-        return;
-    enum s3_error e;
-    int rc;
     struct slice directive = s3_req_header(r, "x-amz-metadata-directive");
     bool is_replace = slice_eq_nocase(directive, "REPLACE");
     if (directive.ptr && !is_replace && !slice_eq_nocase(directive, "COPY")) {
         s3_respond_error(r, S3_ERR_INVALID_ARGUMENT, "Unknown metadata directive.");
-        return;
+        return 1;
     }
-    if (!is_replace && src_bk.id == dst_bk.id && slice_eq(sk, r->key)) {
+    if (!is_replace && src_bk->id == dst_bk->id && slice_eq(sk, r->key)) {
         s3_respond_error(r, S3_ERR_INVALID_REQUEST,
                          "This copy request is illegal because it is trying to copy an object to "
                          "itself without changing the object's metadata, storage class, website "
                          "redirect location or encryption attributes.");
-        return;
+        return 1;
     }
     struct meta src_meta, new_meta;
-    if (!meta_decode(r->arena, src.meta, src.meta_len, &src_meta)) {
+    if (!meta_decode(r->arena, src->meta, src->meta_len, &src_meta)) {
         s3_respond_error(r, S3_ERR_INTERNAL_ERROR, NULL);
-        return;
+        return 1;
     }
     if (is_replace) {
-        e = meta_from_request(r, &new_meta);
+        enum s3_error e = meta_from_request(r, &new_meta);
         if (e != S3_OK) {
             s3_respond_error(r, e, NULL);
-            return;
+            return 1;
         }
-        /* The bytes are the same, so their checksum still holds. */
+        /* The bytes and their layout are the same, so their checksums and
+         * part sizes (internal entries) still hold. */
         struct meta_entry *ents =
             arena_calloc(r->arena, new_meta.n + src_meta.n + 1, sizeof(*ents));
         memcpy(ents, new_meta.entries, new_meta.n * sizeof(*ents));
         for (size_t i = 0; i < src_meta.n; i++)
-            if (slice_has_prefix(src_meta.entries[i].name, SLICE_LIT("x-amz-checksum-")))
+            if (slice_has_prefix(src_meta.entries[i].name, SLICE_LIT("x-amz-checksum-")) ||
+                slice_has_prefix(src_meta.entries[i].name, SLICE_LIT(META_INTERNAL_PREFIX)))
                 ents[new_meta.n++] = src_meta.entries[i];
         new_meta.entries = ents;
     } else {
         new_meta = src_meta;
     }
-    /* The copy is one piece: the source's part layout does not carry over. */
-    size_t kept = 0;
-    struct meta_entry *ents = arena_calloc(r->arena, new_meta.n + 1, sizeof(*ents));
-    for (size_t i = 0; i < new_meta.n; i++)
-        if (!slice_has_prefix(new_meta.entries[i].name, SLICE_LIT(META_INTERNAL_PREFIX)))
-            ents[kept++] = new_meta.entries[i];
-    new_meta.entries = ents;
-    new_meta.n = kept;
 
-    struct storage_writer *w = NULL;
-    struct index_object obj = src;
-    obj.mtime_ns = clock_now_ns();
-    meta_encode(r->arena, &new_meta, &obj.meta, &obj.meta_len);
-    if (!src.inline_len && src.size > 0) {
-        uint8_t md5[16];
-        rc = s3_copy_range(r->srv, &src, 0, src.size, &w, src.parts_count ? md5 : NULL);
-        if (rc == 0 && src.parts_count) {
-            memcpy(obj.etag, md5, 16);
-            obj.parts_count = 0;
-        }
-        if (rc < 0) {
-            storage_writer_destroy(w, false);
-            s3_respond_error(r, s3_error_from_errno(rc), NULL);
-            return;
-        }
-        const struct storage_extent *se;
-        size_t n = storage_writer_extents(w, &se);
-        struct index_extent *ie = arena_calloc(r->arena, n ? n : 1, sizeof(*ie));
-        for (size_t i = 0; i < n; i++) {
-            ie[i].volume = se[i].volume;
-            ie[i].offset = se[i].offset;
-            ie[i].len = se[i].len;
-        }
-        obj.extents = ie;
-        obj.n_extents = (uint32_t)n;
-        obj.sums = storage_writer_sums(w, &obj.sums_len);
-    }
+    /* Same extents, same sums, same ETag (a multipart source keeps its
+     * "-N" ETag and part layout, so partNumber reads still work). */
+    *out = *src;
+    out->mtime_ns = clock_now_ns();
+    meta_encode(r->arena, &new_meta, &out->meta, &out->meta_len);
     struct index_op op = {
         .kind = INDEX_OP_PUT,
-        .bucket_id = dst_bk.id,
+        .bucket_id = dst_bk->id,
         .key = r->key,
-        .object = &obj,
+        .object = out,
         .arena = r->arena,
     };
-    rc = committer_run(r->srv->committer, &op, 1);
+    if (src->n_extents) {
+        op.share_bucket_id = src_bk->id;
+        op.share_key = sk;
+    }
+    int rc = committer_run(r->srv->committer, &op, 1);
     if (rc == 0)
         rc = op.result;
-    storage_writer_destroy(w, rc == 0);
-    if (rc < 0) {
+    if (rc < 0 && rc != -ESTALE) {
         s3_respond_error(r, rc == -ENOENT ? S3_ERR_NO_SUCH_BUCKET : s3_error_from_errno(rc), NULL);
+        return 1;
+    }
+    return rc;
+}
+
+void
+op_copy_object(struct s3_req *r)
+{
+    struct index_bucket dst_bk, src_bk;
+    struct slice sk;
+    struct index_object src, obj;
+    if (!s3_bucket_lookup(r, &dst_bk))
+        return;
+    /* A source overwritten between our read and the commit: read it again.
+     * Each round is a fresh, complete copy of one consistent version. */
+    int rc = -ESTALE;
+    for (int attempt = 0; attempt < 8 && rc == -ESTALE; attempt++) {
+        if (!s3_copy_source_lookup(r, &src_bk, &sk, &src))
+            return;
+        rc = copy_once(r, &dst_bk, &src_bk, sk, &src, &obj);
+    }
+    if (rc == 1)
+        return;
+    if (rc != 0) {
+        s3_respond_error(r, S3_ERR_SLOW_DOWN, "The copy source changes too fast; retry.");
         return;
     }
     char etag[48], date[40];

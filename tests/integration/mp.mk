@@ -2,10 +2,12 @@
 TESTS += \
 	%D%/test_multipart.py \
 	%D%/test_multipart_clients.py \
-	%D%/test_multipart_crash.py
+	%D%/test_multipart_crash.py \
+	%D%/test_copy_share.py
 
 EXTRA_DIST += \
 	%D%/mp_util.py \
 	%D%/test_multipart.py \
 	%D%/test_multipart_clients.py \
-	%D%/test_multipart_crash.py
+	%D%/test_multipart_crash.py \
+	%D%/test_copy_share.py
