@@ -24,6 +24,10 @@ struct index {
     MDB_dbi dbi_uploads;
     MDB_dbi dbi_bucketuploads;
     MDB_dbi dbi_parts;
+    MDB_dbi dbi_users;
+    MDB_dbi dbi_usernames;
+    MDB_dbi dbi_keys;
+    MDB_dbi dbi_grants;
     bool is_nosync;
     /* Reset read transactions ready for mdb_txn_renew (see env.c). */
     pthread_mutex_t pool_mu;

@@ -1,11 +1,12 @@
 # unit tests of index/: each links index/ (and, through it, common/) only.
-index_tests = %D%/test_bucket %D%/test_object %D%/test_list %D%/test_upload
+index_tests = %D%/test_bucket %D%/test_object %D%/test_list %D%/test_upload %D%/test_user
 check_PROGRAMS += $(index_tests)
 TESTS += $(index_tests)
 %C%_test_bucket_LDADD = index/libindex.la tests/lib/libtest.la
 %C%_test_object_LDADD = index/libindex.la tests/lib/libtest.la
 %C%_test_list_LDADD = index/libindex.la tests/lib/libtest.la
 %C%_test_upload_LDADD = index/libindex.la tests/lib/libtest.la
+%C%_test_user_LDADD = index/libindex.la tests/lib/libtest.la
 
 # Index throughput (prints figures, asserts nothing): bench/index_speed
 noinst_PROGRAMS += bench/index_speed
