@@ -268,10 +268,10 @@ enum auth_action {
 
 /* Who is asking. Strings are borrowed for the call. */
 struct auth_principal {
-    bool is_anonymous;  /* no signature at all */
-    bool is_root;       /* the root key */
-    bool is_admin;      /* a user with the admin flag */
-    bool is_read_only;  /* the access key may only read */
+    bool is_anonymous;   /* no signature at all */
+    bool is_root;        /* the root key */
+    bool is_admin;       /* a user with the admin flag */
+    bool is_read_only;   /* the access key may only read */
     const char *user_id; /* canonical user id ("" for anonymous) */
 };
 

@@ -51,8 +51,8 @@ is_owner(const struct auth_principal *who, const struct auth_bucket_view *bucket
 
 bool
 auth_policy_allows(const struct auth_principal *who, const struct auth_bucket_view *bucket,
-                   const struct auth_grant_view *grant, enum auth_action action,
-                   struct slice key, const char *root_id)
+                   const struct auth_grant_view *grant, enum auth_action action, struct slice key,
+                   const char *root_id)
 {
     if (who->is_anonymous) {
         /* Only a public-read bucket is open, and only for reading. */

@@ -39,8 +39,8 @@ struct index_bucket {
     char name[INDEX_MAX_BUCKET + 1];
     uint64_t id; /* never reused, > 0 */
     int64_t created_ns;
-    char owner[72]; /* owner user id (NUL-terminated, up to 64 hex chars, may be empty:
-                       buckets made before users existed, owned by root) */
+    char owner[72];      /* owner user id (NUL-terminated, up to 64 hex chars, may be empty:
+                            buckets made before users existed, owned by root) */
     bool is_public_read; /* anonymous GET/HEAD/List allowed (canned ACL public-read) */
 };
 
@@ -325,7 +325,7 @@ int index_object_scan(struct index *ix, index_object_fn fn, void *ctx);
 
 /* ---- users, access keys and grants (user.c) ----------------------------- */
 
-#define INDEX_USER_ID_LEN 64  /* lower-case hex chars */
+#define INDEX_USER_ID_LEN 64 /* lower-case hex chars */
 #define INDEX_USER_NAME_MAX 64
 #define INDEX_ACCESS_KEY_MAX 128
 #define INDEX_SECRET_BLOB_MAX 512 /* an encrypted secret, opaque to index/ */

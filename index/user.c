@@ -212,8 +212,7 @@ index_user_get_by_id(struct index *ix, struct slice id, struct index_user *out)
  * optional key prefix to range-scan instead of the whole database). */
 static int
 delete_matching(MDB_txn *txn, MDB_dbi dbi, struct slice prefix,
-                bool (*match)(const MDB_val *k, const MDB_val *v, const void *arg),
-                const void *arg)
+                bool (*match)(const MDB_val *k, const MDB_val *v, const void *arg), const void *arg)
 {
     MDB_cursor *cur = NULL;
     MDB_val k = {prefix.len, (void *)prefix.ptr}, v;
@@ -471,8 +470,7 @@ fail:
 }
 
 int
-index_grant_get(struct index *ix, struct slice user_id, uint64_t bucket_id,
-                struct index_grant *out)
+index_grant_get(struct index *ix, struct slice user_id, uint64_t bucket_id, struct index_grant *out)
 {
     MDB_txn *txn = NULL;
     uint8_t key[GRANT_KEY_LEN];

@@ -82,8 +82,8 @@ main(void)
     add_key(ix, "AKALICE2", ID_A, true, 0);
     add_key(ix, "AKBOB1", ID_B, false, 0);
     add_key(ix, "AKBOB1", ID_B, false, -EEXIST);
-    add_key(ix, "AKNOBODY", "cccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccc", false,
-            -ENOENT);
+    add_key(ix, "AKNOBODY", "cccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccc",
+            false, -ENOENT);
     ASSERT_EQ(index_key_get(ix, SLICE_LIT("AKALICE2"), &k), 0);
     ASSERT_STR_EQ(k.user_id, ID_A);
     ASSERT(k.is_read_only);
