@@ -251,4 +251,89 @@ void auth_sha256(const void *data, size_t len, uint8_t out[32]);
 void auth_hmac_sha256(const void *key, size_t key_len, const void *data, size_t len,
                       uint8_t out[32]);
 
+/* ---- access policy (policy.c) ------------------------------------------ */
+
+/* What a request wants to do. The server's route table names one per route. */
+enum auth_action {
+    AUTH_ACTION_SERVICE,       /* ListBuckets: any authenticated principal */
+    AUTH_ACTION_CREATE_BUCKET, /* CreateBucket: any principal whose key may write */
+    AUTH_ACTION_BUCKET_INFO,   /* HeadBucket, location, versioning, GetBucketAcl */
+    AUTH_ACTION_LIST,          /* ListObjects*, ListMultipartUploads: 'key' is the prefix */
+    AUTH_ACTION_READ,          /* GetObject, HeadObject */
+    AUTH_ACTION_WRITE,         /* PutObject, DeleteObject(s), multipart, copy target */
+    AUTH_ACTION_BUCKET_ADMIN,  /* PutBucketAcl, DeleteBucket */
+    AUTH_ACTION_ADMIN_READ,    /* GET under /_/ (metrics, admin listings) */
+    AUTH_ACTION_ADMIN_WRITE,   /* admin changes (users, keys, grants, scrub) */
+};
+
+/* Who is asking. Strings are borrowed for the call. */
+struct auth_principal {
+    bool is_anonymous;   /* no signature at all */
+    bool is_root;        /* the root key */
+    bool is_admin;       /* a user with the admin flag */
+    bool is_read_only;   /* the access key may only read */
+    const char *user_id; /* canonical user id ("" for anonymous) */
+};
+
+/* The bucket the request addresses. 'owner' "" means root (old data dirs). */
+struct auth_bucket_view {
+    const char *owner;
+    bool is_public_read;
+};
+
+/* The principal's grant on that bucket (level 0 = none; 1 read, 2 write,
+ * 3 admin, each including the lower ones), optionally limited to keys
+ * starting with 'prefix'. */
+struct auth_grant_view {
+    int level;
+    struct slice prefix;
+};
+
+/*
+ * Decides whether 'who' may do 'action' on bucket 'bucket' (NULL for
+ * service-level and admin actions) with grant 'grant' (NULL: none) and
+ * object key 'key' (for LIST: the listing prefix; for DeleteObjects: each
+ * key in turn). 'root_id' is root's user id, which owns buckets whose
+ * owner is "" as well. Pure; returns true to allow.
+ *
+ * Rules: root may do anything; a read-only key never writes; the bucket
+ * owner may do anything in its bucket; a grant allows its level, and a
+ * prefix grant only for keys (and listing prefixes) under the prefix;
+ * anonymous principals may only read and list a public-read bucket; admin
+ * actions need root or the admin flag.
+ */
+bool auth_policy_allows(const struct auth_principal *who, const struct auth_bucket_view *bucket,
+                        const struct auth_grant_view *grant, enum auth_action action,
+                        struct slice key, const char *root_id);
+
+/* Returns true when 'action' changes state (refused to read-only keys). */
+bool auth_action_is_write(enum auth_action action);
+
+/* ---- secrets at rest (secret.c) -------------------------------------- */
+
+/* An encrypted secret: 12-byte random nonce | ciphertext | 16-byte tag
+ * (AES-256-GCM), with the access key as additional authenticated data so
+ * a blob cannot be moved to another key. */
+#define AUTH_SECRET_KEY_LEN 32
+#define AUTH_SECRET_OVERHEAD (12 + 16)
+
+/*
+ * Encrypts 'secret' ('len' bytes) for 'access_key' under 'key' into 'out'
+ * (capacity 'cap' >= len + AUTH_SECRET_OVERHEAD). Returns the blob length,
+ * or -1 (cap too small, no randomness, OpenSSL error).
+ */
+long auth_secret_seal(const uint8_t key[AUTH_SECRET_KEY_LEN], struct slice access_key,
+                      const char *secret, size_t len, uint8_t *out, size_t cap);
+/*
+ * Decrypts and authenticates 'blob' for 'access_key' into 'out' (capacity
+ * 'cap', NUL-terminated). Returns the secret's length, or -1 (tampered,
+ * wrong key or access key, too small). Wipes intermediate copies.
+ */
+long auth_secret_open(const uint8_t key[AUTH_SECRET_KEY_LEN], struct slice access_key,
+                      const uint8_t *blob, size_t len, char *out, size_t cap);
+/* Fills 'out' with 'len' bytes from the OpenSSL CSPRNG. Returns 0 or -1. */
+int auth_random_bytes(void *out, size_t len);
+/* Wipes 'len' bytes at 'p' in a way the compiler cannot drop. */
+void auth_wipe(void *p, size_t len);
+
 #endif

@@ -11,7 +11,9 @@
 
 static const char NEXT_ID_KEY[] = "next_bucket_id";
 
-/* Formats 'b' into 'out' (>= 18 + 63 bytes); returns the length. */
+#define INDEX_BUCKET_PUBLIC_READ 0x01
+
+/* Formats 'b' into 'out' (>= 19 + 63 bytes); returns the length. */
 static size_t
 bucket_format(uint8_t *out, const struct index_bucket *b)
 {
@@ -21,7 +23,8 @@ bucket_format(uint8_t *out, const struct index_bucket *b)
     index__put_le64(out + 9, (uint64_t)b->created_ns);
     out[17] = (uint8_t)owner_len;
     memcpy(out + 18, b->owner, owner_len);
-    return 18 + owner_len;
+    out[18 + owner_len] = b->is_public_read ? INDEX_BUCKET_PUBLIC_READ : 0;
+    return 19 + owner_len;
 }
 
 /* Parses the record 'v' of bucket 'name' into 'out'. Returns 0 or -EIO. */
@@ -35,8 +38,12 @@ bucket_parse(const MDB_val *name, const MDB_val *v, struct index_bucket *out)
     if (v->mv_size < 18 || p[0] != INDEX_BUCKET_VERSION)
         return CORRUPT_BKPT("bucket record header");
     size_t owner_len = p[17];
-    if (owner_len >= sizeof(out->owner) || v->mv_size != 18 + owner_len)
+    /* Records written before users existed end after the owner. */
+    if (owner_len >= sizeof(out->owner) ||
+        (v->mv_size != 18 + owner_len && v->mv_size != 19 + owner_len))
         return CORRUPT_BKPT("bucket record length");
+    if (v->mv_size == 19 + owner_len)
+        out->is_public_read = (p[18 + owner_len] & INDEX_BUCKET_PUBLIC_READ) != 0;
     memcpy(out->name, name->mv_data, name->mv_size);
     out->id = index__get_le64(p + 1);
     out->created_ns = (int64_t)index__get_le64(p + 9);
@@ -107,7 +114,7 @@ index_bucket_create(struct index *ix, struct slice name, const char *owner, int6
     b.id = id;
     b.created_ns = now_ns;
     memcpy(b.owner, owner, strlen(owner));
-    uint8_t rec[18 + sizeof(b.owner)], idkey[8], next[8];
+    uint8_t rec[19 + sizeof(b.owner)], idkey[8], next[8];
     index__put_be64(idkey, id);
     index__put_le64(next, id + 1);
     MDB_val bk = {name.len, (void *)name.ptr}, bv = {bucket_format(rec, &b), rec};
@@ -141,6 +148,33 @@ index_bucket_get(struct index *ix, struct slice name, struct index_bucket *out)
     if (rc == 0)
         rc = bucket_lookup(ix, txn, name, out);
     index__read_end(ix, txn);
+    return rc;
+}
+
+int
+index_bucket_set_public(struct index *ix, struct slice name, bool is_public_read)
+{
+    MDB_txn *txn = NULL;
+    struct index_bucket b;
+    uint8_t rec[19 + sizeof(b.owner)];
+    int rc;
+
+    if (!name_is_valid(name))
+        return -ENOENT;
+    if ((rc = index__err(mdb_txn_begin(ix->env, NULL, 0, &txn))) != 0)
+        goto fail;
+    if ((rc = bucket_lookup(ix, txn, name, &b)) != 0)
+        goto fail;
+    b.is_public_read = is_public_read;
+    MDB_val bk = {name.len, (void *)name.ptr}, bv = {bucket_format(rec, &b), rec};
+    if ((rc = index__err(mdb_put(txn, ix->dbi_buckets, &bk, &bv, 0))) != 0)
+        goto fail;
+    rc = index__err(mdb_txn_commit(txn));
+    txn = NULL;
+
+fail:
+    if (txn)
+        mdb_txn_abort(txn);
     return rc;
 }
 

@@ -39,7 +39,9 @@ struct index_bucket {
     char name[INDEX_MAX_BUCKET + 1];
     uint64_t id; /* never reused, > 0 */
     int64_t created_ns;
-    char owner[72]; /* owner user id (NUL-terminated, up to 64 hex chars, may be empty) */
+    char owner[72];      /* owner user id (NUL-terminated, up to 64 hex chars, may be empty:
+                            buckets made before users existed, owned by root) */
+    bool is_public_read; /* anonymous GET/HEAD/List allowed (canned ACL public-read) */
 };
 
 /* Creates bucket 'name' (validated by the caller) owned by 'owner'.
@@ -50,6 +52,8 @@ int index_bucket_create(struct index *ix, struct slice name, const char *owner, 
                         struct index_bucket *out);
 /* Returns 0 and fills 'out', or -ENOENT. */
 int index_bucket_get(struct index *ix, struct slice name, struct index_bucket *out);
+/* Sets or clears the public-read flag of bucket 'name'. Returns 0 or -ENOENT. */
+int index_bucket_set_public(struct index *ix, struct slice name, bool is_public_read);
 /* Deletes an empty bucket. Returns 0, -ENOENT, or -ENOTEMPTY (objects or
  * multipart uploads in progress remain). */
 int index_bucket_delete(struct index *ix, struct slice name);
@@ -330,6 +334,89 @@ uint64_t index_shared_extents(struct index *ix);
 typedef int (*index_object_fn)(void *ctx, uint64_t bucket_id, struct slice key,
                                const struct index_object *obj);
 int index_object_scan(struct index *ix, index_object_fn fn, void *ctx);
+
+/* ---- users, access keys and grants (user.c) ----------------------------- */
+
+#define INDEX_USER_ID_LEN 64 /* lower-case hex chars */
+#define INDEX_USER_NAME_MAX 64
+#define INDEX_ACCESS_KEY_MAX 128
+#define INDEX_SECRET_BLOB_MAX 512 /* an encrypted secret, opaque to index/ */
+#define INDEX_GRANT_PREFIX_MAX 512
+
+struct index_user {
+    char id[INDEX_USER_ID_LEN + 1]; /* chosen by the caller, never reused */
+    char name[INDEX_USER_NAME_MAX + 1];
+    bool is_admin; /* may use the admin API */
+    int64_t created_ns;
+};
+
+/* Creates user 'u'. Returns 0, -EEXIST (name or id taken) or -EINVAL (empty
+ * name, id not INDEX_USER_ID_LEN chars). */
+int index_user_create(struct index *ix, const struct index_user *u);
+/* Looks a user up by name or by id. Returns 0 and fills 'out', or -ENOENT. */
+int index_user_get(struct index *ix, struct slice name, struct index_user *out);
+int index_user_get_by_id(struct index *ix, struct slice id, struct index_user *out);
+/* Deletes user 'name' with all its access keys and grants, in one
+ * transaction (its keys stop working at the next request). Buckets it owns
+ * stay (owned by the id; root can still reach them). Returns 0 or -ENOENT. */
+int index_user_delete(struct index *ix, struct slice name);
+/* Calls 'fn' for every user in name order (stops when fn returns non-zero).
+ * 'fn' runs inside a read snapshot and must not write to the index. */
+typedef int (*index_user_fn)(void *ctx, const struct index_user *u);
+int index_user_list(struct index *ix, index_user_fn fn, void *ctx);
+
+struct index_key {
+    char access_key[INDEX_ACCESS_KEY_MAX + 1];
+    char user_id[INDEX_USER_ID_LEN + 1];
+    bool is_read_only; /* the key may only read */
+    int64_t created_ns;
+    /* The secret, encrypted by the caller (index/ never sees it in clear). */
+    uint8_t secret_blob[INDEX_SECRET_BLOB_MAX];
+    size_t secret_blob_len;
+};
+
+/* Adds access key 'k' for its user. Returns 0, -EEXIST (access key taken),
+ * -ENOENT (no such user id) or -EINVAL (empty key, sizes). */
+int index_key_create(struct index *ix, const struct index_key *k);
+/* Returns 0 and fills 'out', or -ENOENT. */
+int index_key_get(struct index *ix, struct slice access_key, struct index_key *out);
+/* Removes an access key. Returns 0 or -ENOENT. */
+int index_key_delete(struct index *ix, struct slice access_key);
+/* Calls 'fn' for each key (of user 'user_id', or all when it is empty), in
+ * access-key order, inside a read snapshot (fn must not write). */
+typedef int (*index_key_fn)(void *ctx, const struct index_key *k);
+int index_key_list(struct index *ix, struct slice user_id, index_key_fn fn, void *ctx);
+
+/* Grant levels: each includes the ones below it. */
+enum index_grant_level {
+    INDEX_GRANT_NONE = 0,
+    INDEX_GRANT_READ = 1,  /* GET, HEAD, List */
+    INDEX_GRANT_WRITE = 2, /* + PUT, DELETE, multipart */
+    INDEX_GRANT_ADMIN = 3, /* + bucket ACL, delete bucket */
+};
+
+struct index_grant {
+    char user_id[INDEX_USER_ID_LEN + 1];
+    uint64_t bucket_id;
+    char bucket[INDEX_MAX_BUCKET + 1]; /* filled by get/list */
+    enum index_grant_level level;
+    char prefix[INDEX_GRANT_PREFIX_MAX + 1]; /* empty: the whole bucket */
+};
+
+/* Grants (or replaces the grant of) user 'g->user_id' on bucket 'bucket'.
+ * Grants follow the bucket id, so a bucket deleted and created again under
+ * the same name does not inherit them. Returns 0, -ENOENT (no such user or
+ * bucket) or -EINVAL. */
+int index_grant_put(struct index *ix, const struct index_grant *g, struct slice bucket);
+/* The grant of 'user_id' on bucket 'bucket_id'. Returns 0 or -ENOENT. */
+int index_grant_get(struct index *ix, struct slice user_id, uint64_t bucket_id,
+                    struct index_grant *out);
+/* Removes a grant. Returns 0 or -ENOENT. */
+int index_grant_delete(struct index *ix, struct slice user_id, uint64_t bucket_id);
+/* Calls 'fn' for each grant of 'user_id' (all users when empty) whose bucket
+ * still exists, with 'bucket' filled in; read snapshot, fn must not write. */
+typedef int (*index_grant_fn)(void *ctx, const struct index_grant *g);
+int index_grant_list(struct index *ix, struct slice user_id, index_grant_fn fn, void *ctx);
 
 /* ---- small key/value settings (credentials, config) --------------------- */
 

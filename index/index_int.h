@@ -25,6 +25,10 @@ struct index {
     MDB_dbi dbi_bucketuploads;
     MDB_dbi dbi_parts;
     MDB_dbi dbi_extrefs; /* shared extents (extref.c) */
+    MDB_dbi dbi_users;
+    MDB_dbi dbi_usernames;
+    MDB_dbi dbi_keys;
+    MDB_dbi dbi_grants;
     bool is_nosync;
     /* Reset read transactions ready for mdb_txn_renew (see env.c). */
     pthread_mutex_t pool_mu;

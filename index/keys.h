@@ -28,6 +28,21 @@
  *                     range scan)
  *   "parts"      key: upload id (16 raw) | part number (4, BE; 1..10000)
  *                val: part record (below)
+ *   "users"      key: user id (64 lower-case hex chars)
+ *                val: user record (below)
+ *   "usernames"  key: user name (1..64 bytes)
+ *                val: user id (64 chars); kept in step with "users"
+ *   "keys"       key: access key (1..128 bytes)
+ *                val: key record (below)
+ *   "grants"     key: user id (64 chars) | bucket id (8, BE)
+ *                val: grant record (below). Keyed by bucket id, never by
+ *                     name: ids are never reused, so a bucket deleted and
+ *                     re-created does not inherit old grants (a grant
+ *                     whose bucket id is gone is skipped and harmless).
+ *
+ * A user's keys and grants are deleted with the user in one transaction.
+ * Listing one user's keys scans "keys" (users have a handful of keys and
+ * the admin API is rare); a user's grants are one range scan.
  *
  * An upload lives in "uploads" and "bucketuploads", kept in step inside
  * one write transaction; its parts only exist while the upload does.
@@ -68,7 +83,28 @@
  *   u64 id
  *   i64 created_ns
  *   u8  owner_len (0..63)
- *   owner_len bytes of owner id
+ *   owner_len bytes of owner id (empty: made before users existed; root's)
+ *   u8  flags (bit 0: public-read). Absent in records written before
+ *       users existed: flags 0.
+ *
+ * User record (little-endian):
+ *   u8  version (1)
+ *   u8  flags (bit 0: admin)
+ *   i64 created_ns
+ *   u8  name_len, name_len bytes of name
+ *
+ * Key record (little-endian):
+ *   u8  version (1)
+ *   u8  flags (bit 0: read-only)
+ *   i64 created_ns
+ *   64  user id
+ *   u16 blob_len, blob_len bytes of the encrypted secret (auth/ format:
+ *       nonce | ciphertext | tag; index/ never sees the secret in clear)
+ *
+ * Grant record:
+ *   u8  version (1)
+ *   u8  level (1 read, 2 write, 3 admin)
+ *   u16 prefix_len (little-endian), prefix_len bytes of key prefix
  *
  * Object record, version 1 (little-endian, no padding):
  *   off  len

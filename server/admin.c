@@ -2,10 +2,13 @@
  * admin.c: endpoints under /_/ (no bucket name can start with '_').
  *   GET /_/health   200 "ok" when ready: the only path served before
  *                   authentication.
- *   GET /_/metrics  Prometheus text format; SigV4 with the root key.
+ *   GET /_/metrics  Prometheus text format.
  *   POST /_/scrub   re-reads every extent of every object and compares each
  *                   block with its xxHash64; answers JSON with the totals and
- *                   the objects that have bad blocks. SigV4 with the root key.
+ *                   the objects that have bad blocks.
+ *   /_/admin/...    users, access keys, grants, bucket flags (admin_users.c).
+ * Everything but health needs SigV4 with the root key or the key of a
+ * user with the admin flag (a read-only key of such a user: GET only).
  */
 #include "server/server.h"
 
@@ -148,6 +151,13 @@ op_admin(struct s3_req *r)
     }
     if (!s3_authenticate(r))
         return;
+    enum auth_action action = is_get ? AUTH_ACTION_ADMIN_READ : AUTH_ACTION_ADMIN_WRITE;
+    if (!s3_authorize(r, action, SLICE_NULL))
+        return;
+    if (slice_has_prefix(what, SLICE_LIT("admin/"))) {
+        admin_users_handle(r, (struct slice){what.ptr + 6, what.len - 6});
+        return;
+    }
     if (slice_eq(what, SLICE_LIT("metrics")) && is_get) {
         admin_metrics(r);
         return;

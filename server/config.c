@@ -52,6 +52,7 @@ static const struct directive directives[] = {
     {"inline_max", DIR_U32, FIELD(inline_max), 0},
     {"log_level", DIR_LOG_LEVEL, FIELD(log_level), 0},
     {"index_nosync", DIR_BOOL, FIELD(index_nosync), 0},
+    {"secret_key_file", DIR_STRING, FIELD(secret_key_file), FIELD_LEN(secret_key_file)},
 };
 
 void

@@ -1,8 +1,10 @@
 /*
- * creds.c: the root credentials. From SHARDSTORE_ACCESS_KEY and
- * SHARDSTORE_SECRET_KEY when set; otherwise from DATA/credentials, which is
- * generated (random, mode 0600) on first start and printed once on stdout.
- * The secret never goes to the log.
+ * creds.c: the root credentials and the seal key. Root's come from
+ * SHARDSTORE_ACCESS_KEY and SHARDSTORE_SECRET_KEY when set; otherwise from
+ * DATA/credentials, which is generated (random, mode 0600) on first start
+ * and printed once on stdout. The seal key (AES-256, for users' secrets in
+ * the index) is DATA/secret.key, generated 0600 on first start, or the file
+ * named by secret_key_file. Neither secret ever goes to the log.
  */
 #include "server/creds.h"
 
@@ -83,4 +85,59 @@ creds_load(const char *data_dir, char *ak, size_t akcap, char *sk, size_t skcap)
            path, ak, sk);
     fflush(stdout);
     return 0;
+}
+
+int
+creds_load_seal_key(const char *data_dir, const char *path, uint8_t out[32])
+{
+    char def[4200];
+    bool is_default = !path || !*path;
+    if (is_default) {
+        snprintf(def, sizeof(def), "%s/secret.key", data_dir);
+        path = def;
+    }
+    int rc;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0 && errno == ENOENT && is_default) {
+        uint8_t key[32];
+        if (getrandom(key, sizeof(key), 0) != (ssize_t)sizeof(key))
+            return -EIO;
+        fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+        if (fd < 0) {
+            rc = -errno;
+            log_error("cannot create %s: %s", path, strerror(-rc));
+            return rc;
+        }
+        if (write(fd, key, sizeof(key)) != (ssize_t)sizeof(key) || fsync(fd) != 0) {
+            rc = errno ? -errno : -EIO;
+            close(fd);
+            log_error("cannot write %s: %s", path, strerror(-rc));
+            return rc;
+        }
+        close(fd);
+        memcpy(out, key, sizeof(key));
+        memset(key, 0, sizeof(key));
+        log_info("created the secret key %s (keep it with the data: it unseals users' keys)", path);
+        return 0;
+    }
+    if (fd < 0) {
+        rc = -errno;
+        log_error("cannot open the secret key file %s: %s", path, strerror(-rc));
+        return rc;
+    }
+    char content[80];
+    ssize_t n = read(fd, content, sizeof(content));
+    close(fd);
+    rc = -EINVAL;
+    if (n == 32) {
+        memcpy(out, content, 32);
+        rc = 0;
+    } else if (n >= 64 && n <= 66 && hex_decode(content, 64, out) == 0 &&
+               (n == 64 || content[64] == '\n' || content[64] == '\r')) {
+        rc = 0;
+    }
+    memset(content, 0, sizeof(content));
+    if (rc != 0)
+        log_error("secret key file %s: want 32 bytes or 64 hex digits", path);
+    return rc;
 }

@@ -286,124 +286,83 @@ resolve_address(struct s3_req *r)
 }
 
 /* ======================================================================
- * Authentication
- * ====================================================================== */
-
-static int
-lookup_secret(void *ctx, struct slice access_key, char *secret, size_t cap)
-{
-    struct server *srv = ctx;
-    if (!slice_eq(access_key, slice_from_cstr(srv->access_key)))
-        return -1;
-    size_t n = strlen(srv->secret_key);
-    if (n + 1 > cap)
-        return -1;
-    memcpy(secret, srv->secret_key, n + 1);
-    return 0;
-}
-
-bool
-s3_authenticate(struct s3_req *r)
-{
-    struct auth_request ar = {
-        .method = r->method,
-        .path = r->raw_path,
-        .query = r->raw_query,
-        .headers = r->headers,
-        .n_headers = r->n_headers,
-        .now_s = clock_now_ns() / 1000000000,
-        .region = r->srv->cfg.region,
-    };
-    enum auth_result res = auth_sigv4_verify(&ar, lookup_secret, r->srv, &r->auth);
-    if (res == AUTH_UNSUPPORTED && s3_req_param(r, "AWSAccessKeyId") &&
-        s3_req_param(r, "Signature") && !s3_req_has_header(r, "authorization")) {
-        /* A SigV2 presigned URL (aws-cli v1 `aws s3 presign`). */
-        struct slice prefix = SLICE_NULL;
-        if (r->is_virtual_host)
-            prefix = slice_from_cstr(
-                arena_sprintf(r->arena, "/%.*s", (int)r->bucket.len, r->bucket.ptr));
-        res = auth_sigv2_verify_query(&ar, prefix, lookup_secret, r->srv, &r->auth);
-    }
-    if (res == AUTH_OK) {
-        r->is_authenticated = true;
-        return true;
-    }
-    atomic_fetch_add(&r->srv->metrics.auth_failures, 1);
-    bool is_query = s3_req_param(r, "X-Amz-Signature") || s3_req_param(r, "X-Amz-Credential");
-    switch (res) {
-    case AUTH_ANONYMOUS:
-        s3_respond_error(r, S3_ERR_ACCESS_DENIED, NULL);
-        break;
-    case AUTH_MALFORMED:
-    case AUTH_BAD_EXPIRES:
-        s3_respond_error(r, is_query ? S3_ERR_AUTH_QUERY_ERROR : S3_ERR_AUTH_HEADER_MALFORMED,
-                         NULL);
-        break;
-    case AUTH_BAD_REGION: {
-        char msg[160];
-        snprintf(msg, sizeof(msg),
-                 "The authorization header is malformed; the region is wrong; "
-                 "expecting '%s'",
-                 r->srv->cfg.region);
-        s3_respond_error(r, is_query ? S3_ERR_AUTH_QUERY_ERROR : S3_ERR_AUTH_HEADER_MALFORMED, msg);
-        break;
-    }
-    case AUTH_UNSUPPORTED:
-        s3_respond_error(r, S3_ERR_INVALID_REQUEST,
-                         "The authorization mechanism you have provided is not supported. "
-                         "Please use AWS4-HMAC-SHA256.");
-        break;
-    case AUTH_UNKNOWN_KEY:
-        s3_respond_error(r, S3_ERR_INVALID_ACCESS_KEY_ID, NULL);
-        break;
-    case AUTH_BAD_SIGNATURE:
-        s3_respond_error(r, S3_ERR_SIGNATURE_DOES_NOT_MATCH, NULL);
-        break;
-    case AUTH_SKEWED:
-        s3_respond_error(r, S3_ERR_REQUEST_TIME_TOO_SKEWED, NULL);
-        break;
-    case AUTH_EXPIRED:
-        s3_respond_error(r, S3_ERR_ACCESS_DENIED, "Request has expired");
-        break;
-    case AUTH_OK:
-        break;
-    }
-    return false;
-}
-
-/* ======================================================================
  * Routing
  * ====================================================================== */
 
 enum route_level { LEVEL_SERVICE, LEVEL_BUCKET, LEVEL_OBJECT };
 
+/* Which key a route is authorized for. */
+enum route_key {
+    RKEY_NONE,   /* bucket- or service-wide */
+    RKEY_OBJECT, /* the request's object key */
+    RKEY_PREFIX, /* the listing's ?prefix= */
+    RKEY_EACH,   /* several keys, each checked by the handler (DeleteObjects) */
+};
+
+/* A route names the action it needs, so every handler runs authorized. */
 struct route {
     const char *method;
     enum route_level level;
     const char *subresource; /* query parameter that selects the route, or NULL */
+    enum auth_action action;
+    enum route_key key;
     void (*handler)(struct s3_req *r);
 };
 
 static const struct route routes[] = {
-    {"GET", LEVEL_SERVICE, NULL, op_list_buckets},
-    {"GET", LEVEL_BUCKET, "location", op_get_bucket_location},
-    {"GET", LEVEL_BUCKET, "versioning", op_get_bucket_versioning},
-    {"GET", LEVEL_BUCKET, NULL, op_list_objects},
-    {"PUT", LEVEL_BUCKET, NULL, op_create_bucket},
-    {"HEAD", LEVEL_BUCKET, NULL, op_head_bucket},
-    {"DELETE", LEVEL_BUCKET, NULL, op_delete_bucket},
-    {"POST", LEVEL_BUCKET, "delete", op_delete_objects},
-    {"GET", LEVEL_BUCKET, "uploads", op_list_uploads},
-    {"POST", LEVEL_OBJECT, "uploads", op_create_multipart},
-    {"POST", LEVEL_OBJECT, "uploadId", op_complete_multipart},
-    {"PUT", LEVEL_OBJECT, "uploadId", op_upload_part},
-    {"DELETE", LEVEL_OBJECT, "uploadId", op_abort_multipart},
-    {"GET", LEVEL_OBJECT, "uploadId", op_list_parts},
-    {"GET", LEVEL_OBJECT, NULL, op_get_object},
-    {"HEAD", LEVEL_OBJECT, NULL, op_head_object},
-    {"PUT", LEVEL_OBJECT, NULL, op_put_object},
-    {"DELETE", LEVEL_OBJECT, NULL, op_delete_object},
+    {"GET", LEVEL_SERVICE, NULL, AUTH_ACTION_SERVICE, RKEY_NONE, op_list_buckets},
+    {"GET", LEVEL_BUCKET, "location", AUTH_ACTION_BUCKET_INFO, RKEY_NONE, op_get_bucket_location},
+    {"GET", LEVEL_BUCKET, "versioning", AUTH_ACTION_BUCKET_INFO, RKEY_NONE,
+     op_get_bucket_versioning},
+    {"GET", LEVEL_BUCKET, "acl", AUTH_ACTION_BUCKET_INFO, RKEY_NONE, op_get_bucket_acl},
+    {"PUT", LEVEL_BUCKET, "acl", AUTH_ACTION_BUCKET_ADMIN, RKEY_NONE, op_put_bucket_acl},
+    {"GET", LEVEL_BUCKET, "versions", AUTH_ACTION_LIST, RKEY_PREFIX, op_list_object_versions},
+    {"GET", LEVEL_BUCKET, NULL, AUTH_ACTION_LIST, RKEY_PREFIX, op_list_objects},
+    {"PUT", LEVEL_BUCKET, NULL, AUTH_ACTION_CREATE_BUCKET, RKEY_NONE, op_create_bucket},
+    {"HEAD", LEVEL_BUCKET, NULL, AUTH_ACTION_BUCKET_INFO, RKEY_NONE, op_head_bucket},
+    {"DELETE", LEVEL_BUCKET, NULL, AUTH_ACTION_BUCKET_ADMIN, RKEY_NONE, op_delete_bucket},
+    {"POST", LEVEL_BUCKET, "delete", AUTH_ACTION_WRITE, RKEY_EACH, op_delete_objects},
+    {"GET", LEVEL_BUCKET, "uploads", AUTH_ACTION_LIST, RKEY_PREFIX, op_list_uploads},
+    {"POST", LEVEL_OBJECT, "uploads", AUTH_ACTION_WRITE, RKEY_OBJECT, op_create_multipart},
+    {"POST", LEVEL_OBJECT, "uploadId", AUTH_ACTION_WRITE, RKEY_OBJECT, op_complete_multipart},
+    {"PUT", LEVEL_OBJECT, "uploadId", AUTH_ACTION_WRITE, RKEY_OBJECT, op_upload_part},
+    {"DELETE", LEVEL_OBJECT, "uploadId", AUTH_ACTION_WRITE, RKEY_OBJECT, op_abort_multipart},
+    {"GET", LEVEL_OBJECT, "uploadId", AUTH_ACTION_WRITE, RKEY_OBJECT, op_list_parts},
+    {"GET", LEVEL_OBJECT, NULL, AUTH_ACTION_READ, RKEY_OBJECT, op_get_object},
+    {"HEAD", LEVEL_OBJECT, NULL, AUTH_ACTION_READ, RKEY_OBJECT, op_head_object},
+    {"PUT", LEVEL_OBJECT, NULL, AUTH_ACTION_WRITE, RKEY_OBJECT, op_put_object},
+    {"DELETE", LEVEL_OBJECT, NULL, AUTH_ACTION_WRITE, RKEY_OBJECT, op_delete_object},
 };
+
+/* Authorizes route 'rt' for 'r' before its handler runs; responds
+ * AccessDenied and returns false when the policy says no. */
+static bool
+route_authorize(struct s3_req *r, const struct route *rt)
+{
+    struct slice key = SLICE_NULL;
+    const struct s3_param *p;
+    switch (rt->key) {
+    case RKEY_NONE:
+        break;
+    case RKEY_OBJECT:
+        key = r->key;
+        break;
+    case RKEY_PREFIX:
+        p = s3_req_param(r, "prefix");
+        key = p ? p->value : SLICE_NULL;
+        break;
+    case RKEY_EACH:
+        /* Only the level here: the handler checks every key. A prefix
+         * grant's own prefix stands in for "some key under it". */
+        if (!s3_is_allowed(r, rt->action, SLICE_NULL) && r->has_grant)
+            key = slice_from_cstr(r->grant.prefix);
+        break;
+    }
+    r->has_route_action = true;
+    r->route_action = rt->action;
+    r->route_key = key;
+    return s3_authorize(r, rt->action, key);
+}
 
 /* Query parameters that name an S3 sub-resource: a request carrying one
  * that no route handles is NotImplemented rather than silently treated as
@@ -477,11 +436,14 @@ route(struct s3_req *r)
             continue;
         has_method = true;
         if (rt->subresource ? (sub && !strcmp(sub, rt->subresource)) : !sub) {
-            rt->handler(r);
+            if (route_authorize(r, rt))
+                rt->handler(r);
             return;
         }
     }
-    if (sub || has_method)
+    if (r->principal.is_anonymous)
+        s3_respond_error(r, S3_ERR_ACCESS_DENIED, NULL);
+    else if (sub || has_method)
         s3_respond_error(r, S3_ERR_NOT_IMPLEMENTED, NULL);
     else
         s3_respond_error(r, S3_ERR_METHOD_NOT_ALLOWED, NULL);
@@ -650,7 +612,7 @@ dispatch(struct s3_req *r, const char *method)
         s3_respond_error(r, S3_ERR_INVALID_REQUEST, "Bad request path");
         return;
     }
-    if (!s3_authenticate(r))
+    if (!s3_authenticate_or_anonymous(r))
         return;
     start_body(r);
     route(r);

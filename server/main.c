@@ -7,6 +7,7 @@
  * accepting, let in-flight requests finish (bounded), and close in the
  * reverse order.
  */
+#include "server/admin_cli.h"
 #include "server/creds.h"
 #include "server/server.h"
 
@@ -21,6 +22,7 @@ static void
 usage(FILE *f)
 {
     fprintf(f, "usage: shardstore [--config FILE] [--listen ADDR:PORT] [--data DIR]\n"
+               "       shardstore admin ...   (users, keys, grants; `shardstore admin --help`)\n"
                "  no arguments: listen on 127.0.0.1:9000, data in ./shardstore-data\n"
                "  credentials: SHARDSTORE_ACCESS_KEY / SHARDSTORE_SECRET_KEY, or generated\n"
                "  see conf/shardstore.conf for every option\n");
@@ -109,6 +111,9 @@ int
 main(int argc, char **argv)
 {
     static struct server srv;
+    /* The admin client talks to a running server; it starts nothing. */
+    if (argc >= 2 && !strcmp(argv[1], "admin"))
+        return admin_cli_main(argc - 1, argv + 1);
     config_defaults(&srv.cfg);
     static const struct option opts[] = {
         {"config", required_argument, NULL, 'c'}, {"listen", required_argument, NULL, 'l'},
@@ -177,6 +182,11 @@ main(int argc, char **argv)
     uint8_t h[32];
     auth_sha256(srv.access_key, strlen(srv.access_key), h);
     hex_encode(h, 32, srv.owner_id);
+    rc = creds_load_seal_key(srv.cfg.data_dir, srv.cfg.secret_key_file, srv.secret_seal_key);
+    if (rc < 0) {
+        log_error("cannot load the secret key: %s", strerror(-rc));
+        return 1;
+    }
     int exit_code = 1;
     if (open_stores(&srv) != 0)
         goto out;

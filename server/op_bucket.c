@@ -1,6 +1,9 @@
 /*
  * op_bucket.c: bucket operations: ListBuckets, CreateBucket, HeadBucket,
- * DeleteBucket, GetBucketLocation, GetBucketVersioning.
+ * DeleteBucket, GetBucketLocation, GetBucketVersioning, Get/PutBucketAcl.
+ * Every bucket has an owner (the user that created it; root for buckets
+ * made before users existed). ACLs are canned only: private or
+ * public-read (anonymous GET/HEAD/List).
  */
 #include "server/server.h"
 #include "server/xml_in.h"
@@ -8,20 +11,8 @@
 #include <errno.h>
 #include <microhttpd.h>
 
-bool
-s3_bucket_lookup(struct s3_req *r, struct index_bucket *out)
-{
-    int rc = index_bucket_get(r->srv->index, r->bucket, out);
-    if (rc == 0)
-        return true;
-    if (rc == -ENOENT)
-        s3_respond_error(r, S3_ERR_NO_SUCH_BUCKET, NULL);
-    else
-        s3_respond_error(r, S3_ERR_INTERNAL_ERROR, NULL);
-    return false;
-}
-
 struct list_buckets_ctx {
+    struct s3_req *r;
     struct buf *b;
 };
 
@@ -29,6 +20,13 @@ static int
 list_bucket_one(void *ctx, const struct index_bucket *bk)
 {
     struct list_buckets_ctx *c = ctx;
+    struct s3_req *r = c->r;
+    /* Root sees every bucket; a user its own and those granted to it. */
+    if (!r->principal.is_root && strcmp(s3_bucket_owner_id(r, bk), r->user_id) != 0) {
+        struct index_grant g;
+        if (index_grant_get(r->srv->index, slice_from_cstr(r->user_id), bk->id, &g) != 0)
+            return 0;
+    }
     char date[40];
     s3_format_iso_date(bk->created_ns, date);
     buf_append_str(c->b, "<Bucket>");
@@ -45,10 +43,10 @@ op_list_buckets(struct s3_req *r)
     buf_init(&b);
     xml_begin(&b, "ListAllMyBucketsResult");
     buf_append_str(&b, "<Owner>");
-    xml_elem_str(&b, "ID", r->srv->owner_id);
-    xml_elem_str(&b, "DisplayName", "root");
+    xml_elem_str(&b, "ID", r->user_id);
+    xml_elem_str(&b, "DisplayName", r->user_name);
     buf_append_str(&b, "</Owner><Buckets>");
-    struct list_buckets_ctx ctx = {&b};
+    struct list_buckets_ctx ctx = {r, &b};
     int rc = index_bucket_list(r->srv->index, list_bucket_one, &ctx);
     buf_append_str(&b, "</Buckets>");
     xml_end(&b, "ListAllMyBucketsResult");
@@ -57,6 +55,18 @@ op_list_buckets(struct s3_req *r)
     else
         s3_respond_body(r, 200, "application/xml", b.ptr, b.len);
     buf_cleanup(&b);
+}
+
+/* Reads x-amz-acl: 0 private (or absent), 1 public-read, -1 unsupported. */
+static int
+canned_acl(struct s3_req *r)
+{
+    struct slice acl = s3_req_header(r, "x-amz-acl");
+    if (!acl.ptr || slice_eq(acl, SLICE_LIT("private")))
+        return 0;
+    if (slice_eq(acl, SLICE_LIT("public-read")))
+        return 1;
+    return -1;
 }
 
 static void
@@ -72,12 +82,23 @@ create_bucket_end(struct s3_req *r)
         s3_respond_error(r, S3_ERR_INVALID_LOCATION_CONSTRAINT, NULL);
         return;
     }
-    struct index_bucket bk;
-    int rc = index_bucket_create(r->srv->index, r->bucket, r->srv->owner_id, clock_now_ns(), &bk);
-    if (rc == -EEXIST) {
-        s3_respond_error(r, S3_ERR_BUCKET_ALREADY_OWNED_BY_YOU, NULL);
+    int acl = canned_acl(r);
+    if (acl < 0) {
+        s3_respond_error(r, S3_ERR_NOT_IMPLEMENTED,
+                         "Only the canned ACLs private and "
+                         "public-read are supported");
         return;
     }
+    struct index_bucket bk;
+    int rc = index_bucket_create(r->srv->index, r->bucket, r->user_id, clock_now_ns(), &bk);
+    if (rc == -EEXIST) {
+        bool is_mine = !strcmp(s3_bucket_owner_id(r, &bk), r->user_id);
+        s3_respond_error(
+            r, is_mine ? S3_ERR_BUCKET_ALREADY_OWNED_BY_YOU : S3_ERR_BUCKET_ALREADY_EXISTS, NULL);
+        return;
+    }
+    if (rc == 0 && acl == 1)
+        rc = index_bucket_set_public(r->srv->index, r->bucket, true);
     if (rc < 0) {
         s3_respond_error(r, s3_error_from_errno(rc), NULL);
         return;
@@ -151,4 +172,65 @@ op_get_bucket_versioning(struct s3_req *r)
         "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<VersioningConfiguration "
         "xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\"/>";
     s3_respond_body(r, 200, "application/xml", body, sizeof(body) - 1);
+}
+
+void
+op_get_bucket_acl(struct s3_req *r)
+{
+    struct index_bucket bk;
+    if (!s3_bucket_lookup(r, &bk))
+        return;
+    const char *owner = s3_bucket_owner_id(r, &bk);
+    char name[INDEX_USER_NAME_MAX + 1];
+    s3_owner_name(r, owner, name, sizeof(name));
+    struct buf b;
+    buf_init(&b);
+    xml_begin(&b, "AccessControlPolicy");
+    buf_append_str(&b, "<Owner>");
+    xml_elem_str(&b, "ID", owner);
+    xml_elem_str(&b, "DisplayName", name);
+    buf_append_str(&b, "</Owner><AccessControlList><Grant><Grantee "
+                       "xmlns:xsi=\"http://www.w3.org/2001/XMLSchema-instance\" "
+                       "xsi:type=\"CanonicalUser\">");
+    xml_elem_str(&b, "ID", owner);
+    xml_elem_str(&b, "DisplayName", name);
+    buf_append_str(&b, "</Grantee><Permission>FULL_CONTROL</Permission></Grant>");
+    if (bk.is_public_read)
+        buf_append_str(&b,
+                       "<Grant><Grantee xmlns:xsi=\"http://www.w3.org/2001/XMLSchema-instance\" "
+                       "xsi:type=\"Group\"><URI>http://acs.amazonaws.com/groups/global/AllUsers"
+                       "</URI></Grantee><Permission>READ</Permission></Grant>");
+    buf_append_str(&b, "</AccessControlList>");
+    xml_end(&b, "AccessControlPolicy");
+    s3_respond_body(r, 200, "application/xml", b.ptr, b.len);
+    buf_cleanup(&b);
+}
+
+static void
+put_bucket_acl_end(struct s3_req *r)
+{
+    struct index_bucket bk;
+    if (!s3_bucket_lookup(r, &bk))
+        return;
+    /* Canned ACLs only: an XML AccessControlPolicy body is not supported. */
+    int acl = canned_acl(r);
+    if (acl < 0 || !s3_req_has_header(r, "x-amz-acl") || r->xml_body.len) {
+        s3_respond_error(r, S3_ERR_NOT_IMPLEMENTED,
+                         "Only the x-amz-acl header with private or public-read is supported");
+        return;
+    }
+    int rc = index_bucket_set_public(r->srv->index, r->bucket, acl == 1);
+    if (rc < 0) {
+        s3_respond_error(r, rc == -ENOENT ? S3_ERR_NO_SUCH_BUCKET : S3_ERR_INTERNAL_ERROR, NULL);
+        return;
+    }
+    log_info("bucket %s: acl %s (by %s)", bk.name, acl == 1 ? "public-read" : "private",
+             r->user_name);
+    s3_respond_empty(r, 200);
+}
+
+void
+op_put_bucket_acl(struct s3_req *r)
+{
+    s3_req_expect_xml(r, 64 * 1024, put_bucket_acl_end);
 }

@@ -137,6 +137,10 @@ s3_copy_source_lookup(struct s3_req *r, struct index_bucket *src_bk, struct slic
         s3_respond_error(r, S3_ERR_NO_SUCH_BUCKET, NULL);
         return false;
     }
+    /* The route authorized the write of the target; reading the source
+     * is a separate permission on (possibly) another bucket. */
+    if (!s3_authorize_bucket(r, src_bk, AUTH_ACTION_READ, *src_key))
+        return false;
     if (!r->has_pin) {
         r->pin = storage_reader_pin(r->srv->storage);
         r->has_pin = true;

@@ -76,11 +76,18 @@ delete_objects_end(struct s3_req *r)
         return;
     }
     struct index_op *ops = arena_calloc(r->arena, req.n_objects, sizeof(*ops));
+    /* The route checked the caller's level; a prefix grant covers only
+     * some keys, so each key is decided on its own. */
+    bool *is_denied = arena_calloc(r->arena, req.n_objects + 1, sizeof(*is_denied));
     size_t n_ops = 0;
     for (size_t i = 0; i < req.n_objects; i++) {
         struct slice k = req.objects[i].key;
         if (k.len == 0 || k.len > INDEX_MAX_KEY)
             continue;
+        if (!s3_is_allowed(r, AUTH_ACTION_WRITE, k)) {
+            is_denied[i] = true;
+            continue;
+        }
         ops[n_ops++] = (struct index_op){
             .kind = INDEX_OP_DELETE, .bucket_id = bk.id, .key = k, .arena = r->arena};
     }
@@ -95,6 +102,9 @@ delete_objects_end(struct s3_req *r)
         if (key.len == 0 || key.len > INDEX_MAX_KEY) {
             code = key.len ? "KeyTooLongError" : "InvalidArgument";
             msg = key.len ? "Your key is too long" : "Empty key";
+        } else if (is_denied[i]) {
+            code = "AccessDenied";
+            msg = "Access Denied";
         } else {
             int res = rc < 0 ? rc : ops[k].result;
             k++;

@@ -87,6 +87,11 @@ op_list_objects(struct s3_req *r)
         p.start_after = marker;
     }
     bool fetch_owner = !is_v2 || slice_eq(param_value(r, "fetch-owner"), SLICE_LIT("true"));
+    /* Objects are owned by their bucket's owner. */
+    const char *owner_id = s3_bucket_owner_id(r, &bk);
+    char owner_name[INDEX_USER_NAME_MAX + 1];
+    if (fetch_owner)
+        s3_owner_name(r, owner_id, owner_name, sizeof(owner_name));
 
     struct index_list_result res;
     int rc = index_object_list(r->srv->index, &p, r->arena, &res);
@@ -138,8 +143,8 @@ op_list_objects(struct s3_req *r)
         xml_elem_u64(&b, "Size", e->size);
         if (fetch_owner) {
             buf_append_str(&b, "<Owner>");
-            xml_elem_str(&b, "ID", r->srv->owner_id);
-            xml_elem_str(&b, "DisplayName", "root");
+            xml_elem_str(&b, "ID", owner_id);
+            xml_elem_str(&b, "DisplayName", owner_name);
             buf_append_str(&b, "</Owner>");
         }
         xml_elem_str(&b, "StorageClass", "STANDARD");

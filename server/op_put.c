@@ -447,6 +447,12 @@ void
 op_delete_object(struct s3_req *r)
 {
     struct index_bucket bk;
+    /* Buckets are unversioned: the only version of an object is "null". */
+    const struct s3_param *vid = s3_req_param(r, "versionId");
+    if (vid && !slice_eq(vid->value, SLICE_LIT("null"))) {
+        s3_respond_error(r, S3_ERR_INVALID_ARGUMENT, "Invalid version id specified");
+        return;
+    }
     if (!s3_bucket_lookup(r, &bk))
         return;
     struct index_op op = {

@@ -64,7 +64,8 @@ struct config {
     uint64_t min_part_size; /* multipart: every part but the last (S3: 5 MiB) */
     uint32_t inline_max;    /* objects up to this size are stored in the index */
     int log_level;
-    bool index_nosync; /* tests only */
+    bool index_nosync;          /* tests only */
+    char secret_key_file[4096]; /* key sealing access-key secrets; "" = DATA/secret.key */
 };
 
 /* Fills 'c' with the embedded defaults. */
@@ -107,6 +108,8 @@ struct server {
     char access_key[129];
     char secret_key[129];
     char owner_id[65]; /* canonical user id of the root user */
+    /* The AES-256 key that seals users' access-key secrets in the index. */
+    uint8_t secret_seal_key[AUTH_SECRET_KEY_LEN];
     struct metrics metrics;
     atomic_bool is_stopping;
     atomic_uint_fast64_t request_seq;
@@ -168,6 +171,21 @@ struct s3_req {
 
     struct auth_verdict auth;
     bool is_authenticated;
+    /* Who signed (filled by s3_authenticate; anonymous when unsigned). */
+    struct auth_principal principal;
+    char user_id[INDEX_USER_ID_LEN + 1];
+    char user_name[INDEX_USER_NAME_MAX + 1];
+    /* Filled by s3_authorize for bucket-level routes: the addressed bucket
+     * (when it exists) and the caller's grant on it. */
+    bool has_bucket;
+    struct index_bucket bucket_rec;
+    bool has_grant;
+    struct index_grant grant;
+    /* The route's action and the key it was authorized for (s3_bucket_lookup
+     * re-checks when the bucket changed in between). */
+    bool has_route_action;
+    enum auth_action route_action;
+    struct slice route_key;
 
     /* body processing */
     bool has_body_started;
@@ -236,6 +254,12 @@ void op_head_object(struct s3_req *r);
 void op_delete_object(struct s3_req *r);
 void op_copy_object(struct s3_req *r);
 void op_admin(struct s3_req *r);
+void op_list_object_versions(struct s3_req *r);
+void op_get_bucket_acl(struct s3_req *r);
+void op_put_bucket_acl(struct s3_req *r);
+/* The user admin API under /_/admin/ (admin_users.c); 'what' is the path
+ * after "/_/admin/". The caller authorized the request already. */
+void admin_users_handle(struct s3_req *r, struct slice what);
 void op_create_multipart(struct s3_req *r);
 void op_upload_part(struct s3_req *r);
 void op_complete_multipart(struct s3_req *r);
@@ -268,10 +292,31 @@ bool s3_copy_source_lookup(struct s3_req *r, struct index_bucket *src_bk, struct
 
 /* ---- helpers shared by handlers ----------------------------------------- */
 
-/* Verifies the request's SigV4 (or SigV2 presigned URL) against the known
- * keys; on failure responds with the S3 error and returns false. */
+/* Verifies the request's SigV4 (or SigV2 presigned URL) against the root
+ * key and the users' keys in the index, and fills r->principal; on failure
+ * (an unsigned request included) responds with the S3 error and returns false. */
 bool s3_authenticate(struct s3_req *r);
-/* Looks up the request's bucket; on failure responds (NoSuchBucket) and returns false. */
+/* The same, but an unsigned request passes as the anonymous principal
+ * (the policy then decides). */
+bool s3_authenticate_or_anonymous(struct s3_req *r);
+/* Asks the policy whether the request's principal may do 'action' on the
+ * request's bucket (looked up once and kept in r->bucket_rec) with object
+ * key (or listing prefix) 'key'. Does not respond. */
+bool s3_is_allowed(struct s3_req *r, enum auth_action action, struct slice key);
+/* s3_is_allowed, answering AccessDenied when it says no. */
+bool s3_authorize(struct s3_req *r, enum auth_action action, struct slice key);
+/* The same decision for another bucket 'bk' than the request's (the
+ * source of a copy); answers AccessDenied when it says no. */
+bool s3_authorize_bucket(struct s3_req *r, const struct index_bucket *bk, enum auth_action action,
+                         struct slice key);
+/* Writes the owner's display name of user id 'owner' ("" or root's id:
+ * "root"; a removed user: its id) into 'out' (>= INDEX_USER_NAME_MAX + 1). */
+void s3_owner_name(struct s3_req *r, const char *owner, char *out, size_t cap);
+/* The canonical user id that owns 'bk' (root's id for old buckets). */
+const char *s3_bucket_owner_id(struct s3_req *r, const struct index_bucket *bk);
+/* Looks up the request's bucket; on failure responds (NoSuchBucket) and
+ * returns false. When the bucket is not the one the route was authorized
+ * against (created or re-created meanwhile), authorizes again. */
 bool s3_bucket_lookup(struct s3_req *r, struct index_bucket *out);
 /* S3 bucket naming rules. */
 bool s3_bucket_name_is_valid(struct slice name);

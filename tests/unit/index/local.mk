@@ -1,5 +1,5 @@
 # unit tests of index/: each links index/ (and, through it, common/) only.
-index_tests = %D%/test_bucket %D%/test_object %D%/test_list %D%/test_upload %D%/test_extref
+index_tests = %D%/test_bucket %D%/test_object %D%/test_list %D%/test_upload %D%/test_extref %D%/test_user
 check_PROGRAMS += $(index_tests)
 TESTS += $(index_tests)
 %C%_test_bucket_LDADD = index/libindex.la tests/lib/libtest.la
@@ -7,6 +7,7 @@ TESTS += $(index_tests)
 %C%_test_list_LDADD = index/libindex.la tests/lib/libtest.la
 %C%_test_upload_LDADD = index/libindex.la tests/lib/libtest.la
 %C%_test_extref_LDADD = index/libindex.la tests/lib/libtest.la
+%C%_test_user_LDADD = index/libindex.la tests/lib/libtest.la
 
 # Index throughput (prints figures, asserts nothing): bench/index_speed
 noinst_PROGRAMS += bench/index_speed

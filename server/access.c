@@ -1,0 +1,272 @@
+/*
+ * access.c: who is asking and may they. Authentication turns a request's
+ * SigV4 (or SigV2 presigned) signature into a principal: the root key
+ * (from the environment or DATA/credentials) or a user's access key from
+ * the index, whose secret is unsealed with the server's seal key for this
+ * one verification and wiped after it. Nothing is cached across requests,
+ * so removing a key or a user takes effect at the next request. (auth/'s
+ * per-thread signing-key cache is keyed by the secret and consulted only
+ * after this lookup succeeded, so a removed key cannot reach it.)
+ *
+ * Authorization gathers the facts the policy needs (the bucket's owner
+ * and public flag, the caller's grant) and asks auth_policy_allows.
+ */
+#include "server/server.h"
+
+#include <errno.h>
+#include <stdio.h>
+
+/* ======================================================================
+ * Authentication
+ * ====================================================================== */
+
+/*
+ * The secret lookup auth/ calls: root's key first, then the index. Fills
+ * the request's principal as a side effect ('ctx' is the request). Returns
+ * 0 with the secret in 'secret', or -1 (unknown key, its user is gone, or
+ * its sealed secret does not open).
+ */
+static int
+lookup_secret(void *ctx, struct slice access_key, char *secret, size_t cap)
+{
+    struct s3_req *r = ctx;
+    struct server *srv = r->srv;
+    memset(&r->principal, 0, sizeof(r->principal));
+    r->principal.user_id = r->user_id;
+    r->user_id[0] = '\0';
+    r->user_name[0] = '\0';
+    if (slice_eq(access_key, slice_from_cstr(srv->access_key))) {
+        size_t n = strlen(srv->secret_key);
+        if (n + 1 > cap)
+            return -1;
+        memcpy(secret, srv->secret_key, n + 1);
+        r->principal.is_root = true;
+        r->principal.is_admin = true;
+        snprintf(r->user_id, sizeof(r->user_id), "%s", srv->owner_id);
+        snprintf(r->user_name, sizeof(r->user_name), "root");
+        return 0;
+    }
+    struct index_key key;
+    struct index_user user;
+    if (index_key_get(srv->index, access_key, &key) != 0)
+        return -1;
+    if (index_user_get_by_id(srv->index, slice_from_cstr(key.user_id), &user) != 0)
+        return -1;
+    long n = auth_secret_open(srv->secret_seal_key, access_key, key.secret_blob,
+                              key.secret_blob_len, secret, cap);
+    auth_wipe(key.secret_blob, sizeof(key.secret_blob));
+    if (n < 0) {
+        log_warn("access key of user '%s' does not unseal (wrong secret key file?)", user.name);
+        return -1;
+    }
+    r->principal.is_admin = user.is_admin;
+    r->principal.is_read_only = key.is_read_only;
+    memcpy(r->user_id, user.id, sizeof(r->user_id));
+    memcpy(r->user_name, user.name, sizeof(r->user_name));
+    return 0;
+}
+
+/* Verifies the signature; 'allow_anonymous' lets an unsigned request pass
+ * as the anonymous principal. Responds on failure. */
+static bool
+authenticate(struct s3_req *r, bool allow_anonymous)
+{
+    struct auth_request ar = {
+        .method = r->method,
+        .path = r->raw_path,
+        .query = r->raw_query,
+        .headers = r->headers,
+        .n_headers = r->n_headers,
+        .now_s = clock_now_ns() / 1000000000,
+        .region = r->srv->cfg.region,
+    };
+    r->user_id[0] = '\0';
+    r->principal = (struct auth_principal){.is_anonymous = true, .user_id = r->user_id};
+    enum auth_result res = auth_sigv4_verify(&ar, lookup_secret, r, &r->auth);
+    if (res == AUTH_UNSUPPORTED && s3_req_param(r, "AWSAccessKeyId") &&
+        s3_req_param(r, "Signature") && !s3_req_has_header(r, "authorization")) {
+        /* A SigV2 presigned URL (aws-cli v1 `aws s3 presign`). */
+        struct slice prefix = SLICE_NULL;
+        if (r->is_virtual_host)
+            prefix = slice_from_cstr(
+                arena_sprintf(r->arena, "/%.*s", (int)r->bucket.len, r->bucket.ptr));
+        res = auth_sigv2_verify_query(&ar, prefix, lookup_secret, r, &r->auth);
+    }
+    if (res == AUTH_OK) {
+        r->is_authenticated = true;
+        return true;
+    }
+    /* Whatever a failed lookup filled in does not stand. */
+    r->user_id[0] = '\0';
+    r->principal = (struct auth_principal){.is_anonymous = true, .user_id = r->user_id};
+    if (res == AUTH_ANONYMOUS && allow_anonymous) {
+        memset(&r->auth, 0, sizeof(r->auth));
+        r->auth.payload = AUTH_PAYLOAD_UNSIGNED;
+        return true;
+    }
+    atomic_fetch_add(&r->srv->metrics.auth_failures, 1);
+    bool is_query = s3_req_param(r, "X-Amz-Signature") || s3_req_param(r, "X-Amz-Credential");
+    switch (res) {
+    case AUTH_ANONYMOUS:
+        s3_respond_error(r, S3_ERR_ACCESS_DENIED, NULL);
+        break;
+    case AUTH_MALFORMED:
+    case AUTH_BAD_EXPIRES:
+        s3_respond_error(r, is_query ? S3_ERR_AUTH_QUERY_ERROR : S3_ERR_AUTH_HEADER_MALFORMED,
+                         NULL);
+        break;
+    case AUTH_BAD_REGION: {
+        char msg[160];
+        snprintf(msg, sizeof(msg),
+                 "The authorization header is malformed; the region is wrong; "
+                 "expecting '%s'",
+                 r->srv->cfg.region);
+        s3_respond_error(r, is_query ? S3_ERR_AUTH_QUERY_ERROR : S3_ERR_AUTH_HEADER_MALFORMED, msg);
+        break;
+    }
+    case AUTH_UNSUPPORTED:
+        s3_respond_error(r, S3_ERR_INVALID_REQUEST,
+                         "The authorization mechanism you have provided is not supported. "
+                         "Please use AWS4-HMAC-SHA256.");
+        break;
+    case AUTH_UNKNOWN_KEY:
+        s3_respond_error(r, S3_ERR_INVALID_ACCESS_KEY_ID, NULL);
+        break;
+    case AUTH_BAD_SIGNATURE:
+        s3_respond_error(r, S3_ERR_SIGNATURE_DOES_NOT_MATCH, NULL);
+        break;
+    case AUTH_SKEWED:
+        s3_respond_error(r, S3_ERR_REQUEST_TIME_TOO_SKEWED, NULL);
+        break;
+    case AUTH_EXPIRED:
+        s3_respond_error(r, S3_ERR_ACCESS_DENIED, "Request has expired");
+        break;
+    case AUTH_OK:
+        break;
+    }
+    return false;
+}
+
+bool
+s3_authenticate(struct s3_req *r)
+{
+    return authenticate(r, false);
+}
+
+bool
+s3_authenticate_or_anonymous(struct s3_req *r)
+{
+    return authenticate(r, true);
+}
+
+/* ======================================================================
+ * Authorization
+ * ====================================================================== */
+
+const char *
+s3_bucket_owner_id(struct s3_req *r, const struct index_bucket *bk)
+{
+    return bk->owner[0] ? bk->owner : r->srv->owner_id;
+}
+
+void
+s3_owner_name(struct s3_req *r, const char *owner, char *out, size_t cap)
+{
+    struct index_user u;
+    if (!owner[0] || !strcmp(owner, r->srv->owner_id))
+        snprintf(out, cap, "root");
+    else if (index_user_get_by_id(r->srv->index, slice_from_cstr(owner), &u) == 0)
+        snprintf(out, cap, "%s", u.name);
+    else
+        snprintf(out, cap, "%s", owner);
+}
+
+/* Looks up the request's bucket and the caller's grant on it once. */
+static void
+load_bucket_facts(struct s3_req *r)
+{
+    if (r->has_bucket || r->bucket.len == 0)
+        return;
+    if (index_bucket_get(r->srv->index, r->bucket, &r->bucket_rec) != 0)
+        return;
+    r->has_bucket = true;
+    if (!r->principal.is_anonymous && !r->principal.is_root &&
+        index_grant_get(r->srv->index, slice_from_cstr(r->user_id), r->bucket_rec.id, &r->grant) ==
+            0)
+        r->has_grant = true;
+}
+
+bool
+s3_is_allowed(struct s3_req *r, enum auth_action action, struct slice key)
+{
+    load_bucket_facts(r);
+    struct auth_bucket_view bv = {.owner = r->bucket_rec.owner,
+                                  .is_public_read = r->bucket_rec.is_public_read};
+    struct auth_grant_view gv = {.level = r->has_grant ? (int)r->grant.level : 0,
+                                 .prefix = slice_from_cstr(r->grant.prefix)};
+    bool is_bucket_action = action != AUTH_ACTION_SERVICE && action != AUTH_ACTION_CREATE_BUCKET &&
+                            action != AUTH_ACTION_ADMIN_READ && action != AUTH_ACTION_ADMIN_WRITE;
+    if (is_bucket_action && !r->has_bucket) {
+        /* No such bucket: a signed caller learns that from the handler
+         * (NoSuchBucket); an anonymous one is simply denied. */
+        return !r->principal.is_anonymous;
+    }
+    return auth_policy_allows(&r->principal, is_bucket_action ? &bv : NULL,
+                              r->has_grant ? &gv : NULL, action, key, r->srv->owner_id);
+}
+
+bool
+s3_authorize(struct s3_req *r, enum auth_action action, struct slice key)
+{
+    if (s3_is_allowed(r, action, key))
+        return true;
+    log_debug("request %s: user '%s' denied", r->request_id,
+              r->principal.is_anonymous ? "(anonymous)" : r->user_name);
+    s3_respond_error(r, S3_ERR_ACCESS_DENIED, NULL);
+    return false;
+}
+
+bool
+s3_authorize_bucket(struct s3_req *r, const struct index_bucket *bk, enum auth_action action,
+                    struct slice key)
+{
+    struct index_grant g;
+    bool has_grant = !r->principal.is_anonymous && !r->principal.is_root &&
+                     index_grant_get(r->srv->index, slice_from_cstr(r->user_id), bk->id, &g) == 0;
+    struct auth_bucket_view bv = {.owner = bk->owner, .is_public_read = bk->is_public_read};
+    struct auth_grant_view gv = {.level = has_grant ? (int)g.level : 0,
+                                 .prefix = has_grant ? slice_from_cstr(g.prefix) : SLICE_NULL};
+    if (auth_policy_allows(&r->principal, &bv, has_grant ? &gv : NULL, action, key,
+                           r->srv->owner_id))
+        return true;
+    s3_respond_error(r, S3_ERR_ACCESS_DENIED, NULL);
+    return false;
+}
+
+bool
+s3_bucket_lookup(struct s3_req *r, struct index_bucket *out)
+{
+    int rc = index_bucket_get(r->srv->index, r->bucket, out);
+    if (rc == -ENOENT) {
+        s3_respond_error(r, S3_ERR_NO_SUCH_BUCKET, NULL);
+        return false;
+    }
+    if (rc < 0) {
+        s3_respond_error(r, S3_ERR_INTERNAL_ERROR, NULL);
+        return false;
+    }
+    /* The route was authorized against the bucket as it was then: when it
+     * did not exist yet, or was re-created since (a new id), decide again
+     * against the bucket the handler is about to use. */
+    if (r->has_route_action && (!r->has_bucket || r->bucket_rec.id != out->id)) {
+        r->has_bucket = false;
+        r->has_grant = false;
+        if (!s3_authorize(r, r->route_action, r->route_key))
+            return false;
+        if (!r->has_bucket || r->bucket_rec.id != out->id) {
+            s3_respond_error(r, S3_ERR_SLOW_DOWN, "The bucket changed during the request");
+            return false;
+        }
+    }
+    return true;
+}

@@ -1,0 +1,9 @@
+# Users, access keys, ownership and grants (issue 6): admin API + boto3,
+# and the `shardstore admin` CLI with aws-cli profiles and rclone.
+TESTS += \
+	%D%/test_users.py \
+	%D%/test_users_cli.py
+
+EXTRA_DIST += \
+	%D%/test_users.py \
+	%D%/test_users_cli.py
