@@ -13,3 +13,8 @@ bin_PROGRAMS += shard
 shard_SOURCES = client/cli.c client/cli_util.c client/cli_util.h client/cli_bench.c
 shard_CFLAGS = $(AM_CFLAGS) $(LIBCURL_CFLAGS)
 shard_LDADD = client/libshard.la -lm
+
+# Tests of client/ live in their own fragments (unit, integration, fuzz).
+include tests/unit/client/local.mk
+include tests/integration/shard.mk
+include tests/fuzz/client.mk
