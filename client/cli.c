@@ -387,8 +387,8 @@ download_to_path(struct shard_client *c, const struct cli_opts *o, const char *b
 /* ------------------------------------------------------------------------ */
 
 static int
-upload_path(struct shard_client *c, const struct cli_opts *o, const char *path,
-            const char *bucket, const char *key)
+upload_path(struct shard_client *c, const struct cli_opts *o, const char *path, const char *bucket,
+            const char *key)
 {
     struct shard_error err;
     char what[1200];
@@ -752,8 +752,7 @@ main(int argc, char **argv)
         strcmp(cmd, "rb") == 0 || (strcmp(cmd, "ls") == 0 && npos == 1)) {
         char bucket[64], key[1025];
         if (npos < 1 || shard_parse_s3_url(pos[0], bucket, key) != 0)
-            return usage_error("invalid S3 URL '%s' (want s3://bucket[/key])",
-                               npos ? pos[0] : "");
+            return usage_error("invalid S3 URL '%s' (want s3://bucket[/key])", npos ? pos[0] : "");
     }
     struct shard_error err;
     struct shard_client *c = shard_client_create(&o.cfg, &o.opts, &err);

@@ -245,8 +245,8 @@ run_op(struct worker *w, enum bench_op op, uint64_t i, uint64_t *bytes, uint64_t
                 snprintf(w->token, sizeof(w->token), "%s", t);
         }
     } else if ((op == OP_GET || op == OP_RANGE) && w->got_bytes != want) {
-        snprintf(w->first_error, sizeof(w->first_error), "GET %.400s: %" PRIu64 " bytes, want %" PRIu64,
-                 key, w->got_bytes, want);
+        snprintf(w->first_error, sizeof(w->first_error),
+                 "GET %.400s: %" PRIu64 " bytes, want %" PRIu64, key, w->got_bytes, want);
         rc = -1;
     } else {
         *bytes = op == OP_PUT ? b->size : w->got_bytes;
@@ -304,8 +304,7 @@ worker_main(void *arg)
 
 /* Runs the workers until the stop condition; merges into 'total'. Returns seconds. */
 static double
-run_phase(struct bench *b, unsigned conc, struct op_stats *total, char *first_error,
-          size_t fe_cap)
+run_phase(struct bench *b, unsigned conc, struct op_stats *total, char *first_error, size_t fe_cap)
 {
     struct worker *ws = xcalloc(conc, sizeof(*ws));
     int64_t t0 = clock_mono_ns();
@@ -445,13 +444,13 @@ cli_bench(struct shard_client *c, const struct cli_opts *o, int nargs, char **ar
         double keys_s = secs > 0 ? (double)s->keys / secs : 0;
         double p50 = hist_percentile_ms(s, 0.50), p90 = hist_percentile_ms(s, 0.90),
                p99 = hist_percentile_ms(s, 0.99);
-        printf("RESULT op=%s ops=%" PRIu64 " secs=%.3f ops_per_s=%.1f MBps=%.1f keys_per_s=%.1f "
+        printf("RESULT op=%s ops=%" PRIu64 " secs=%.6f ops_per_s=%.1f MBps=%.3f keys_per_s=%.1f "
                "p50_ms=%.3f p90_ms=%.3f p99_ms=%.3f errors=%" PRIu64 "\n",
                OP_NAMES[i], s->ops, secs, ops_s, mbps, keys_s, p50, p90, p99, s->errors);
         if (json)
             fprintf(json,
-                    "%s\n  {\"op\": \"%s\", \"ops\": %" PRIu64 ", \"secs\": %.3f, \"ops_per_s\": "
-                    "%.1f, \"MBps\": %.1f, \"keys_per_s\": %.1f, \"p50_ms\": %.3f, \"p90_ms\": "
+                    "%s\n  {\"op\": \"%s\", \"ops\": %" PRIu64 ", \"secs\": %.6f, \"ops_per_s\": "
+                    "%.1f, \"MBps\": %.3f, \"keys_per_s\": %.1f, \"p50_ms\": %.3f, \"p90_ms\": "
                     "%.3f, \"p99_ms\": %.3f, \"errors\": %" PRIu64 "}",
                     is_first ? "" : ",", OP_NAMES[i], s->ops, secs, ops_s, mbps, keys_s, p50, p90,
                     p99, s->errors);

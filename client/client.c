@@ -67,9 +67,8 @@ shard_client_create(const struct shard_config_in *in, const struct shard_options
         free(c);
         return NULL;
     }
-    if (client__endpoint_parse(c->cfg.endpoint_url, c->scheme_host, sizeof(c->scheme_host),
-                               c->host, sizeof(c->host), c->base_path,
-                               sizeof(c->base_path)) != 0) {
+    if (client__endpoint_parse(c->cfg.endpoint_url, c->scheme_host, sizeof(c->scheme_host), c->host,
+                               sizeof(c->host), c->base_path, sizeof(c->base_path)) != 0) {
         client__err(err, SHARD_ERR_CONFIG, 0, "InvalidEndpoint",
                     "invalid endpoint URL '%s' (want http[s]://host[:port][/path])",
                     c->cfg.endpoint_url);
@@ -197,9 +196,8 @@ int
 client__err_from_resp(struct shard_error *err, const struct client_resp *resp)
 {
     char code[64] = "", message[400] = "";
-    if (resp->body.len == 0 ||
-        client__xml_error(resp->body.ptr, resp->body.len, code, sizeof(code), message,
-                          sizeof(message)) != 0) {
+    if (resp->body.len == 0 || client__xml_error(resp->body.ptr, resp->body.len, code, sizeof(code),
+                                                 message, sizeof(message)) != 0) {
         /* HEAD answers and non-S3 proxies carry no XML: name the status. */
         const char *name = resp->status == 404   ? "NotFound"
                            : resp->status == 403 ? "Forbidden"
@@ -208,7 +206,8 @@ client__err_from_resp(struct shard_error *err, const struct client_resp *resp)
                            : resp->status == 503 ? "SlowDown"
                                                  : "HttpError";
         snprintf(code, sizeof(code), "%s", name);
-        snprintf(message, sizeof(message), "%s", resp->status == 404 ? "Not Found" : "no error body");
+        snprintf(message, sizeof(message), "%s",
+                 resp->status == 404 ? "Not Found" : "no error body");
     }
     return client__err(err, SHARD_ERR_S3, resp->status, code, "%s", message);
 }

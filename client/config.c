@@ -33,8 +33,7 @@ set_value(char *dst, size_t cap, const char *v)
 }
 
 static int
-on_value(void *ctx, const char *section, const char *subsection, const char *key,
-         const char *value)
+on_value(void *ctx, const char *section, const char *subsection, const char *key, const char *value)
 {
     struct profile_values *pv = ctx;
     if (strcmp(section, pv->want_section) != 0)
@@ -161,8 +160,8 @@ client__config_resolve(const struct shard_config_in *in, struct client_config *o
     }
     conf->want_section = conf_section;
     if (creds_path != NULL && read_profile_file(creds_path, creds) != 0) {
-        client__err(err, SHARD_ERR_CONFIG, 0, "ConfigUnreadable", "cannot read %s: %s",
-                    creds_path, strerror(errno));
+        client__err(err, SHARD_ERR_CONFIG, 0, "ConfigUnreadable", "cannot read %s: %s", creds_path,
+                    strerror(errno));
         goto fail;
     }
     if (conf_path != NULL && read_profile_file(conf_path, conf) != 0) {
@@ -182,8 +181,8 @@ client__config_resolve(const struct shard_config_in *in, struct client_config *o
     if (!is_profile_explicit && ak != NULL && sk != NULL) {
         out->access_key = xstrdup(ak);
         out->secret_key = xstrdup(sk);
-        out->session_token = first_of(env("AWS_SESSION_TOKEN"), env("AWS_SECURITY_TOKEN"), NULL,
-                                      NULL);
+        out->session_token =
+            first_of(env("AWS_SESSION_TOKEN"), env("AWS_SECURITY_TOKEN"), NULL, NULL);
     } else if (creds->access_key[0] && creds->secret_key[0]) {
         out->access_key = xstrdup(creds->access_key);
         out->secret_key = xstrdup(creds->secret_key);
@@ -202,10 +201,9 @@ client__config_resolve(const struct shard_config_in *in, struct client_config *o
 
     out->region = first_of(in->region, env("AWS_REGION"), env("AWS_DEFAULT_REGION"),
                            conf->region[0] ? conf->region : "us-east-1");
-    out->endpoint_url = first_of(in->endpoint_url, env("AWS_ENDPOINT_URL_S3"),
-                                 env("AWS_ENDPOINT_URL"),
-                                 conf->s3_endpoint_url[0] ? conf->s3_endpoint_url
-                                                          : conf->endpoint_url);
+    out->endpoint_url =
+        first_of(in->endpoint_url, env("AWS_ENDPOINT_URL_S3"), env("AWS_ENDPOINT_URL"),
+                 conf->s3_endpoint_url[0] ? conf->s3_endpoint_url : conf->endpoint_url);
     if (out->endpoint_url == NULL) {
         struct buf b;
         buf_init(&b);

@@ -107,8 +107,7 @@ shard_delete_many(struct shard_client *c, const char *bucket, const char *const 
             failed = rc;
             break;
         }
-        int bad = client__xml_delete_result(resp.body.ptr, resp.body.len,
-                                            failed == 0 ? err : NULL);
+        int bad = client__xml_delete_result(resp.body.ptr, resp.body.len, failed == 0 ? err : NULL);
         if (bad < 0) {
             failed = client__err(err, SHARD_ERR_PROTO, resp.status, "MalformedXML",
                                  "cannot parse the DeleteObjects answer");
@@ -161,8 +160,7 @@ shard_bucket_delete(struct shard_client *c, const char *bucket, struct shard_err
 int
 client__list_page(struct shard_client *c, const char *bucket, const char *prefix,
                   const char *delimiter, unsigned max_keys, const char *token,
-                  struct client_list_parser *p, struct client_resp *resp,
-                  struct shard_error *err)
+                  struct client_list_parser *p, struct client_resp *resp, struct shard_error *err)
 {
     struct buf q;
     buf_init(&q);

@@ -33,7 +33,7 @@ struct slot {
     struct shard_reader *r;
     CURL *e;
     struct client_prepared prep;
-    char *buf; /* chunk_size bytes (window mode) or a window into the caller's buffer */
+    char *buf;           /* chunk_size bytes (window mode) or a window into the caller's buffer */
     uint64_t index, off; /* chunk number, absolute offset of its first byte */
     size_t len, received, delivered;
     size_t received_at_start; /* 'received' when the current attempt began */
@@ -172,8 +172,7 @@ slot_retry(struct slot *s, enum shard_errkind kind, const char *code, const char
         s->attempts = 0; /* progress was made: a flaky link is not a dead one */
     s->attempts++;
     if (s->attempts > r->c->opts.max_retries)
-        return client__err(&r->err, kind, s->status, code,
-                           "range at %llu: %s (after %u retries)",
+        return client__err(&r->err, kind, s->status, code, "range at %llu: %s (after %u retries)",
                            (unsigned long long)(s->off + s->received), what,
                            r->c->opts.max_retries);
     s->state = SLOT_WAITING;

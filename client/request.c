@@ -99,9 +99,9 @@ client__prepare(struct shard_client *c, CURL *e, const struct client_req *req,
     format_amz_date(clock_now_ns() / 1000000000, amz_date);
     hdrs[n++] = (struct auth_header){SLICE_LIT("host"), slice_from_cstr(c->host)};
     hdrs[n++] = (struct auth_header){SLICE_LIT("x-amz-date"), slice_from_cstr(amz_date)};
-    hdrs[n++] = (struct auth_header){SLICE_LIT("x-amz-content-sha256"),
-                                     slice_from_cstr(req->payload_hash ? req->payload_hash
-                                                                       : CLIENT_EMPTY_SHA256)};
+    hdrs[n++] = (struct auth_header){
+        SLICE_LIT("x-amz-content-sha256"),
+        slice_from_cstr(req->payload_hash ? req->payload_hash : CLIENT_EMPTY_SHA256)};
     if (c->cfg.session_token != NULL)
         hdrs[n++] = (struct auth_header){SLICE_LIT("x-amz-security-token"),
                                          slice_from_cstr(c->cfg.session_token)};

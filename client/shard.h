@@ -111,8 +111,8 @@ SHARD_API int shard_delete(struct shard_client *c, const char *bucket, const cha
  * Returns the number of keys the server reported as failed (>= 0; the first
  * one's code and message are in 'err'), or a negative error.
  */
-SHARD_API int shard_delete_many(struct shard_client *c, const char *bucket,
-                                const char *const *keys, size_t n, struct shard_error *err);
+SHARD_API int shard_delete_many(struct shard_client *c, const char *bucket, const char *const *keys,
+                                size_t n, struct shard_error *err);
 /* CreateBucket (with a LocationConstraint unless the region is us-east-1) and DeleteBucket. */
 SHARD_API int shard_bucket_create(struct shard_client *c, const char *bucket,
                                   struct shard_error *err);
@@ -205,8 +205,7 @@ typedef void (*shard_progress_fn)(void *ctx, uint64_t done, uint64_t total);
  */
 SHARD_API int shard_put_fd(struct shard_client *c, const char *bucket, const char *key, int fd,
                            uint64_t size, const struct shard_options *opts,
-                           shard_progress_fn progress, void *progress_ctx,
-                           struct shard_error *err);
+                           shard_progress_fn progress, void *progress_ctx, struct shard_error *err);
 /* One PUT of 'len' bytes from memory (with x-amz-checksum-crc32). */
 SHARD_API int shard_put_buffer(struct shard_client *c, const char *bucket, const char *key,
                                const void *data, size_t len, struct shard_error *err);

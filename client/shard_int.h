@@ -112,9 +112,9 @@ void client__handle_defaults(struct shard_client *c, CURL *e);
 /* The collected answer of client__perform. */
 struct client_resp {
     long status;
-    struct buf body;    /* whole body when small (errors, XML); capped */
-    char etag[80];      /* ETag header */
-    uint64_t length;    /* Content-Length */
+    struct buf body; /* whole body when small (errors, XML); capped */
+    char etag[80];   /* ETag header */
+    uint64_t length; /* Content-Length */
     char last_modified[40];
     char content_range_total[24]; /* the "/N" of Content-Range */
 };

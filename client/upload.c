@@ -138,8 +138,7 @@ static int
 part_start(struct part_slot *s)
 {
     struct upload *u = s->u;
-    snprintf(s->query, sizeof(s->query), "partNumber=%u&uploadId=%s", s->number,
-             u->upload_id_enc);
+    snprintf(s->query, sizeof(s->query), "partNumber=%u&uploadId=%s", s->number, u->upload_id_enc);
     struct client_req req = {.method = "PUT",
                              .bucket = u->bucket,
                              .key = u->key,
@@ -291,13 +290,13 @@ parts_run(struct upload *u)
 static int
 upload_create(struct upload *u)
 {
-    struct client_req req = {.method = "POST",
-                             .bucket = u->bucket,
-                             .key = u->key,
-                             .query = "uploads=",
-                             .headers = {"x-amz-checksum-algorithm: CRC32",
-                                         "Content-Type: application/octet-stream"},
-                             .n_headers = 2};
+    struct client_req req = {
+        .method = "POST",
+        .bucket = u->bucket,
+        .key = u->key,
+        .query = "uploads=",
+        .headers = {"x-amz-checksum-algorithm: CRC32", "Content-Type: application/octet-stream"},
+        .n_headers = 2};
     struct client_resp resp;
     client__resp_init(&resp);
     int rc = client__perform(u->c, &req, NULL, 0, &resp, u->err);
@@ -333,9 +332,11 @@ upload_complete(struct upload *u)
     char sha_hex[65];
     auth_sha256(body.ptr, body.len, sha);
     hex_encode(sha, 32, sha_hex);
-    struct client_req req = {
-        .method = "POST", .bucket = u->bucket, .key = u->key, .query = q.ptr,
-        .payload_hash = sha_hex};
+    struct client_req req = {.method = "POST",
+                             .bucket = u->bucket,
+                             .key = u->key,
+                             .query = q.ptr,
+                             .payload_hash = sha_hex};
     struct client_resp resp;
     client__resp_init(&resp);
     int rc = client__perform(u->c, &req, body.ptr, body.len, &resp, u->err);
@@ -356,8 +357,8 @@ upload_abort(struct upload *u)
     struct buf q;
     buf_init(&q);
     buf_printf(&q, "uploadId=%s", u->upload_id_enc);
-    struct client_req req = {.method = "DELETE", .bucket = u->bucket, .key = u->key,
-                             .query = q.ptr};
+    struct client_req req = {
+        .method = "DELETE", .bucket = u->bucket, .key = u->key, .query = q.ptr};
     struct client_resp resp;
     client__resp_init(&resp);
     client__perform(u->c, &req, NULL, 0, &resp, NULL);
@@ -393,8 +394,8 @@ shard_put_fd(struct shard_client *c, const char *bucket, const char *key, int fd
     /* The first part decides: a short one is the whole object, sent as one PUT. */
     struct part_slot *s0 = &u.slots[0];
     s0->buf = xmalloc(size != UINT64_MAX ? MAX(1, MIN(size, u.part_size)) : u.part_size);
-    ssize_t n = source_read(&u, s0->buf, size != UINT64_MAX ? MIN(size, u.part_size) : u.part_size,
-                            0);
+    ssize_t n =
+        source_read(&u, s0->buf, size != UINT64_MAX ? MIN(size, u.part_size) : u.part_size, 0);
     if (n < 0) {
         rc = client__err(err, SHARD_ERR_IO, 0, "ReadError", "cannot read the source: %s",
                          strerror(errno));

@@ -19,8 +19,8 @@ is_bucket_name(const char *s, size_t n)
         return false;
     for (size_t i = 0; i < n; i++) {
         char ch = s[i];
-        bool ok = (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '.' ||
-                  ch == '-' || ch == '_' || (ch >= 'A' && ch <= 'Z');
+        bool ok = (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '.' || ch == '-' ||
+                  ch == '_' || (ch >= 'A' && ch <= 'Z');
         if (!ok)
             return false;
     }
@@ -148,8 +148,8 @@ client__endpoint_parse(const char *url, char *scheme_host, size_t sh_cap, char *
         for (size_t i = 0; i < port_len; i++)
             if (port[i] < '0' || port[i] > '9')
                 return -1;
-        if (port_len == 0 || (port_len == strlen(default_port) &&
-                              memcmp(port, default_port, port_len) == 0))
+        if (port_len == 0 ||
+            (port_len == strlen(default_port) && memcmp(port, default_port, port_len) == 0))
             hlen = (size_t)(colon - rest);
     }
     if (hlen == 0)

@@ -84,8 +84,7 @@ int
 client__xml_error(const char *xml, size_t len, char *code, size_t code_cap, char *message,
                   size_t message_cap)
 {
-    struct text_ctx t = {{"Code", "Message"}, {code, message}, {code_cap, message_cap}, {0}, -1,
-                         0};
+    struct text_ctx t = {{"Code", "Message"}, {code, message}, {code_cap, message_cap}, {0}, -1, 0};
     code[0] = message[0] = '\0';
     if (len > INT32_MAX || parse_texts(xml, len, &t) != 0 || !t.done[0])
         return -1;
@@ -320,9 +319,10 @@ del_start(void *ud, const XML_Char *name, const XML_Char **attrs)
         d->in_error = true;
         d->n_errors++;
     } else if (d->depth == 3 && d->in_error && d->n_errors == 1) {
-        d->field = strcmp(name, "Key") == 0 ? 1 : strcmp(name, "Code") == 0 ? 2
-                                              : strcmp(name, "Message") == 0 ? 3
-                                                                              : 0;
+        d->field = strcmp(name, "Key") == 0       ? 1
+                   : strcmp(name, "Code") == 0    ? 2
+                   : strcmp(name, "Message") == 0 ? 3
+                                                  : 0;
         d->len = 0;
     }
 }
@@ -343,7 +343,9 @@ del_chars(void *ud, const XML_Char *s, int len)
 {
     struct del_ctx *d = ud;
     char *dst = d->field == 1 ? d->key : d->field == 2 ? d->code : d->field == 3 ? d->message : 0;
-    size_t cap = d->field == 1 ? sizeof(d->key) : d->field == 2 ? sizeof(d->code) : sizeof(d->message);
+    size_t cap = d->field == 1   ? sizeof(d->key)
+                 : d->field == 2 ? sizeof(d->code)
+                                 : sizeof(d->message);
     if (dst == NULL)
         return;
     size_t n = MIN((size_t)len, cap - 1 - d->len);

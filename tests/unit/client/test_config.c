@@ -74,10 +74,11 @@ write_file(const char *name, const char *text)
 static void
 clear_env(void)
 {
-    const char *vars[] = {"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN",
-                          "AWS_SECURITY_TOKEN", "AWS_PROFILE", "AWS_REGION",
-                          "AWS_DEFAULT_REGION", "AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3",
-                          "AWS_SHARED_CREDENTIALS_FILE", "AWS_CONFIG_FILE"};
+    const char *vars[] = {
+        "AWS_ACCESS_KEY_ID",           "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN",
+        "AWS_SECURITY_TOKEN",          "AWS_PROFILE",           "AWS_REGION",
+        "AWS_DEFAULT_REGION",          "AWS_ENDPOINT_URL",      "AWS_ENDPOINT_URL_S3",
+        "AWS_SHARED_CREDENTIALS_FILE", "AWS_CONFIG_FILE"};
     for (size_t i = 0; i < ARRAY_LEN(vars); i++)
         unsetenv(vars[i]);
     setenv("HOME", home, 1);

@@ -90,26 +90,24 @@ test_endpoint(void)
     ASSERT_STR_EQ(sh, "https://s3.example.com:443");
     ASSERT_STR_EQ(host, "s3.example.com");
     ASSERT_STR_EQ(bp, "/base");
-    ASSERT_EQ(client__endpoint_parse("http://h:80", sh, sizeof(sh), host, sizeof(host), bp,
-                                     sizeof(bp)),
-              0);
+    ASSERT_EQ(
+        client__endpoint_parse("http://h:80", sh, sizeof(sh), host, sizeof(host), bp, sizeof(bp)),
+        0);
     ASSERT_STR_EQ(host, "h");
     ASSERT_EQ(client__endpoint_parse("http://[::1]:9000/", sh, sizeof(sh), host, sizeof(host), bp,
                                      sizeof(bp)),
               0);
     ASSERT_STR_EQ(host, "[::1]:9000");
-    ASSERT_EQ(client__endpoint_parse("ftp://h", sh, sizeof(sh), host, sizeof(host), bp,
-                                     sizeof(bp)),
+    ASSERT_EQ(client__endpoint_parse("ftp://h", sh, sizeof(sh), host, sizeof(host), bp, sizeof(bp)),
               -1);
-    ASSERT_EQ(client__endpoint_parse("http://", sh, sizeof(sh), host, sizeof(host), bp,
-                                     sizeof(bp)),
+    ASSERT_EQ(client__endpoint_parse("http://", sh, sizeof(sh), host, sizeof(host), bp, sizeof(bp)),
               -1);
-    ASSERT_EQ(client__endpoint_parse("http://h:x1", sh, sizeof(sh), host, sizeof(host), bp,
-                                     sizeof(bp)),
-              -1);
-    ASSERT_EQ(client__endpoint_parse("http://u:p@h/", sh, sizeof(sh), host, sizeof(host), bp,
-                                     sizeof(bp)),
-              -1);
+    ASSERT_EQ(
+        client__endpoint_parse("http://h:x1", sh, sizeof(sh), host, sizeof(host), bp, sizeof(bp)),
+        -1);
+    ASSERT_EQ(
+        client__endpoint_parse("http://u:p@h/", sh, sizeof(sh), host, sizeof(host), bp, sizeof(bp)),
+        -1);
     ASSERT_EQ(client__endpoint_parse("127.0.0.1:9000", sh, sizeof(sh), host, sizeof(host), bp,
                                      sizeof(bp)),
               -1);
