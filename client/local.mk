@@ -18,3 +18,4 @@ shard_LDADD = client/libshard.la -lm
 include tests/unit/client/local.mk
 include tests/integration/shard.mk
 include tests/fuzz/client.mk
+EXTRA_DIST += bench/client.sh
