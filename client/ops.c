@@ -1,0 +1,261 @@
+/*
+ * ops.c: the small S3 calls: HEAD, DELETE, DeleteObjects (batches of 1000
+ * with Content-MD5), bucket create/delete, ListObjectsV2 paging and a
+ * single PUT from memory. Each is one client__perform (retried there).
+ */
+#include "config.h"
+
+#include "auth/auth.h"
+#include "client/shard_int.h"
+
+#include <stdlib.h>
+
+int
+shard_head(struct shard_client *c, const char *bucket, const char *key,
+           struct shard_object_info *out, struct shard_error *err)
+{
+    struct client_req req = {.method = "HEAD", .bucket = bucket, .key = key};
+    struct client_resp resp;
+    client__resp_init(&resp);
+    int rc = client__perform(c, &req, NULL, 0, &resp, err);
+    if (rc == 0 && out != NULL) {
+        memset(out, 0, sizeof(*out));
+        out->size = resp.length;
+        snprintf(out->etag, sizeof(out->etag), "%s", resp.etag);
+        snprintf(out->last_modified, sizeof(out->last_modified), "%s", resp.last_modified);
+    }
+    client__resp_cleanup(&resp);
+    return rc;
+}
+
+int
+shard_delete(struct shard_client *c, const char *bucket, const char *key, struct shard_error *err)
+{
+    struct client_req req = {.method = "DELETE", .bucket = bucket, .key = key};
+    struct client_resp resp;
+    client__resp_init(&resp);
+    int rc = client__perform(c, &req, NULL, 0, &resp, err);
+    client__resp_cleanup(&resp);
+    return rc;
+}
+
+/* Escapes 's' for XML character data. */
+static void
+xml_escape(struct buf *b, const char *s)
+{
+    for (; *s; s++) {
+        switch (*s) {
+        case '<':
+            buf_append_str(b, "&lt;");
+            break;
+        case '>':
+            buf_append_str(b, "&gt;");
+            break;
+        case '&':
+            buf_append_str(b, "&amp;");
+            break;
+        case '"':
+            buf_append_str(b, "&quot;");
+            break;
+        case '\r':
+            buf_append_str(b, "&#13;");
+            break;
+        default:
+            buf_append(b, s, 1);
+        }
+    }
+}
+
+int
+shard_delete_many(struct shard_client *c, const char *bucket, const char *const *keys, size_t n,
+                  struct shard_error *err)
+{
+    int failed = 0;
+    struct buf body;
+    struct client_resp resp;
+    buf_init(&body);
+    client__resp_init(&resp);
+    for (size_t start = 0; start < n; start += 1000) {
+        size_t end = MIN(n, start + 1000);
+        body.len = 0;
+        buf_append_str(&body, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>"
+                              "<Delete><Quiet>true</Quiet>");
+        for (size_t i = start; i < end; i++) {
+            buf_append_str(&body, "<Object><Key>");
+            xml_escape(&body, keys[i]);
+            buf_append_str(&body, "</Key></Object>");
+        }
+        buf_append_str(&body, "</Delete>");
+
+        uint8_t md5[AUTH_CK_MAX_DIGEST], sha[32];
+        char md5_hdr[64] = "Content-MD5: ", sha_hex[65];
+        struct auth_checksum ck;
+        auth_checksum_init(&ck, AUTH_CK_MD5);
+        auth_checksum_update(&ck, body.ptr, body.len);
+        size_t md5_len = auth_checksum_final(&ck, md5);
+        base64_encode(md5, md5_len, md5_hdr + strlen(md5_hdr));
+        auth_sha256(body.ptr, body.len, sha);
+        hex_encode(sha, 32, sha_hex);
+        struct client_req req = {.method = "POST",
+                                 .bucket = bucket,
+                                 .query = "delete=",
+                                 .payload_hash = sha_hex,
+                                 .headers = {md5_hdr},
+                                 .n_headers = 1};
+        int rc = client__perform(c, &req, body.ptr, body.len, &resp, err);
+        if (rc != 0) {
+            failed = rc;
+            break;
+        }
+        int bad = client__xml_delete_result(resp.body.ptr, resp.body.len, failed == 0 ? err : NULL);
+        if (bad < 0) {
+            failed = client__err(err, SHARD_ERR_PROTO, resp.status, "MalformedXML",
+                                 "cannot parse the DeleteObjects answer");
+            break;
+        }
+        failed += bad;
+    }
+    buf_cleanup(&body);
+    client__resp_cleanup(&resp);
+    return failed;
+}
+
+int
+shard_bucket_create(struct shard_client *c, const char *bucket, struct shard_error *err)
+{
+    struct buf body;
+    buf_init(&body);
+    struct client_req req = {.method = "PUT", .bucket = bucket};
+    char sha_hex[65];
+    if (strcmp(c->cfg.region, "us-east-1") != 0) {
+        buf_printf(&body,
+                   "<CreateBucketConfiguration "
+                   "xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">"
+                   "<LocationConstraint>%s</LocationConstraint></CreateBucketConfiguration>",
+                   c->cfg.region);
+        uint8_t sha[32];
+        auth_sha256(body.ptr, body.len, sha);
+        hex_encode(sha, 32, sha_hex);
+        req.payload_hash = sha_hex;
+    }
+    struct client_resp resp;
+    client__resp_init(&resp);
+    int rc = client__perform(c, &req, body.ptr, body.len, &resp, err);
+    client__resp_cleanup(&resp);
+    buf_cleanup(&body);
+    return rc;
+}
+
+int
+shard_bucket_delete(struct shard_client *c, const char *bucket, struct shard_error *err)
+{
+    struct client_req req = {.method = "DELETE", .bucket = bucket};
+    struct client_resp resp;
+    client__resp_init(&resp);
+    int rc = client__perform(c, &req, NULL, 0, &resp, err);
+    client__resp_cleanup(&resp);
+    return rc;
+}
+
+int
+client__list_page(struct shard_client *c, const char *bucket, const char *prefix,
+                  const char *delimiter, unsigned max_keys, const char *token,
+                  struct client_list_parser *p, struct client_resp *resp, struct shard_error *err)
+{
+    struct buf q;
+    buf_init(&q);
+    /* Parameters in canonical (sorted) order; values URI-encoded. */
+    if (token != NULL && token[0] != '\0') {
+        buf_append_str(&q, "continuation-token=");
+        client__uri_encode(&q, token, strlen(token), false);
+        buf_append_str(&q, "&");
+    }
+    if (delimiter != NULL && delimiter[0] != '\0') {
+        buf_append_str(&q, "delimiter=");
+        client__uri_encode(&q, delimiter, strlen(delimiter), false);
+        buf_append_str(&q, "&");
+    }
+    buf_append_str(&q, "list-type=2");
+    if (max_keys > 0)
+        buf_printf(&q, "&max-keys=%u", max_keys);
+    if (prefix != NULL && prefix[0] != '\0') {
+        buf_append_str(&q, "&prefix=");
+        client__uri_encode(&q, prefix, strlen(prefix), false);
+    }
+    struct client_req req = {.method = "GET", .bucket = bucket, .query = q.ptr};
+    int rc = client__perform(c, &req, NULL, 0, resp, err);
+    buf_cleanup(&q);
+    if (rc != 0)
+        return rc;
+    rc = client__list_parser_page(p, resp->body.ptr, resp->body.len);
+    if (rc < 0)
+        return client__err(err, SHARD_ERR_PROTO, resp->status, "MalformedXML",
+                           "cannot parse the ListObjectsV2 answer");
+    return rc;
+}
+
+int
+shard_list(struct shard_client *c, const char *bucket, const char *prefix, const char *delimiter,
+           shard_list_fn fn, void *ctx, struct shard_error *err)
+{
+    struct client_list_parser *p = client__list_parser_create(fn, ctx);
+    struct client_resp resp;
+    client__resp_init(&resp);
+    char *token = NULL;
+    int rc;
+    for (;;) {
+        rc = client__list_page(c, bucket, prefix, delimiter, 1000, token, p, &resp, err);
+        if (rc != 0)
+            break;
+        if (!client__list_parser_truncated(p))
+            break;
+        const char *next = client__list_parser_token(p);
+        if (next[0] == '\0') {
+            rc = client__err(err, SHARD_ERR_PROTO, resp.status, "MalformedXML",
+                             "truncated listing without a continuation token");
+            break;
+        }
+        free(token);
+        token = xstrdup(next);
+    }
+    free(token);
+    client__resp_cleanup(&resp);
+    client__list_parser_destroy(p);
+    return rc;
+}
+
+int
+shard_put_buffer(struct shard_client *c, const char *bucket, const char *key, const void *data,
+                 size_t len, struct shard_error *err)
+{
+    char crc_hdr[64] = "x-amz-checksum-crc32: ";
+    client__crc32_b64(data, len, crc_hdr + strlen(crc_hdr));
+    struct client_req req = {.method = "PUT",
+                             .bucket = bucket,
+                             .key = key,
+                             .payload_hash = CLIENT_UNSIGNED,
+                             .headers = {crc_hdr, "Content-Type: application/octet-stream"},
+                             .n_headers = 2};
+    struct client_resp resp;
+    client__resp_init(&resp);
+    int rc = client__perform(c, &req, data, len, &resp, err);
+    client__resp_cleanup(&resp);
+    return rc;
+}
+
+int
+shard_list_buckets(struct shard_client *c, shard_list_fn fn, void *ctx, struct shard_error *err)
+{
+    struct client_req req = {.method = "GET"};
+    struct client_resp resp;
+    client__resp_init(&resp);
+    int rc = client__perform(c, &req, NULL, 0, &resp, err);
+    if (rc == 0) {
+        rc = client__xml_buckets(resp.body.ptr, resp.body.len, fn, ctx);
+        if (rc < 0)
+            rc = client__err(err, SHARD_ERR_PROTO, resp.status, "MalformedXML",
+                             "cannot parse the ListBuckets answer");
+    }
+    client__resp_cleanup(&resp);
+    return rc;
+}

@@ -1,0 +1,227 @@
+/*
+ * shard.h: libshard, the shardstore client library. The whole public
+ * interface of client/ (the only installed header of the project).
+ *
+ * libshard talks S3 over HTTP(S) with libcurl to any S3 endpoint (path-style
+ * addressing, SigV4 signed with the signer auth/ uses to verify). It reads
+ * objects as N parallel range requests delivered in order through a bounded
+ * window, writes them as parallel multipart uploads with CRC32 part checksums,
+ * and lists, heads and deletes. Endpoint, region and credentials are resolved
+ * the way aws-cli resolves them.
+ *
+ * Threading: a struct shard_client may be used from several threads at once
+ * (it keeps a locked pool of keep-alive connections). A struct shard_reader
+ * belongs to one thread. Every call that can fail returns 0 (or a byte count)
+ * on success and a negative enum shard_errkind on failure, and fills the
+ * caller's struct shard_error when it is not NULL.
+ */
+#ifndef SHARD_CLIENT_H
+#define SHARD_CLIENT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define SHARD_API __attribute__((visibility("default")))
+
+/* ---- errors ------------------------------------------------------------- */
+
+enum shard_errkind {
+    SHARD_OK = 0,
+    SHARD_ERR_S3 = -1,     /* the server answered an error (http_status, code, message) */
+    SHARD_ERR_NET = -2,    /* connection, timeout, or retries exhausted on 5xx/short reads */
+    SHARD_ERR_IO = -3,     /* local file or stream I/O */
+    SHARD_ERR_ARG = -4,    /* bad argument (URL, option, range beyond the object) */
+    SHARD_ERR_CONFIG = -5, /* missing credentials or unusable configuration */
+    SHARD_ERR_PROTO = -6,  /* the server's answer made no sense (bad XML, wrong length) */
+};
+
+struct shard_error {
+    enum shard_errkind kind;
+    long http_status; /* 0 when no HTTP answer */
+    char code[64];    /* S3 <Code>, or a short word for other kinds ("Timeout", "ENOENT") */
+    char message[512];
+};
+
+/* ---- configuration ------------------------------------------------------ */
+
+/*
+ * What the caller says explicitly (flags); NULL fields are resolved from the
+ * environment and the shared files like aws-cli does:
+ *   profile:     'profile', else $AWS_PROFILE, else "default". An explicit
+ *                'profile' makes the environment keys be ignored (botocore).
+ *   credentials: $AWS_ACCESS_KEY_ID/$AWS_SECRET_ACCESS_KEY[/$AWS_SESSION_TOKEN],
+ *                else [profile] of $AWS_SHARED_CREDENTIALS_FILE (~/.aws/credentials),
+ *                else [profile NAME] / [default] of $AWS_CONFIG_FILE (~/.aws/config).
+ *   region:      'region', $AWS_REGION, $AWS_DEFAULT_REGION, config 'region', "us-east-1".
+ *   endpoint:    'endpoint_url', $AWS_ENDPOINT_URL_S3, $AWS_ENDPOINT_URL, config
+ *                's3 = endpoint_url' then 'endpoint_url', else https://s3.REGION.amazonaws.com.
+ */
+struct shard_config_in {
+    const char *endpoint_url;
+    const char *profile;
+    const char *region;
+};
+
+/* Transfer tuning; zero fields take the defaults shown. */
+struct shard_options {
+    unsigned parallel;           /* connections per transfer (8) */
+    uint64_t chunk_size;         /* range size for streaming reads (8 MiB) */
+    uint64_t part_size;          /* multipart part size; smaller uploads are one PUT (8 MiB) */
+    unsigned max_retries;        /* per request (8) */
+    unsigned retry_base_ms;      /* first backoff; doubles up to 2 s (50) */
+    unsigned connect_timeout_ms; /* (10000) */
+    unsigned stall_timeout_ms;   /* abort a transfer that moves no byte for this long (30000) */
+};
+
+struct shard_client;
+
+/*
+ * Creates a client from 'in' (may be NULL) and 'opts' (may be NULL). Returns
+ * NULL with 'err' kind SHARD_ERR_CONFIG when no credentials are found or the
+ * endpoint URL is unusable. Destroy with shard_client_destroy.
+ */
+SHARD_API struct shard_client *shard_client_create(const struct shard_config_in *in,
+                                                   const struct shard_options *opts,
+                                                   struct shard_error *err);
+/* Frees the client and its connections. NULL is a no-op. */
+SHARD_API void shard_client_destroy(struct shard_client *c);
+/* The resolved endpoint ("http://127.0.0.1:9000") and region; borrowed from 'c'. */
+SHARD_API const char *shard_client_endpoint(const struct shard_client *c);
+SHARD_API const char *shard_client_region(const struct shard_client *c);
+/* The effective options (defaults filled in); borrowed from 'c'. */
+SHARD_API const struct shard_options *shard_client_options(const struct shard_client *c);
+
+/* ---- small operations ---------------------------------------------------- */
+
+struct shard_object_info {
+    uint64_t size;
+    char etag[80];          /* with its quotes, as sent */
+    char last_modified[40]; /* ISO-8601 in listings, HTTP date from HEAD */
+};
+
+/* HEAD: fills 'out'. SHARD_ERR_S3 with http_status 404 (code "NotFound") when absent. */
+SHARD_API int shard_head(struct shard_client *c, const char *bucket, const char *key,
+                         struct shard_object_info *out, struct shard_error *err);
+/* DeleteObject (S3 answers 204 also when the key did not exist). */
+SHARD_API int shard_delete(struct shard_client *c, const char *bucket, const char *key,
+                           struct shard_error *err);
+/*
+ * DeleteObjects of 'keys[0..n)' (any n: sent 1000 at a time, with Content-MD5).
+ * Returns the number of keys the server reported as failed (>= 0; the first
+ * one's code and message are in 'err'), or a negative error.
+ */
+SHARD_API int shard_delete_many(struct shard_client *c, const char *bucket, const char *const *keys,
+                                size_t n, struct shard_error *err);
+/* CreateBucket (with a LocationConstraint unless the region is us-east-1) and DeleteBucket. */
+SHARD_API int shard_bucket_create(struct shard_client *c, const char *bucket,
+                                  struct shard_error *err);
+SHARD_API int shard_bucket_delete(struct shard_client *c, const char *bucket,
+                                  struct shard_error *err);
+
+/* ---- listing ------------------------------------------------------------- */
+
+struct shard_list_entry {
+    const char *key; /* NUL-terminated; borrowed for the duration of the callback */
+    bool is_prefix;  /* a CommonPrefixes entry: only 'key' is set */
+    struct shard_object_info info;
+};
+
+/* Receives one entry; return 0 to continue, non-zero to stop the listing
+ * (shard_list then returns that value). */
+typedef int (*shard_list_fn)(void *ctx, const struct shard_list_entry *e);
+
+/*
+ * ListObjectsV2 of 'bucket' under 'prefix' (NULL or "" for all) grouped by
+ * 'delimiter' (NULL for none), every page, entries in the server's order.
+ * Returns 0, the callback's non-zero value, or a negative error.
+ */
+SHARD_API int shard_list(struct shard_client *c, const char *bucket, const char *prefix,
+                         const char *delimiter, shard_list_fn fn, void *ctx,
+                         struct shard_error *err);
+
+/* Lists the buckets of the account: each entry's 'key' is a bucket name and
+ * 'info.last_modified' its creation date. Returns like shard_list. */
+SHARD_API int shard_list_buckets(struct shard_client *c, shard_list_fn fn, void *ctx,
+                                 struct shard_error *err);
+
+/* ---- reading ------------------------------------------------------------- */
+
+struct shard_reader;
+
+/*
+ * Opens a streaming read of 'len' bytes at 'off' of the object (len
+ * UINT64_MAX: to the end). The size and ETag come from one HEAD; every range
+ * request carries If-Match with that ETag, so a retried range can never mix
+ * two versions. 'opts' overrides the client's parallel/chunk_size (may be
+ * NULL). Memory held is parallel * chunk_size whatever the object size.
+ * Returns NULL and fills 'err' on failure (SHARD_ERR_ARG when 'off' is past
+ * the end). Close with shard_reader_close.
+ */
+SHARD_API struct shard_reader *shard_reader_open(struct shard_client *c, const char *bucket,
+                                                 const char *key, uint64_t off, uint64_t len,
+                                                 const struct shard_options *opts,
+                                                 struct shard_error *err);
+/* Bytes the reader will deliver in total, and the object's full size. */
+SHARD_API uint64_t shard_reader_length(const struct shard_reader *r);
+SHARD_API uint64_t shard_reader_object_size(const struct shard_reader *r);
+/*
+ * Delivers the next bytes in order without copying: '*ptr' and '*len' point
+ * into the reader's window and stay valid until the next call on 'r'.
+ * Returns 1 with data, 0 at the end, or a negative error (then 'err' is set).
+ * Failed ranges are retried with backoff from the first byte not yet
+ * received, so no byte is ever delivered twice.
+ */
+SHARD_API int shard_reader_next(struct shard_reader *r, const void **ptr, size_t *len,
+                                struct shard_error *err);
+/* Copies up to 'cap' bytes into 'buf'. Returns the count (0 at the end) or a negative error. */
+SHARD_API long shard_reader_read(struct shard_reader *r, void *buf, size_t cap,
+                                 struct shard_error *err);
+/* Frees the reader (aborting its requests). NULL is a no-op. */
+SHARD_API void shard_reader_close(struct shard_reader *r);
+
+/*
+ * Reads exactly 'len' bytes at 'off' into 'buf' (caller-owned, 'len' bytes),
+ * as parallel ranges of the client's chunk size written in place. This is the
+ * shape another transport (RDMA into a registered buffer) implements too.
+ * Returns 0, or a negative error (SHARD_ERR_ARG when the range passes the end).
+ */
+SHARD_API int shard_read_range(struct shard_client *c, const char *bucket, const char *key,
+                               uint64_t off, uint64_t len, void *buf, struct shard_error *err);
+
+/* ---- writing ------------------------------------------------------------- */
+
+/* Called after each byte count moved (uploads and downloads); may be NULL. */
+typedef void (*shard_progress_fn)(void *ctx, uint64_t done, uint64_t total);
+
+/*
+ * Uploads the object from file descriptor 'fd'. With 'size' known
+ * (regular file, pass its size) parts are read with pread in parallel; with
+ * size UINT64_MAX 'fd' is read sequentially as a stream (stdin, a pipe) and
+ * parallel part buffers hold part_size bytes each. Below the part size the
+ * object is one PUT; otherwise a multipart upload with a CRC32 checksum per
+ * part (CreateMultipartUpload with x-amz-checksum-algorithm CRC32), aborted on
+ * any failure. Returns 0 or a negative error.
+ */
+SHARD_API int shard_put_fd(struct shard_client *c, const char *bucket, const char *key, int fd,
+                           uint64_t size, const struct shard_options *opts,
+                           shard_progress_fn progress, void *progress_ctx, struct shard_error *err);
+/* One PUT of 'len' bytes from memory (with x-amz-checksum-crc32). */
+SHARD_API int shard_put_buffer(struct shard_client *c, const char *bucket, const char *key,
+                               const void *data, size_t len, struct shard_error *err);
+
+/* ---- helpers shared with the CLI ----------------------------------------- */
+
+/*
+ * Parses "s3://bucket[/key]" into 'bucket' (cap 64) and 'key' (cap 1025;
+ * empty when absent). Returns 0, or -1 for anything else (no scheme, empty or
+ * invalid bucket name, key too long).
+ */
+SHARD_API int shard_parse_s3_url(const char *url, char bucket[64], char key[1025]);
+/* Parses "123", "64K", "8M", "1G", "2T" (powers of 1024; "0" allowed) into
+ * '*out'. Returns 0 or -1 (empty, junk, overflow). */
+SHARD_API int shard_parse_size(const char *s, uint64_t *out);
+/* Name of an error kind ("S3 error", "network error", ...). */
+SHARD_API const char *shard_errkind_name(enum shard_errkind kind);
+
+#endif

@@ -1,0 +1,18 @@
+# Fuzz target of client/: the aws-cli shared-file (INI) parser. Included
+# from client/local.mk; same pattern as tests/fuzz/local.mk.
+check_PROGRAMS += %D%/replay_ini
+TESTS += %D%/replay_ini
+%C%_replay_ini_SOURCES = %D%/replay.c %D%/fuzz_ini.c
+%C%_replay_ini_CPPFLAGS = $(AM_CPPFLAGS) $(LIBCURL_CFLAGS) \
+	-DFUZZ_CORPUS_DIR='"$(abs_top_srcdir)/%D%/corpus/ini"'
+%C%_replay_ini_LDADD = client/libshard.la
+
+if FUZZING
+noinst_PROGRAMS += %D%/fuzz_ini
+%C%_fuzz_ini_SOURCES = %D%/fuzz_ini.c client/ini.c
+%C%_fuzz_ini_CFLAGS = $(AM_CFLAGS) $(LIBCURL_CFLAGS) $(FUZZ_SAN)
+%C%_fuzz_ini_LDFLAGS = $(AM_LDFLAGS) $(FUZZ_SAN)
+%C%_fuzz_ini_LDADD = common/libcommon.la
+endif
+
+EXTRA_DIST += %D%/ini.dict %D%/corpus/ini

@@ -1,0 +1,19 @@
+# Integration tests of libshard and the shard tool (a real shardstore on a
+# loopback port; see harness.py). Included from client/local.mk.
+TESTS += \
+	%D%/test_shard.py \
+	%D%/test_shard_faults.py \
+	%D%/test_shard_config.py \
+	%D%/test_shard_bench.py
+
+EXTRA_DIST += \
+	%D%/shard_util.py \
+	%D%/test_shard.py \
+	%D%/test_shard_faults.py \
+	%D%/test_shard_config.py \
+	%D%/test_shard_bench.py
+
+# Driver of shard_read_range for test_shard.py.
+check_PROGRAMS += %D%/shard_read_range
+%C%_shard_read_range_SOURCES = %D%/shard_read_range.c
+%C%_shard_read_range_LDADD = client/libshard.la

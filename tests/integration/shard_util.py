@@ -1,0 +1,64 @@
+"""shard_util.py: running the `shard` tool and its test driver against a
+harness.Server, with a private HOME so that no real ~/.aws leaks in."""
+import os
+import subprocess
+import tempfile
+
+import harness as h
+
+
+def builddir():
+    return os.environ.get("SHARD_BUILDDIR") or os.path.dirname(h.server_binary())
+
+
+def shard_binary():
+    path = os.path.join(builddir(), "shard")
+    if not os.access(path, os.X_OK):
+        raise h.Skip("shard binary not built (%s)" % path)
+    return path
+
+
+_home = tempfile.mkdtemp(prefix="shard-home-")
+
+
+def base_env(srv=None, **extra):
+    """A clean environment: no AWS_* from the caller, HOME a temp dir, and
+    (with 'srv') the server's endpoint and keys in the AWS_* variables."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
+    env["HOME"] = _home
+    if srv is not None:
+        env["AWS_ACCESS_KEY_ID"] = srv.access_key
+        env["AWS_SECRET_ACCESS_KEY"] = srv.secret_key
+        env["AWS_ENDPOINT_URL"] = srv.endpoint
+        env["AWS_DEFAULT_REGION"] = h.REGION
+    for k, v in extra.items():
+        if v is None:
+            env.pop(k, None)
+        else:
+            env[k] = v
+    return env
+
+
+def run(srv, *args, env=None, input=None, rc=0, timeout=120):
+    """Runs `shard ARGS`; checks the exit code ('rc', None for any) and
+    returns the CompletedProcess."""
+    argv = [shard_binary()] + [str(a) for a in args]
+    p = subprocess.run(argv, input=input, capture_output=True, timeout=timeout,
+                       env=env if env is not None else base_env(srv),
+                       stdin=None if input is not None else subprocess.DEVNULL)
+    if rc is not None and p.returncode != rc:
+        raise h.Failure("%s: exit %d, expected %d\nstderr: %s" % (
+            " ".join(argv[1:])[:300], p.returncode, rc, p.stderr[-2000:].decode("utf-8", "replace")))
+    return p
+
+
+def read_range(srv, bucket, key, off, length, parallel=None, chunk=None, env=None, rc=0):
+    exe = os.path.join(builddir(), "tests", "integration", "shard_read_range")
+    argv = [exe, bucket, key, str(off), str(length)]
+    if parallel:
+        argv += [str(parallel), str(chunk)]
+    p = subprocess.run(argv, capture_output=True, timeout=120,
+                       env=env if env is not None else base_env(srv))
+    if rc is not None and p.returncode != rc:
+        raise h.Failure("shard_read_range %s: exit %d: %s" % (argv[1:], p.returncode, p.stderr[-500:]))
+    return p

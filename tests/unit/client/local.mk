@@ -1,0 +1,8 @@
+# unit tests of client/ (pure parts: URLs, sizes, endpoint, config files).
+CLIENT_TESTS = tests/unit/client/test_url tests/unit/client/test_config
+check_PROGRAMS += $(CLIENT_TESTS)
+TESTS += $(CLIENT_TESTS)
+tests_unit_client_test_url_CFLAGS = $(AM_CFLAGS) $(LIBCURL_CFLAGS)
+tests_unit_client_test_url_LDADD = client/libshard.la tests/lib/libtest.la
+tests_unit_client_test_config_CFLAGS = $(AM_CFLAGS) $(LIBCURL_CFLAGS)
+tests_unit_client_test_config_LDADD = client/libshard.la tests/lib/libtest.la
