@@ -9,11 +9,23 @@
 #include "server/xml_in.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <microhttpd.h>
+
+/* ListBuckets pages: max-buckets (1..10000), continuation-token (base64 of
+ * the last name returned: opaque, and stable under concurrent creates and
+ * deletes), prefix, bucket-region. Without max-buckets every visible bucket
+ * is returned in one answer, as S3 does. */
+#define LIST_BUCKETS_MAX 10000
 
 struct list_buckets_ctx {
     struct s3_req *r;
     struct buf *b;
+    struct slice prefix;
+    struct slice after; /* names <= after are skipped */
+    uint32_t max, n;
+    bool is_truncated;
+    char last[INDEX_MAX_BUCKET + 1];
 };
 
 static int
@@ -21,17 +33,29 @@ list_bucket_one(void *ctx, const struct index_bucket *bk)
 {
     struct list_buckets_ctx *c = ctx;
     struct s3_req *r = c->r;
+    struct slice name = slice_from_cstr(bk->name);
+    if (c->after.len && slice_cmp(name, c->after) <= 0)
+        return 0;
+    if (!slice_has_prefix(name, c->prefix))
+        return 0;
     /* Root sees every bucket; a user its own and those granted to it. */
     if (!r->principal.is_root && strcmp(s3_bucket_owner_id(r, bk), r->user_id) != 0) {
         struct index_grant g;
         if (index_grant_get(r->srv->index, slice_from_cstr(r->user_id), bk->id, &g) != 0)
             return 0;
     }
+    if (c->n == c->max) {
+        c->is_truncated = true;
+        return 1;
+    }
+    c->n++;
+    snprintf(c->last, sizeof(c->last), "%s", bk->name);
     char date[40];
     s3_format_iso_date(bk->created_ns, date);
     buf_append_str(c->b, "<Bucket>");
     xml_elem_str(c->b, "Name", bk->name);
     xml_elem_str(c->b, "CreationDate", date);
+    xml_elem_str(c->b, "BucketRegion", r->srv->cfg.region);
     buf_append_str(c->b, "</Bucket>");
     return 0;
 }
@@ -39,16 +63,50 @@ list_bucket_one(void *ctx, const struct index_bucket *bk)
 void
 op_list_buckets(struct s3_req *r)
 {
+    struct list_buckets_ctx ctx = {.r = r, .max = UINT32_MAX};
+    const struct s3_param *p;
+    if ((p = s3_req_param(r, "max-buckets"))) {
+        uint64_t v;
+        if (parse_u64(p->value, LIST_BUCKETS_MAX, &v) != 0 || v == 0) {
+            s3_respond_error(r, S3_ERR_INVALID_ARGUMENT,
+                             "max-buckets must be an integer from 1 to 10000");
+            return;
+        }
+        ctx.max = (uint32_t)v;
+    }
+    if ((p = s3_req_param(r, "continuation-token"))) {
+        char *dec = arena_alloc(r->arena, base64_decoded_cap(p->value.len) + 1);
+        long n = base64_decode(p->value.ptr, p->value.len, dec);
+        if (n <= 0 || n > INDEX_MAX_BUCKET) {
+            s3_respond_error(r, S3_ERR_INVALID_ARGUMENT,
+                             "The continuation token provided is incorrect");
+            return;
+        }
+        ctx.after = (struct slice){dec, (size_t)n};
+    }
+    if ((p = s3_req_param(r, "prefix")))
+        ctx.prefix = p->value;
+    /* Every bucket lives in this server's region. */
+    p = s3_req_param(r, "bucket-region");
+    bool other_region = p && !slice_eq(p->value, slice_from_cstr(r->srv->cfg.region));
+
     struct buf b;
     buf_init(&b);
+    ctx.b = &b;
     xml_begin(&b, "ListAllMyBucketsResult");
     buf_append_str(&b, "<Owner>");
     xml_elem_str(&b, "ID", r->user_id);
     xml_elem_str(&b, "DisplayName", r->user_name);
     buf_append_str(&b, "</Owner><Buckets>");
-    struct list_buckets_ctx ctx = {r, &b};
-    int rc = index_bucket_list(r->srv->index, list_bucket_one, &ctx);
+    int rc = other_region ? 0 : index_bucket_list(r->srv->index, list_bucket_one, &ctx);
     buf_append_str(&b, "</Buckets>");
+    if (ctx.is_truncated) {
+        char *tok = arena_alloc(r->arena, base64_encoded_len(strlen(ctx.last)) + 1);
+        base64_encode(ctx.last, strlen(ctx.last), tok);
+        xml_elem_str(&b, "ContinuationToken", tok);
+    }
+    if (s3_req_param(r, "prefix"))
+        xml_elem(&b, "Prefix", ctx.prefix);
     xml_end(&b, "ListAllMyBucketsResult");
     if (rc < 0)
         s3_respond_error(r, S3_ERR_INTERNAL_ERROR, NULL);

@@ -31,3 +31,7 @@ TESTS += %D%/test_admin.py
 EXTRA_DIST += %D%/test_admin.py
 include %D%/mp.mk
 include %D%/users.mk
+
+# ListBuckets paging (max-buckets, continuation-token, prefix, bucket-region).
+TESTS += %D%/test_list_buckets.py
+EXTRA_DIST += %D%/test_list_buckets.py
