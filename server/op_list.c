@@ -1,13 +1,66 @@
 /*
  * op_list.c: ListObjectsV2 and ListObjects (v1). The index does the work
  * (one seek per common prefix); this file maps S3's parameters onto
- * index_object_list and formats the page. Continuation tokens are the
- * base64 of the last key or prefix returned: opaque to clients and stable
- * under concurrent writes (resuming is "everything after this key").
+ * index_object_list and formats the page. Continuation tokens name the
+ * last key or prefix returned: stable under concurrent writes (resuming is
+ * "everything after this key"), and checked, so that a token the server
+ * did not make is refused (400 InvalidArgument) rather than silently
+ * listing from some other place. Token bytes, then base64:
+ *
+ *     u8 version (1) | key (1..1024 bytes) | u32 BE FNV-1a of the above
  */
 #include "server/server.h"
 
 #include <inttypes.h>
+
+#define LIST_TOKEN_VERSION 1
+#define LIST_TOKEN_OVERHEAD 5
+
+static uint32_t
+fnv1a32(const uint8_t *p, size_t len)
+{
+    uint32_t h = 2166136261u;
+    for (size_t i = 0; i < len; i++)
+        h = (h ^ p[i]) * 16777619u;
+    return h;
+}
+
+/* Formats the continuation token resuming after 'key' into the arena. */
+static const char *
+list_token_format(struct arena *a, struct slice key)
+{
+    size_t n = key.len + LIST_TOKEN_OVERHEAD;
+    uint8_t *raw = arena_alloc(a, n);
+    raw[0] = LIST_TOKEN_VERSION;
+    memcpy(raw + 1, key.ptr, key.len);
+    uint32_t h = fnv1a32(raw, key.len + 1);
+    for (int i = 0; i < 4; i++)
+        raw[key.len + 1 + i] = (uint8_t)(h >> (24 - 8 * i));
+    char *tok = arena_alloc(a, base64_encoded_len(n) + 1);
+    base64_encode(raw, n, tok);
+    return tok;
+}
+
+/* Parses 'tok' into the key to resume after (in the arena). Returns false
+ * for anything list_token_format did not make. */
+static bool
+list_token_parse(struct arena *a, struct slice tok, struct slice *key)
+{
+    if (tok.len == 0 || tok.len > base64_encoded_len(INDEX_MAX_KEY + LIST_TOKEN_OVERHEAD))
+        return false;
+    uint8_t *raw = arena_alloc(a, base64_decoded_cap(tok.len) + 1);
+    long n = base64_decode(tok.ptr, tok.len, raw);
+    if (n < LIST_TOKEN_OVERHEAD + 1 || n > INDEX_MAX_KEY + LIST_TOKEN_OVERHEAD ||
+        raw[0] != LIST_TOKEN_VERSION)
+        return false;
+    size_t klen = (size_t)n - LIST_TOKEN_OVERHEAD;
+    uint32_t h = fnv1a32(raw, klen + 1);
+    for (int i = 0; i < 4; i++)
+        if (raw[klen + 1 + i] != (uint8_t)(h >> (24 - 8 * i)))
+            return false;
+    *key = (struct slice){(const char *)raw + 1, klen};
+    return true;
+}
 
 static struct slice
 param_value(const struct s3_req *r, const char *name)
@@ -72,14 +125,11 @@ op_list_objects(struct s3_req *r)
     struct slice marker = param_value(r, "marker");
     if (is_v2) {
         if (has_token) {
-            char *dec = arena_alloc(r->arena, base64_decoded_cap(token.len) + 1);
-            long n = base64_decode(token.ptr, token.len, dec);
-            if (n <= 0 || n > INDEX_MAX_KEY) {
+            if (!list_token_parse(r->arena, token, &p.start_after)) {
                 s3_respond_error(r, S3_ERR_INVALID_ARGUMENT,
                                  "The continuation token provided is incorrect");
                 return;
             }
-            p.start_after = (struct slice){dec, (size_t)n};
         } else {
             p.start_after = start_after;
         }
@@ -116,13 +166,12 @@ op_list_objects(struct s3_req *r)
         xml_elem_str(&b, "EncodingType", "url");
     xml_elem_bool(&b, "IsTruncated", res.is_truncated);
     if (res.is_truncated) {
-        if (is_v2) {
-            char *tok = arena_alloc(r->arena, base64_encoded_len(res.next_marker.len) + 1);
-            base64_encode(res.next_marker.ptr, res.next_marker.len, tok);
-            xml_elem_str(&b, "NextContinuationToken", tok);
-        } else {
+        /* v1 has NextMarker only with a delimiter: without one, the next
+         * marker is the last Key (as S3 documents it). */
+        if (is_v2)
+            xml_elem_str(&b, "NextContinuationToken", list_token_format(r->arena, res.next_marker));
+        else if (p.delimiter.len)
             elem_key(&b, "NextMarker", res.next_marker, is_url);
-        }
     }
     for (uint32_t i = 0; i < res.n_entries; i++) {
         const struct index_list_entry *e = &res.entries[i];
