@@ -30,3 +30,4 @@ TESTS += %D%/test_curl
 TESTS += %D%/test_admin.py
 EXTRA_DIST += %D%/test_admin.py
 include %D%/mp.mk
+include %D%/list.mk

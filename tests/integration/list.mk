@@ -1,0 +1,6 @@
+# Listing at scale: ListObjects v1/v2 against a model, paging through real clients.
+TESTS += \
+	%D%/test_list_model.py
+
+EXTRA_DIST += \
+	%D%/test_list_model.py
