@@ -11,7 +11,10 @@
  */
 #include "server/server.h"
 
+#include <assert.h>
 #include <inttypes.h>
+#include <microhttpd.h>
+#include <stdlib.h>
 
 #define LIST_TOKEN_VERSION 1
 #define LIST_TOKEN_OVERHEAD 5
@@ -60,6 +63,250 @@ list_token_parse(struct arena *a, struct slice tok, struct slice *key)
             return false;
     *key = (struct slice){(const char *)raw + 1, klen};
     return true;
+}
+
+/* ---- page formatting ------------------------------------------------------
+ *
+ * A page is up to 1000 <Contents>, about 200 bytes each: it is written
+ * straight into one buffer reserved once for the worst case (every key
+ * byte escaped), with no printf, no strlen and no allocation per key. Plain
+ * keys (the common case) are copied whole; dates are formatted once per
+ * distinct second; the ETag is hex from a table.
+ */
+
+/* Worst expansion of one key byte: "&#x1F;" in XML, "%XX" in url form. */
+#define LIST_XML_EXPANSION 6
+#define LIST_URL_EXPANSION 3
+/* Everything of one <Contents> but the key and the owner block. */
+#define LIST_CONTENTS_FIXED 256
+#define LIST_PREFIX_FIXED 48
+
+#define PUT_LIT(p, s) (memcpy((p), (s), sizeof(s) - 1), (p) + sizeof(s) - 1)
+
+/* Bytes that XML text cannot hold as they are (as xml_escape decides):
+ * 1 marks one. */
+static const uint8_t xml_special[256] = {
+    [0] = 1,  [1] = 1,  [2] = 1,  [3] = 1,  [4] = 1,   [5] = 1,   [6] = 1,   [7] = 1,   [8] = 1,
+    [10] = 1, [11] = 1, [12] = 1, [13] = 1, [14] = 1,  [15] = 1,  [16] = 1,  [17] = 1,  [18] = 1,
+    [19] = 1, [20] = 1, [21] = 1, [22] = 1, [23] = 1,  [24] = 1,  [25] = 1,  [26] = 1,  [27] = 1,
+    [28] = 1, [29] = 1, [30] = 1, [31] = 1, ['&'] = 1, ['<'] = 1, ['>'] = 1, ['"'] = 1, ['\''] = 1,
+};
+
+static char *
+put_xml(char *p, struct slice s)
+{
+    static const char hx[] = "0123456789ABCDEF";
+    size_t start = 0;
+    for (size_t i = 0; i < s.len; i++) {
+        unsigned char c = (unsigned char)s.ptr[i];
+        if (!xml_special[c])
+            continue;
+        memcpy(p, s.ptr + start, i - start);
+        p += i - start;
+        start = i + 1;
+        switch (c) {
+        case '&':
+            p = PUT_LIT(p, "&amp;");
+            break;
+        case '<':
+            p = PUT_LIT(p, "&lt;");
+            break;
+        case '>':
+            p = PUT_LIT(p, "&gt;");
+            break;
+        case '"':
+            p = PUT_LIT(p, "&quot;");
+            break;
+        case '\'':
+            p = PUT_LIT(p, "&apos;");
+            break;
+        default: /* a control character: &#xN; as xml_escape writes it */
+            p = PUT_LIT(p, "&#x");
+            if (c >= 16)
+                *p++ = hx[c >> 4];
+            *p++ = hx[c & 15];
+            *p++ = ';';
+        }
+    }
+    memcpy(p, s.ptr + start, s.len - start);
+    return p + (s.len - start);
+}
+
+/* URL form as s3_url_encode writes it: unreserved bytes and '/' as they
+ * are, every other byte %XX. */
+static char *
+put_url(char *p, struct slice s)
+{
+    static const char hx[] = "0123456789ABCDEF";
+    for (size_t i = 0; i < s.len; i++) {
+        unsigned char c = (unsigned char)s.ptr[i];
+        if ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+            c == '-' || c == '_' || c == '.' || c == '~' || c == '/') {
+            *p++ = (char)c;
+        } else {
+            *p++ = '%';
+            *p++ = hx[c >> 4];
+            *p++ = hx[c & 15];
+        }
+    }
+    return p;
+}
+
+static char *
+put_u64(char *p, uint64_t v)
+{
+    char tmp[20];
+    size_t n = 0;
+    do {
+        tmp[n++] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    while (n)
+        *p++ = tmp[--n];
+    return p;
+}
+
+/* The "YYYY-MM-DDTHH:MM:SS" of the last second formatted. */
+struct date_cache {
+    int64_t sec;
+    bool is_valid;
+    char text[19];
+};
+
+/* Writes the ISO 8601 date of 'ns' exactly as s3_format_iso_date does,
+ * calling it only when the second changes. */
+static char *
+put_date(char *p, int64_t ns, struct date_cache *dc)
+{
+    int64_t sec = ns / 1000000000;
+    int64_t ms = (ns / 1000000) % 1000;
+    if (ms < 0 || sec < 0 || sec > 253402300799LL) { /* outside 0000..9999: rare, slow path */
+        char date[40];
+        s3_format_iso_date(ns, date);
+        size_t n = strlen(date);
+        memcpy(p, date, n);
+        return p + n;
+    }
+    if (!dc->is_valid || dc->sec != sec) {
+        char date[40];
+        s3_format_iso_date(sec * 1000000000, date);
+        memcpy(dc->text, date, sizeof(dc->text));
+        dc->sec = sec;
+        dc->is_valid = true;
+    }
+    memcpy(p, dc->text, sizeof(dc->text));
+    p += sizeof(dc->text);
+    *p++ = '.';
+    *p++ = (char)('0' + ms / 100);
+    *p++ = (char)('0' + ms / 10 % 10);
+    *p++ = (char)('0' + ms % 10);
+    *p++ = 'Z';
+    return p;
+}
+
+/* The ETag, quotes XML-escaped, as s3_format_etag + xml_escape write it. */
+static char *
+put_etag(char *p, const uint8_t md5[16], uint32_t parts_count)
+{
+    static const char hx[] = "0123456789abcdef";
+    p = PUT_LIT(p, "&quot;");
+    for (int i = 0; i < 16; i++) {
+        *p++ = hx[md5[i] >> 4];
+        *p++ = hx[md5[i] & 15];
+    }
+    if (parts_count) {
+        *p++ = '-';
+        p = put_u64(p, parts_count);
+    }
+    return PUT_LIT(p, "&quot;");
+}
+
+static char *
+put_key(char *p, struct slice key, bool is_url)
+{
+    return is_url ? put_url(p, key) : put_xml(p, key);
+}
+
+/* The <Owner> block of every <Contents> when the listing shows owners. */
+static struct slice
+list_owner_block(struct s3_req *r)
+{
+    struct buf b;
+    buf_init(&b);
+    buf_append_str(&b, "<Owner>");
+    xml_elem_str(&b, "ID", r->srv->owner_id);
+    xml_elem_str(&b, "DisplayName", "root");
+    buf_append_str(&b, "</Owner>");
+    struct slice out = {arena_memdup(r->arena, b.ptr, b.len), b.len};
+    buf_cleanup(&b);
+    return out;
+}
+
+/*
+ * Appends the <Contents> and <CommonPrefixes> of 'res' to 'b' (keys
+ * URL-encoded when 'is_url'; 'owner' empty when owners are not shown).
+ */
+static void
+list_format_entries(struct buf *b, const struct index_list_result *res, bool is_url,
+                    struct slice owner)
+{
+    size_t expansion = is_url ? LIST_URL_EXPANSION : LIST_XML_EXPANSION;
+    size_t need = 1;
+    for (uint32_t i = 0; i < res->n_entries; i++) {
+        const struct index_list_entry *e = &res->entries[i];
+        need += e->key.len * expansion +
+                (e->is_prefix ? LIST_PREFIX_FIXED : LIST_CONTENTS_FIXED + owner.len);
+    }
+    buf_reserve(b, need);
+    char *p = b->ptr + b->len;
+    struct date_cache dc = {0};
+    for (uint32_t i = 0; i < res->n_entries; i++) {
+        const struct index_list_entry *e = &res->entries[i];
+        if (e->is_prefix)
+            continue;
+        p = PUT_LIT(p, "<Contents><Key>");
+        p = put_key(p, e->key, is_url);
+        p = PUT_LIT(p, "</Key><LastModified>");
+        p = put_date(p, e->mtime_ns, &dc);
+        p = PUT_LIT(p, "</LastModified><ETag>");
+        p = put_etag(p, e->etag, e->parts_count);
+        p = PUT_LIT(p, "</ETag><Size>");
+        p = put_u64(p, e->size);
+        p = PUT_LIT(p, "</Size>");
+        if (owner.len) {
+            memcpy(p, owner.ptr, owner.len);
+            p += owner.len;
+        }
+        p = PUT_LIT(p, "<StorageClass>STANDARD</StorageClass></Contents>");
+    }
+    for (uint32_t i = 0; i < res->n_entries; i++) {
+        const struct index_list_entry *e = &res->entries[i];
+        if (!e->is_prefix)
+            continue;
+        p = PUT_LIT(p, "<CommonPrefixes><Prefix>");
+        p = put_key(p, e->key, is_url);
+        p = PUT_LIT(p, "</Prefix></CommonPrefixes>");
+    }
+    b->len = (size_t)(p - b->ptr);
+    assert(b->len < b->cap);
+    b->ptr[b->len] = '\0';
+}
+
+/* Answers 200 with the page in 'b', handing its memory to MHD (a page is
+ * up to a few hundred KiB: no copy). */
+static void
+list_respond(struct s3_req *r, struct buf *b)
+{
+    struct MHD_Response *resp =
+        MHD_create_response_from_buffer_with_free_callback(b->len, b->ptr, free);
+    if (!resp) {
+        buf_cleanup(b);
+        s3_respond_error(r, S3_ERR_INTERNAL_ERROR, NULL);
+        return;
+    }
+    buf_init(b); /* MHD owns the memory now */
+    MHD_add_response_header(resp, "Content-Type", "application/xml");
+    s3_respond(r, 200, resp);
 }
 
 static struct slice
@@ -173,36 +420,7 @@ op_list_objects(struct s3_req *r)
         else if (p.delimiter.len)
             elem_key(&b, "NextMarker", res.next_marker, is_url);
     }
-    for (uint32_t i = 0; i < res.n_entries; i++) {
-        const struct index_list_entry *e = &res.entries[i];
-        if (e->is_prefix)
-            continue;
-        char date[40], etag[48];
-        s3_format_iso_date(e->mtime_ns, date);
-        s3_format_etag(e->etag, e->parts_count, etag);
-        buf_append_str(&b, "<Contents>");
-        elem_key(&b, "Key", e->key, is_url);
-        xml_elem_str(&b, "LastModified", date);
-        xml_elem_str(&b, "ETag", etag);
-        xml_elem_u64(&b, "Size", e->size);
-        if (fetch_owner) {
-            buf_append_str(&b, "<Owner>");
-            xml_elem_str(&b, "ID", r->srv->owner_id);
-            xml_elem_str(&b, "DisplayName", "root");
-            buf_append_str(&b, "</Owner>");
-        }
-        xml_elem_str(&b, "StorageClass", "STANDARD");
-        buf_append_str(&b, "</Contents>");
-    }
-    for (uint32_t i = 0; i < res.n_entries; i++) {
-        const struct index_list_entry *e = &res.entries[i];
-        if (!e->is_prefix)
-            continue;
-        buf_append_str(&b, "<CommonPrefixes>");
-        elem_key(&b, "Prefix", e->key, is_url);
-        buf_append_str(&b, "</CommonPrefixes>");
-    }
+    list_format_entries(&b, &res, is_url, fetch_owner ? list_owner_block(r) : SLICE_NULL);
     xml_end(&b, "ListBucketResult");
-    s3_respond_body(r, 200, "application/xml", b.ptr, b.len);
-    buf_cleanup(&b);
+    list_respond(r, &b);
 }
