@@ -166,15 +166,24 @@ put_u64(char *p, uint64_t v)
     return p;
 }
 
-/* The "YYYY-MM-DDTHH:MM:SS" of the last second formatted. */
+/* The "YYYY-MM-DDT" of the last day formatted. */
 struct date_cache {
-    int64_t sec;
+    int64_t day;
     bool is_valid;
-    char text[19];
+    char text[11];
 };
 
+static char *
+put_2digits(char *p, unsigned v)
+{
+    *p++ = (char)('0' + v / 10);
+    *p++ = (char)('0' + v % 10);
+    return p;
+}
+
 /* Writes the ISO 8601 date of 'ns' exactly as s3_format_iso_date does,
- * calling it only when the second changes. */
+ * calling it only when the day changes (UTC days have 86,400 seconds in
+ * time_t, so the time of day is plain arithmetic). */
 static char *
 put_date(char *p, int64_t ns, struct date_cache *dc)
 {
@@ -187,19 +196,25 @@ put_date(char *p, int64_t ns, struct date_cache *dc)
         memcpy(p, date, n);
         return p + n;
     }
-    if (!dc->is_valid || dc->sec != sec) {
+    int64_t day = sec / 86400;
+    unsigned sod = (unsigned)(sec % 86400);
+    if (!dc->is_valid || dc->day != day) {
         char date[40];
-        s3_format_iso_date(sec * 1000000000, date);
+        s3_format_iso_date(day * 86400 * 1000000000, date);
         memcpy(dc->text, date, sizeof(dc->text));
-        dc->sec = sec;
+        dc->day = day;
         dc->is_valid = true;
     }
     memcpy(p, dc->text, sizeof(dc->text));
     p += sizeof(dc->text);
+    p = put_2digits(p, sod / 3600);
+    *p++ = ':';
+    p = put_2digits(p, sod / 60 % 60);
+    *p++ = ':';
+    p = put_2digits(p, sod % 60);
     *p++ = '.';
     *p++ = (char)('0' + ms / 100);
-    *p++ = (char)('0' + ms / 10 % 10);
-    *p++ = (char)('0' + ms % 10);
+    p = put_2digits(p, (unsigned)(ms % 100));
     *p++ = 'Z';
     return p;
 }
