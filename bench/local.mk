@@ -16,3 +16,4 @@ noinst_PROGRAMS += bench/listload
 bench_listload_SOURCES = bench/listload.c
 bench_listload_CFLAGS = $(AM_CFLAGS) $(LIBCURL_CFLAGS) -pthread
 bench_listload_LDADD = $(LIBCURL_LIBS)
+EXTRA_DIST += bench/listing.sh
