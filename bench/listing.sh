@@ -28,13 +28,16 @@
 #   LIST_PREFIXES=10000 LIST_RUNS=3 LIST_SECS=10 LIST_CONC=2 LIST_PUT_CONC=64
 #   LIST_HEAD_CONC=16 LIST_CEPH_KEYS=100000 LIST_PEERS="ceph" ("" for shardstore alone)
 #   LIST_DATA=/tmp/shardstore-list-bench (needs ~3 GiB for 2.2M keys; removed unless LIST_KEEP=1)
-#   LIST_CEPH_PORT=18084 LIST_PEERS_DIR=<srcdir>/../shared/peers
+#   LIST_CEPH_PORT=18084 LIST_PEERS_DIR=<srcdir>/../shared/peers (or ../../shared/peers)
 # Output: "RESULT ..." lines on stdout; progress on stderr.
 set -euo pipefail
 
 HERE=$(cd "$(dirname "$0")" && pwd)
 SRC=$(cd "$HERE/.." && pwd)
-PEERS_DIR=${LIST_PEERS_DIR:-$SRC/../shared/peers}
+PEERS_DIR=${LIST_PEERS_DIR:-}
+if [ -z "$PEERS_DIR" ]; then # the main checkout sits beside shared/, a worktree one level deeper
+  for d in "$SRC/../shared/peers" "$SRC/../../shared/peers"; do [ -d "$d" ] && { PEERS_DIR=$d; break; }; done
+fi
 PEERS=${LIST_PEERS-ceph}
 NPFX=${LIST_PREFIXES:-10000}
 RUNS=${LIST_RUNS:-3}
@@ -186,6 +189,7 @@ ss_stop
 
 # ---------------- ceph ----------------
 if [[ " $PEERS " == *" ceph "* ]]; then
+  [ -x "$PEERS_DIR/ceph/start.sh" ] || die "no ceph peer in '$PEERS_DIR'; set LIST_PEERS_DIR"
   log "starting ceph on $CEPH_PORT (~20 s fresh)"
   STARTED_CEPH=1
   AWS_ACCESS_KEY_ID=$CEPH_AK AWS_SECRET_ACCESS_KEY=$CEPH_SK "$PEERS_DIR/ceph/start.sh" "$CEPH_PORT" >&2 \
