@@ -12,7 +12,11 @@
 #                  (shard bench list --prefix ""), LIST_CONC clients, LIST_SECS s; keys/s.
 #   list_delim     delimiter listing (--delimiter /, 1000 common prefixes a page) under
 #                  small/ (20 keys a prefix) and big/ (200 keys a prefix); pages/s, and the
-#                  big/small ratio (about 1 when a page costs what it returns).
+#                  big/small ratio (about 1 when a page costs what it returns). Each common
+#                  prefix is one B-tree seek whatever it hides; what remains is memory latency:
+#                  a big/ page touches ~10x more of the tree than a small/ page (measured with
+#                  bench/listload: 1000 keys a prefix pages faster than 20 keys a prefix when
+#                  the tree is hot), so expect ~0.7 here, not 0.1.
 #   first_page     first-page latency (--first-page, 1 client) p50/p99 while 8 clients PUT
 #                  0-byte objects under churn/ concurrently.
 #   head           HeadObject ops/s over the big/ keys (LIST_HEAD_CONC clients).
