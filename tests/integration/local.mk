@@ -35,3 +35,4 @@ include %D%/users.mk
 # ListBuckets paging (max-buckets, continuation-token, prefix, bucket-region).
 TESTS += %D%/test_list_buckets.py
 EXTRA_DIST += %D%/test_list_buckets.py
+include %D%/list.mk
