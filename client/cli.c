@@ -29,8 +29,11 @@ static const char USAGE[] =
     "  rm s3://b/k [-r]          delete a key, or every key under a prefix\n"
     "  mb s3://b | rb s3://b     make / remove a bucket\n"
     "  bench put|get|range|list|head|mixed --bucket B [...]  load generator\n"
-    "options: --endpoint-url URL --profile P --region R --parallel N --part-size SIZE\n"
-    "         --chunk-size SIZE -r/--recursive -q/--quiet\n"
+    "options: --endpoint-url URL --profile P --region R --parallel N (8) --part-size SIZE (8M)\n"
+    "         --chunk-size SIZE (8M) -r/--recursive -q/--quiet\n"
+    "bench:   --prefix P --size N --objects N --fanout F --concurrency N --duration S\n"
+    "         --count N --range-size N --delimiter D --max-keys N --first-page\n"
+    "         --no-prepare --json FILE   (prints one RESULT line per operation)\n"
     "exit codes: 0 ok, 1 S3 error, 2 usage, 3 credentials/config, 4 local I/O\n";
 
 enum {
