@@ -23,10 +23,12 @@ is_space(char c)
     return c == ' ' || c == '\t' || c == '\r' || c == '\f' || c == '\v';
 }
 
-/* Copies the trimmed run 'p[0..n)' into 'out' (NUL-terminated, truncated to CAP-1). */
+/* Copies the trimmed run 'p[0..n)' into 'out' (NUL-terminated, truncated to CAP-1).
+ * A NUL byte ends the run first, so the C string handed out is what was trimmed. */
 static void
 copy_trimmed(const char *p, size_t n, char out[CAP])
 {
+    n = strnlen(p, n);
     while (n > 0 && is_space(p[0])) {
         p++;
         n--;

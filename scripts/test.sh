@@ -77,7 +77,11 @@ for stage in $STAGES; do
                 name=$(basename "$f"); corpus="tests/fuzz/corpus/${name#fuzz_}"
                 work=$(mktemp -d); cp -r "$corpus"/. "$work"/ 2>/dev/null
                 dict=""; [ -f "tests/fuzz/${name#fuzz_}.dict" ] && dict="-dict=tests/fuzz/${name#fuzz_}.dict"
-                "$f" -max_total_time="$FUZZ_SECONDS" -rss_limit_mb=2048 $dict "$work" >"build/ci-fuzz/$name.log" 2>&1
+                # libFuzzer's own error exit code is 77, which record() reads as
+                # "skipped": ask for 1 so a crash or a leak is a failure.
+                "$f" -max_total_time="$FUZZ_SECONDS" -rss_limit_mb=2048 -error_exitcode=1 \
+                    -timeout_exitcode=1 -artifact_prefix=build/ci-fuzz/ $dict "$work" \
+                    >"build/ci-fuzz/$name.log" 2>&1
                 rc=$?; [ $rc -ne 0 ] && tail -n 30 "build/ci-fuzz/$name.log"
                 record "fuzz: $name" $rc
                 rm -rf "$work"
