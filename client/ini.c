@@ -33,10 +33,10 @@ copy_trimmed(const char *p, size_t n, char out[CAP])
         p++;
         n--;
     }
-    while (n > 0 && is_space(p[n - 1]))
-        n--;
     if (n > CAP - 1)
         n = CAP - 1;
+    while (n > 0 && is_space(p[n - 1]))
+        n--; /* after the cut, so a cut inside blanks leaves none at the end */
     memcpy(out, p, n);
     out[n] = '\0';
 }
