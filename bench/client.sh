@@ -12,7 +12,7 @@
 # tree, /usr/bin/time). Output: RESULT lines, then the ratios the issue asks for:
 #   shard cat >= 0.9x what nginx serves to curl, >= 3x boto3.
 #
-# Env knobs: BENCH_RUNS=3 BENCH_SIZE_MB=1024 BENCH_PARALLEL=8 BENCH_CHUNK=8M
+# Env knobs: BENCH_RUNS=3 BENCH_SIZE_MB=1024 BENCH_PARALLEL=8 BENCH_CHUNK=1M
 #   BENCH_PEERS="nginx ceph" ("" to skip them) BENCH_FILE=/tmp/bench-${SIZE}MiB.bin
 #   BENCH_NGINX_PORT=18091 BENCH_CEPH_PORT=18094 SHARDSTORE_BIN, SHARD_BIN (default: ./shardstore, ./shard)
 set -euo pipefail
@@ -22,7 +22,7 @@ PEERS_DIR=${PEERS_DIR:-$SRC/../../shared/peers}
 RUNS=${BENCH_RUNS:-3}
 SIZE_MB=${BENCH_SIZE_MB:-1024}
 PAR=${BENCH_PARALLEL:-8}
-CHUNK=${BENCH_CHUNK:-8M}
+CHUNK=${BENCH_CHUNK:-1M}
 PEERS=${BENCH_PEERS-nginx ceph}
 FILE=${BENCH_FILE:-/tmp/bench-${SIZE_MB}MiB.bin}
 NGINX_PORT=${BENCH_NGINX_PORT:-18091}

@@ -30,7 +30,7 @@ static const char USAGE[] =
     "  mb s3://b | rb s3://b     make / remove a bucket\n"
     "  bench put|get|range|list|head|mixed --bucket B [...]  load generator\n"
     "options: --endpoint-url URL --profile P --region R --parallel N (8) --part-size SIZE (8M)\n"
-    "         --chunk-size SIZE (8M) -r/--recursive -q/--quiet\n"
+    "         --chunk-size SIZE (1M) -r/--recursive -q/--quiet\n"
     "bench:   --prefix P --size N --objects N --fanout F --concurrency N --duration S\n"
     "         --count N --range-size N --delimiter D --max-keys N --first-page\n"
     "         --no-prepare --json FILE   (prints one RESULT line per operation)\n"

@@ -66,7 +66,7 @@ struct shard_config_in {
 /* Transfer tuning; zero fields take the defaults shown. */
 struct shard_options {
     unsigned parallel;           /* connections per transfer (8) */
-    uint64_t chunk_size;         /* range size for streaming reads (8 MiB) */
+    uint64_t chunk_size;         /* range size for streaming reads (1 MiB) */
     uint64_t part_size;          /* multipart part size; smaller uploads are one PUT (8 MiB) */
     unsigned max_retries;        /* per request (8) */
     unsigned retry_base_ms;      /* first backoff; doubles up to 2 s (50) */
