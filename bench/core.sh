@@ -18,7 +18,7 @@
 #                                 hashes the file before sending, that time is included)
 #                      beside `openssl speed -evp md5` (16384-byte column, one core) and
 #                      dd oflag=direct conv=fdatasync of 1 GiB in the data dir's filesystem.
-#   small_put          bench/putload (libcurl multi): BENCH_SMALL_SIZE-byte objects,
+#   small_put          shard bench put (the project's load generator): BENCH_SMALL_SIZE-byte objects,
 #                      BENCH_SMALL_CONC clients, BENCH_SMALL_N objects or BENCH_SMALL_SECS s,
 #                      group_commit on and off (fresh server each); PUT/s, p50/p99, and
 #                      ops per index commit from /_/metrics.
@@ -40,7 +40,7 @@
 #   BENCH_CONN_MEMORY=64K      shardstore "connection_memory" (MHD's per-connection pool)
 #   BENCH_NGINX_PORT=18081 BENCH_CEPH_PORT=18084  BENCH_PAUSE=2 (idle s before each timed run)
 #   SHARDSTORE_BIN             default: /tmp/build-bench/shardstore, else ./shardstore
-#   BENCH_PUTLOAD              default: bench/putload next to SHARDSTORE_BIN, else gcc-built in tmp
+#   SHARD_BIN                  default: shard next to SHARDSTORE_BIN
 #   BENCH_PEERS_DIR            default: <srcdir>/../shared/peers
 # Output: "RESULT ..." lines on stdout (side by side at the end, per-server "DETAIL" lines as
 # they come); progress on stderr.
@@ -111,11 +111,8 @@ if [ -z "$BIN" ]; then
 fi
 [ -n "$BIN" ] && [ -x "$BIN" ] || die "shardstore binary not found; set SHARDSTORE_BIN"
 BIN=$(cd "$(dirname "$BIN")" && pwd)/$(basename "$BIN")
-PUTLOAD=${BENCH_PUTLOAD:-$(dirname "$BIN")/bench/putload}
-if ! [ -x "$PUTLOAD" ] || [ "$PUTLOAD" -ot "$SRC/bench/putload.c" ]; then
-  PUTLOAD=$W/putload
-  gcc -O2 -std=gnu11 -o "$PUTLOAD" "$SRC/bench/putload.c" -lcurl || die "cannot build putload"
-fi
+SHARD=${SHARD_BIN:-$(dirname "$BIN")/shard}
+[ -x "$SHARD" ] || die "shard (the load generator) not found next to $BIN; set SHARD_BIN"
 
 # Presign / put helper (boto3, SigV4, path-style).
 cat > "$W/s3.py" <<'PY'
@@ -434,16 +431,18 @@ if ! skip small; then
     runs="" p50="" p99="" errs=0
     for i in $(seq 1 "$RUNS"); do
       sleep "$PAUSE"
-      out=$(timeout $((SMALL_SECS + 120)) "$PUTLOAD" -e "$SS_EP" -b "$BUCKET" -a "$AK" -s "$SK" -c "$SMALL_CONC" \
-        -n "$SMALL_N" -t "$SMALL_SECS" -z "$SMALL_SIZE" -p "gc$gc-run$i") || true
-      echo "$out" | grep -q '^putload ' || die "putload failed: $out"
-      log "small gc=$gc run $i: ${out#putload }"
-      runs="$runs $(kv put_s "$out")"; p50="$p50 $(kv p50_ms "$out")"; p99="$p99 $(kv p99_ms "$out")"
+      out=$(AWS_ACCESS_KEY_ID=$AK AWS_SECRET_ACCESS_KEY=$SK timeout $((SMALL_SECS + 120)) \
+        "$SHARD" --endpoint-url "$SS_EP" bench put --bucket "$BUCKET" --prefix "gc$gc-run$i/" \
+        --size "$SMALL_SIZE" --objects "$SMALL_N" --duration "$SMALL_SECS" \
+        --concurrency "$SMALL_CONC" 2>&1) || true
+      out=$(echo "$out" | grep '^RESULT op=put ') || die "shard bench put failed: $out"
+      log "small gc=$gc run $i: ${out#RESULT }"
+      runs="$runs $(kv ops_per_s "$out")"; p50="$p50 $(kv p50_ms "$out")"; p99="$p99 $(kv p99_ms "$out")"
       errs=$((errs + $(kv errors "$out")))
     done
     c1=$(ss_metric shardstore_index_commits_total); o1=$(ss_metric shardstore_index_committed_ops_total)
     # a GET of one written object must give the same size back
-    got=$(ss_curl -f "$SS_EP/$BUCKET/gc$gc-run1-7" | wc -c); [ "$got" = "$SMALL_SIZE" ] || die "small object read back $got bytes"
+    got=$(ss_curl -f "$SS_EP/$BUCKET/gc$gc-run1/0000000007" | wc -c); [ "$got" = "$SMALL_SIZE" ] || die "small object read back $got bytes"
     SM_MED[$gc]=$(echo $runs | median); SM_RUNS[$gc]=$(csv $runs); SM_ERR[$gc]=$errs
     SM_P50[$gc]=$(echo $p50 | median); SM_P99[$gc]=$(echo $p99 | median)
     SM_OPC[$gc]=$(awk -v c=$((c1 - c0)) -v o=$((o1 - o0)) 'BEGIN{ if (c>0) printf "%.2f", o/c; else print "nan"}')
