@@ -155,6 +155,21 @@ index__read_begin(struct index *ix, MDB_txn **out)
     return rc;
 }
 
+int
+index__write_one(struct index *ix, MDB_dbi dbi, MDB_val *k, MDB_val *v)
+{
+    MDB_txn *txn = NULL;
+    int rc = index__err(mdb_txn_begin(ix->env, NULL, 0, &txn));
+    if (rc != 0)
+        return rc;
+    rc = index__err(v ? mdb_put(txn, dbi, k, v, 0) : mdb_del(txn, dbi, k, NULL));
+    if (rc != 0) {
+        mdb_txn_abort(txn);
+        return rc;
+    }
+    return index__err(mdb_txn_commit(txn));
+}
+
 void
 index__read_end(struct index *ix, MDB_txn *txn)
 {

@@ -45,6 +45,10 @@ int index__err(int rc);
 int index__read_begin(struct index *ix, MDB_txn **out);
 /* Resets 'txn' and returns it to the pool. NULL is a no-op. */
 void index__read_end(struct index *ix, MDB_txn *txn);
+/* One durable write of one record in its own transaction: puts 'v' under
+ * 'k' in 'dbi', or deletes 'k' when 'v' is NULL (-ENOENT when absent).
+ * Returns 0 or -errno. */
+int index__write_one(struct index *ix, MDB_dbi dbi, MDB_val *k, MDB_val *v);
 
 /* ---- object records (record.c) ----------------------------------------- */
 

@@ -17,24 +17,12 @@ name_is_valid(const char *name, size_t len)
 int
 index_setting_put(struct index *ix, const char *name, const void *val, size_t len)
 {
-    MDB_txn *txn = NULL;
     size_t name_len = name ? strlen(name) : 0;
-    int rc;
 
     if (!name_is_valid(name, name_len) || (len && !val) || len > INT_MAX)
         return -EINVAL;
     MDB_val k = {name_len, (void *)name}, v = {len, (void *)val};
-    if ((rc = index__err(mdb_txn_begin(ix->env, NULL, 0, &txn))) != 0)
-        goto fail;
-    if ((rc = index__err(mdb_put(txn, ix->dbi_settings, &k, &v, 0))) != 0)
-        goto fail;
-    rc = index__err(mdb_txn_commit(txn));
-    txn = NULL;
-
-fail:
-    if (txn)
-        mdb_txn_abort(txn);
-    return rc;
+    return index__write_one(ix, ix->dbi_settings, &k, &v);
 }
 
 int

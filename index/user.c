@@ -366,22 +366,10 @@ index_key_get(struct index *ix, struct slice access_key, struct index_key *out)
 int
 index_key_delete(struct index *ix, struct slice access_key)
 {
-    MDB_txn *txn = NULL;
-    int rc;
     if (!name_is_valid(access_key, INDEX_ACCESS_KEY_MAX))
         return -ENOENT;
     MDB_val k = {access_key.len, (void *)access_key.ptr};
-    if ((rc = index__err(mdb_txn_begin(ix->env, NULL, 0, &txn))) != 0)
-        goto fail;
-    if ((rc = index__err(mdb_del(txn, ix->dbi_keys, &k, NULL))) != 0)
-        goto fail;
-    rc = index__err(mdb_txn_commit(txn));
-    txn = NULL;
-
-fail:
-    if (txn)
-        mdb_txn_abort(txn);
-    return rc;
+    return index__write_one(ix, ix->dbi_keys, &k, NULL);
 }
 
 int
@@ -492,24 +480,12 @@ index_grant_get(struct index *ix, struct slice user_id, uint64_t bucket_id, stru
 int
 index_grant_delete(struct index *ix, struct slice user_id, uint64_t bucket_id)
 {
-    MDB_txn *txn = NULL;
     uint8_t key[GRANT_KEY_LEN];
-    int rc;
     if (!user_id_is_valid(user_id))
         return -ENOENT;
     grant_key(key, user_id, bucket_id);
     MDB_val k = {GRANT_KEY_LEN, key};
-    if ((rc = index__err(mdb_txn_begin(ix->env, NULL, 0, &txn))) != 0)
-        goto fail;
-    if ((rc = index__err(mdb_del(txn, ix->dbi_grants, &k, NULL))) != 0)
-        goto fail;
-    rc = index__err(mdb_txn_commit(txn));
-    txn = NULL;
-
-fail:
-    if (txn)
-        mdb_txn_abort(txn);
-    return rc;
+    return index__write_one(ix, ix->dbi_grants, &k, NULL);
 }
 
 int

@@ -246,6 +246,11 @@ s3_authorize_bucket(struct s3_req *r, const struct index_bucket *bk, enum auth_a
 bool
 s3_bucket_lookup(struct s3_req *r, struct index_bucket *out)
 {
+    /* The route's authorization already read this bucket: reuse it. */
+    if (r->has_bucket) {
+        *out = r->bucket_rec;
+        return true;
+    }
     int rc = index_bucket_get(r->srv->index, r->bucket, out);
     if (rc == -ENOENT) {
         s3_respond_error(r, S3_ERR_NO_SUCH_BUCKET, NULL);

@@ -151,6 +151,13 @@ s3_req_param(const struct s3_req *r, const char *name)
     return NULL;
 }
 
+struct slice
+s3_req_param_value(const struct s3_req *r, const char *name)
+{
+    const struct s3_param *p = s3_req_param(r, name);
+    return p ? p->value : SLICE_NULL;
+}
+
 static enum s3_error
 xml_body_chunk(struct s3_req *r, const char *data, size_t len)
 {

@@ -324,43 +324,21 @@ list_respond(struct s3_req *r, struct buf *b)
     s3_respond(r, 200, resp);
 }
 
-static struct slice
-param_value(const struct s3_req *r, const char *name)
-{
-    const struct s3_param *p = s3_req_param(r, name);
-    return p ? p->value : SLICE_NULL;
-}
-
-/* Writes an element whose text is URL-encoded when 'is_url' (encoding-type=url). */
-static void
-elem_key(struct buf *b, const char *name, struct slice v, bool is_url)
-{
-    if (!is_url) {
-        xml_elem(b, name, v);
-        return;
-    }
-    struct buf enc;
-    buf_init(&enc);
-    s3_url_encode(&enc, v);
-    xml_elem(b, name, (struct slice){enc.ptr ? enc.ptr : "", enc.len});
-    buf_cleanup(&enc);
-}
-
 void
 op_list_objects(struct s3_req *r)
 {
     struct index_bucket bk;
     if (!s3_bucket_lookup(r, &bk))
         return;
-    struct slice list_type = param_value(r, "list-type");
+    struct slice list_type = s3_req_param_value(r, "list-type");
     bool is_v2 = slice_eq(list_type, SLICE_LIT("2"));
     if (list_type.len && !is_v2) {
         s3_respond_error(r, S3_ERR_INVALID_ARGUMENT, "Invalid list-type");
         return;
     }
     struct index_list_params p = {.bucket_id = bk.id, .max_keys = 1000};
-    p.prefix = param_value(r, "prefix");
-    p.delimiter = param_value(r, "delimiter");
+    p.prefix = s3_req_param_value(r, "prefix");
+    p.delimiter = s3_req_param_value(r, "delimiter");
     const struct s3_param *mk = s3_req_param(r, "max-keys");
     if (mk) {
         uint64_t v;
@@ -371,7 +349,7 @@ op_list_objects(struct s3_req *r)
         }
         p.max_keys = v > 1000 ? 1000 : (uint32_t)v;
     }
-    struct slice enc_type = param_value(r, "encoding-type");
+    struct slice enc_type = s3_req_param_value(r, "encoding-type");
     bool is_url = false;
     if (s3_req_param(r, "encoding-type")) {
         if (!slice_eq(enc_type, SLICE_LIT("url"))) {
@@ -381,10 +359,10 @@ op_list_objects(struct s3_req *r)
         }
         is_url = true;
     }
-    struct slice token = param_value(r, "continuation-token");
+    struct slice token = s3_req_param_value(r, "continuation-token");
     bool has_token = is_v2 && s3_req_param(r, "continuation-token");
-    struct slice start_after = param_value(r, "start-after");
-    struct slice marker = param_value(r, "marker");
+    struct slice start_after = s3_req_param_value(r, "start-after");
+    struct slice marker = s3_req_param_value(r, "marker");
     if (is_v2) {
         if (has_token) {
             if (!list_token_parse(r->arena, token, &p.start_after)) {
@@ -398,7 +376,7 @@ op_list_objects(struct s3_req *r)
     } else {
         p.start_after = marker;
     }
-    bool fetch_owner = !is_v2 || slice_eq(param_value(r, "fetch-owner"), SLICE_LIT("true"));
+    bool fetch_owner = !is_v2 || slice_eq(s3_req_param_value(r, "fetch-owner"), SLICE_LIT("true"));
     /* Objects are owned by their bucket's owner. */
     const char *owner_id = s3_bucket_owner_id(r, &bk);
     char owner_name[INDEX_USER_NAME_MAX + 1] = "";
@@ -416,19 +394,19 @@ op_list_objects(struct s3_req *r)
     buf_init(&b);
     xml_begin(&b, "ListBucketResult");
     xml_elem(&b, "Name", r->bucket);
-    elem_key(&b, "Prefix", p.prefix, is_url);
+    xml_elem_key(&b, "Prefix", p.prefix, is_url);
     if (is_v2) {
         if (has_token)
             xml_elem(&b, "ContinuationToken", token);
         if (s3_req_param(r, "start-after"))
-            elem_key(&b, "StartAfter", start_after, is_url);
+            xml_elem_key(&b, "StartAfter", start_after, is_url);
         xml_elem_u64(&b, "KeyCount", res.n_entries);
     } else {
-        elem_key(&b, "Marker", marker, is_url);
+        xml_elem_key(&b, "Marker", marker, is_url);
     }
     xml_elem_u64(&b, "MaxKeys", p.max_keys);
     if (p.delimiter.len)
-        elem_key(&b, "Delimiter", p.delimiter, is_url);
+        xml_elem_key(&b, "Delimiter", p.delimiter, is_url);
     if (is_url)
         xml_elem_str(&b, "EncodingType", "url");
     xml_elem_bool(&b, "IsTruncated", res.is_truncated);
@@ -438,7 +416,7 @@ op_list_objects(struct s3_req *r)
         if (is_v2)
             xml_elem_str(&b, "NextContinuationToken", list_token_format(r->arena, res.next_marker));
         else if (p.delimiter.len)
-            elem_key(&b, "NextMarker", res.next_marker, is_url);
+            xml_elem_key(&b, "NextMarker", res.next_marker, is_url);
     }
     list_format_entries(&b, &res, is_url,
                         fetch_owner ? list_owner_block(r, owner_id, owner_name) : SLICE_NULL);

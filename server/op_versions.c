@@ -8,28 +8,6 @@
  */
 #include "server/server.h"
 
-static struct slice
-param_value(const struct s3_req *r, const char *name)
-{
-    const struct s3_param *p = s3_req_param(r, name);
-    return p ? p->value : SLICE_NULL;
-}
-
-/* Writes an element, URL-encoded when 'is_url' (encoding-type=url). */
-static void
-elem_key(struct buf *b, const char *name, struct slice v, bool is_url)
-{
-    if (!is_url) {
-        xml_elem(b, name, v);
-        return;
-    }
-    struct buf enc;
-    buf_init(&enc);
-    s3_url_encode(&enc, v);
-    xml_elem(b, name, (struct slice){enc.ptr ? enc.ptr : "", enc.len});
-    buf_cleanup(&enc);
-}
-
 void
 op_list_object_versions(struct s3_req *r)
 {
@@ -37,8 +15,8 @@ op_list_object_versions(struct s3_req *r)
     if (!s3_bucket_lookup(r, &bk))
         return;
     struct index_list_params p = {.bucket_id = bk.id, .max_keys = 1000};
-    p.prefix = param_value(r, "prefix");
-    p.delimiter = param_value(r, "delimiter");
+    p.prefix = s3_req_param_value(r, "prefix");
+    p.delimiter = s3_req_param_value(r, "delimiter");
     const struct s3_param *mk = s3_req_param(r, "max-keys");
     if (mk) {
         uint64_t v;
@@ -51,15 +29,15 @@ op_list_object_versions(struct s3_req *r)
     }
     bool is_url = false;
     if (s3_req_param(r, "encoding-type")) {
-        if (!slice_eq(param_value(r, "encoding-type"), SLICE_LIT("url"))) {
+        if (!slice_eq(s3_req_param_value(r, "encoding-type"), SLICE_LIT("url"))) {
             s3_respond_error(r, S3_ERR_INVALID_ARGUMENT,
                              "Invalid Encoding Method specified in Request");
             return;
         }
         is_url = true;
     }
-    struct slice key_marker = param_value(r, "key-marker");
-    struct slice vid_marker = param_value(r, "version-id-marker");
+    struct slice key_marker = s3_req_param_value(r, "key-marker");
+    struct slice vid_marker = s3_req_param_value(r, "version-id-marker");
     if (vid_marker.len && !slice_eq(vid_marker, SLICE_LIT("null"))) {
         s3_respond_error(r, S3_ERR_INVALID_ARGUMENT, "Invalid version id specified");
         return;
@@ -84,17 +62,17 @@ op_list_object_versions(struct s3_req *r)
     buf_init(&b);
     xml_begin(&b, "ListVersionsResult");
     xml_elem(&b, "Name", r->bucket);
-    elem_key(&b, "Prefix", p.prefix, is_url);
-    elem_key(&b, "KeyMarker", key_marker, is_url);
+    xml_elem_key(&b, "Prefix", p.prefix, is_url);
+    xml_elem_key(&b, "KeyMarker", key_marker, is_url);
     xml_elem(&b, "VersionIdMarker", vid_marker);
     xml_elem_u64(&b, "MaxKeys", p.max_keys);
     if (p.delimiter.len)
-        elem_key(&b, "Delimiter", p.delimiter, is_url);
+        xml_elem_key(&b, "Delimiter", p.delimiter, is_url);
     if (is_url)
         xml_elem_str(&b, "EncodingType", "url");
     xml_elem_bool(&b, "IsTruncated", res.is_truncated);
     if (res.is_truncated) {
-        elem_key(&b, "NextKeyMarker", res.next_marker, is_url);
+        xml_elem_key(&b, "NextKeyMarker", res.next_marker, is_url);
         xml_elem_str(&b, "NextVersionIdMarker", "null");
     }
     for (uint32_t i = 0; i < res.n_entries; i++) {
@@ -105,7 +83,7 @@ op_list_object_versions(struct s3_req *r)
         s3_format_iso_date(e->mtime_ns, date);
         s3_format_etag(e->etag, e->parts_count, etag);
         buf_append_str(&b, "<Version>");
-        elem_key(&b, "Key", e->key, is_url);
+        xml_elem_key(&b, "Key", e->key, is_url);
         xml_elem_str(&b, "VersionId", "null");
         xml_elem_bool(&b, "IsLatest", true);
         xml_elem_str(&b, "LastModified", date);
@@ -123,7 +101,7 @@ op_list_object_versions(struct s3_req *r)
         if (!e->is_prefix)
             continue;
         buf_append_str(&b, "<CommonPrefixes>");
-        elem_key(&b, "Prefix", e->key, is_url);
+        xml_elem_key(&b, "Prefix", e->key, is_url);
         buf_append_str(&b, "</CommonPrefixes>");
     }
     xml_end(&b, "ListVersionsResult");

@@ -222,6 +222,8 @@ struct slice s3_req_header(const struct s3_req *r, const char *name);
 bool s3_req_has_header(const struct s3_req *r, const char *name);
 /* Query parameter lookup. Returns NULL when absent. */
 const struct s3_param *s3_req_param(const struct s3_req *r, const char *name);
+/* Its value, or an empty slice (ptr NULL) when absent. */
+struct slice s3_req_param_value(const struct s3_req *r, const char *name);
 
 /* Queues 'resp' with 'status', adding the common headers; takes ownership. */
 void s3_respond(struct s3_req *r, int status, struct MHD_Response *resp);
@@ -340,6 +342,8 @@ void xml_begin(struct buf *b, const char *root);
 void xml_end(struct buf *b, const char *root);
 void xml_escape(struct buf *b, struct slice s);
 void xml_elem(struct buf *b, const char *name, struct slice value);
+/* An element whose text is URL-encoded when 'is_url' (encoding-type=url). */
+void xml_elem_key(struct buf *b, const char *name, struct slice value, bool is_url);
 void xml_elem_str(struct buf *b, const char *name, const char *value);
 void xml_elem_u64(struct buf *b, const char *name, uint64_t v);
 void xml_elem_bool(struct buf *b, const char *name, bool v);

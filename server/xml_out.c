@@ -72,6 +72,20 @@ xml_elem(struct buf *b, const char *name, struct slice value)
 }
 
 void
+xml_elem_key(struct buf *b, const char *name, struct slice value, bool is_url)
+{
+    if (!is_url) {
+        xml_elem(b, name, value);
+        return;
+    }
+    struct buf enc;
+    buf_init(&enc);
+    s3_url_encode(&enc, value);
+    xml_elem(b, name, (struct slice){enc.ptr ? enc.ptr : "", enc.len});
+    buf_cleanup(&enc);
+}
+
+void
 xml_elem_str(struct buf *b, const char *name, const char *value)
 {
     xml_elem(b, name, slice_from_cstr(value));
