@@ -59,6 +59,11 @@ admin_metrics(struct s3_req *r)
     metric(&b, "shardstore_storage_volumes", "gauge", "Volume files", st.n_volumes);
     metric(&b, "shardstore_index_shared_extents", "gauge",
            "Extents held by more than one object (copies)", index_shared_extents(srv->index));
+    metric(&b, "shardstore_http_offloaded_total", "counter",
+           "Request steps run on a worker instead of an event-loop thread",
+           atomic_load(&srv->metrics.offloaded));
+    metric(&b, "shardstore_http_workers", "gauge", "Worker threads started for blocking steps",
+           srv->offload ? offload_workers(srv->offload) : 0);
     s3_respond_body(r, 200, "text/plain; version=0.0.4", b.ptr, b.len);
     buf_cleanup(&b);
 }

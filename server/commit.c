@@ -16,6 +16,7 @@
 
 #include <errno.h>
 #include <stdlib.h>
+#include <time.h>
 
 struct commit_item {
     struct commit_item *next;
@@ -56,6 +57,12 @@ release_freed(struct server *srv, struct index_op *ops, size_t n)
 static int
 commit_ops(struct server *srv, struct index_op *ops, size_t n)
 {
+    if (srv->cfg.test_commit_delay_ms) {
+        /* Tests only: holds the commit open, as a slow disk would. */
+        struct timespec ts = {srv->cfg.test_commit_delay_ms / 1000,
+                              (long)(srv->cfg.test_commit_delay_ms % 1000) * 1000000};
+        nanosleep(&ts, NULL);
+    }
     int rc = storage_sync(srv->storage);
     if (rc < 0) {
         log_error("commit: storage sync failed: %d", rc);

@@ -46,12 +46,16 @@ static const struct directive directives[] = {
     {"connection_memory", DIR_SIZE32, FIELD(connection_memory), 0},
     {"connection_limit", DIR_U32, FIELD(connection_limit), 0},
     {"connection_timeout", DIR_U32, FIELD(connection_timeout_s), 0},
+    {"http_threads", DIR_U32, FIELD(http_threads), 0},
+    {"worker_threads_max", DIR_U32, FIELD(worker_threads_max), 0},
+    {"thread_per_connection", DIR_BOOL, FIELD(thread_per_connection), 0},
     {"shutdown_grace", DIR_U32, FIELD(shutdown_grace_s), 0},
     {"max_object_size", DIR_SIZE, FIELD(max_object_size), 0},
     {"min_part_size", DIR_SIZE, FIELD(min_part_size), 0},
     {"inline_max", DIR_U32, FIELD(inline_max), 0},
     {"log_level", DIR_LOG_LEVEL, FIELD(log_level), 0},
     {"index_nosync", DIR_BOOL, FIELD(index_nosync), 0},
+    {"test_commit_delay_ms", DIR_U32, FIELD(test_commit_delay_ms), 0},
     {"secret_key_file", DIR_STRING, FIELD(secret_key_file), FIELD_LEN(secret_key_file)},
 };
 
@@ -70,9 +74,12 @@ config_defaults(struct config *c)
     c->write_buffer_total = 512ull << 20;
     c->group_commit = true;
     c->group_commit_max = 1024;
-    c->connection_memory = 64 * 1024;
+    c->connection_memory = 32 * 1024;
     c->connection_limit = 4096;
     c->connection_timeout_s = 60;
+    c->http_threads = 0;
+    c->worker_threads_max = 512;
+    c->thread_per_connection = false;
     c->shutdown_grace_s = 10;
     c->max_object_size = 5ull << 30;
     c->min_part_size = 5ull << 20;

@@ -13,15 +13,18 @@
  *   final call         -> payload checks, then on_end responds
  *   completion         -> on_cleanup, reader unpin, arena destroyed
  *
- * Only /_/health runs before authentication.
+ * Connections run on a few event-loop threads (MHD's poll loop, one thread
+ * per core by default). A step that may block (a request without body that
+ * is not a GET or HEAD, and the final call of any request with a body:
+ * commits, fdatasync, scrub) is not run there: the connection is suspended,
+ * the step runs on a worker of offload.c, which leaves its response in
+ * r->deferred_resp and resumes the connection; MHD then calls on_access
+ * again, which queues it. Only /_/health runs before authentication.
  */
 #include "server/server.h"
 
-#include <arpa/inet.h>
 #include <errno.h>
-#include <inttypes.h>
 #include <microhttpd.h>
-#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/socket.h>
@@ -68,8 +71,9 @@ s3_respond(struct s3_req *r, int status, struct MHD_Response *resp)
      * request is fully read. Without a body the request is complete after
      * the headers, so wait for MHD's next callback and keep the connection
      * alive; with a body (an early error), queue now and let it close
-     * rather than read a body nobody wants. */
-    if (r->is_first_call && !r->has_request_body) {
+     * rather than read a body nobody wants. A worker (is_offloaded) never
+     * queues: the event thread does, once the connection is resumed. */
+    if ((r->is_first_call && !r->has_request_body) || r->is_offloaded) {
         r->deferred_resp = resp;
     } else {
         if (MHD_queue_response(r->conn, (unsigned int)status, resp) != MHD_YES)
@@ -374,48 +378,62 @@ route_authorize(struct s3_req *r, const struct route *rt)
 /* Query parameters that name an S3 sub-resource: a request carrying one
  * that no route handles is NotImplemented rather than silently treated as
  * the plain operation. */
-static const char *subresources[] = {
-    "accelerate",
-    "acl",
-    "analytics",
-    "attributes",
-    "cors",
-    "delete",
-    "encryption",
-    "intelligent-tiering",
-    "inventory",
-    "legal-hold",
-    "lifecycle",
-    "location",
-    "logging",
-    "metrics",
-    "notification",
-    "object-lock",
-    "ownershipControls",
-    "policy",
-    "policyStatus",
-    "publicAccessBlock",
-    "replication",
-    "requestPayment",
-    "restore",
-    "retention",
-    "select",
-    "tagging",
-    "torrent",
-    "uploadId",
-    "uploads",
-    "versioning",
-    "versions",
-    "website",
+#define SUB(s)                                                                                     \
+    {                                                                                              \
+        s, sizeof(s) - 1                                                                           \
+    }
+static const struct {
+    const char *name;
+    size_t len;
+} subresources[] = {
+    SUB("accelerate"),
+    SUB("acl"),
+    SUB("analytics"),
+    SUB("attributes"),
+    SUB("cors"),
+    SUB("delete"),
+    SUB("encryption"),
+    SUB("intelligent-tiering"),
+    SUB("inventory"),
+    SUB("legal-hold"),
+    SUB("lifecycle"),
+    SUB("location"),
+    SUB("logging"),
+    SUB("metrics"),
+    SUB("notification"),
+    SUB("object-lock"),
+    SUB("ownershipControls"),
+    SUB("policy"),
+    SUB("policyStatus"),
+    SUB("publicAccessBlock"),
+    SUB("replication"),
+    SUB("requestPayment"),
+    SUB("restore"),
+    SUB("retention"),
+    SUB("select"),
+    SUB("tagging"),
+    SUB("torrent"),
+    SUB("uploadId"),
+    SUB("uploads"),
+    SUB("versioning"),
+    SUB("versions"),
+    SUB("website"),
 };
+#undef SUB
 
+/* The first query parameter that names a sub-resource, or NULL. Runs on
+ * every request: lengths are compared before bytes. */
 static const char *
 request_subresource(const struct s3_req *r)
 {
-    for (size_t i = 0; i < r->n_params; i++)
+    for (size_t i = 0; i < r->n_params; i++) {
+        struct slice n = r->params[i].name;
+        if (n.len == 0 || n.ptr[0] < 'a' || n.ptr[0] > 'w')
+            continue; /* all start with a lower-case letter; X-Amz-* never match */
         for (size_t k = 0; k < ARRAY_LEN(subresources); k++)
-            if (slice_eq(r->params[i].name, slice_from_cstr(subresources[k])))
-                return subresources[k];
+            if (n.len == subresources[k].len && memcmp(n.ptr, subresources[k].name, n.len) == 0)
+                return subresources[k].name;
+    }
     return NULL;
 }
 
@@ -439,7 +457,8 @@ route(struct s3_req *r)
     bool has_method = false;
     for (size_t i = 0; i < ARRAY_LEN(routes); i++) {
         const struct route *rt = &routes[i];
-        if (rt->level != level || !slice_eq(r->method, slice_from_cstr(rt->method)))
+        if (rt->level != level || r->method.len != strlen(rt->method) ||
+            memcmp(r->method.ptr, rt->method, r->method.len) != 0)
             continue;
         has_method = true;
         if (rt->subresource ? (sub && !strcmp(sub, rt->subresource)) : !sub) {
@@ -561,8 +580,13 @@ on_uri(void *cls, const char *uri, struct MHD_Connection *conn)
     r->conn = conn;
     r->start_ns = clock_mono_ns();
     r->id = atomic_fetch_add(&srv->request_seq, 1) + 1;
-    snprintf(r->request_id, sizeof(r->request_id), "%08" PRIX64 "%08" PRIX64,
-             (uint64_t)(clock_now_ns() / 1000000000) & 0xffffffffu, r->id & 0xffffffffu);
+    /* 8 hex digits of the second, 8 of the sequence number. */
+    static const char hex[] = "0123456789ABCDEF";
+    uint64_t v =
+        ((uint64_t)(clock_now_ns() / 1000000000) & 0xffffffffu) << 32 | (r->id & 0xffffffffu);
+    for (int i = 15; i >= 0; i--, v >>= 4)
+        r->request_id[i] = hex[v & 15];
+    r->request_id[16] = '\0';
     size_t len = strlen(uri);
     r->raw_uri = (struct slice){arena_strndup(a, uri, len), len};
     const char *q = memchr(r->raw_uri.ptr, '?', len);
@@ -578,8 +602,10 @@ on_uri(void *cls, const char *uri, struct MHD_Connection *conn)
     return r;
 }
 
-static void
-dispatch(struct s3_req *r, const char *method)
+/* First half of the first call: collects the method, headers and query
+ * and checks the framing. Returns false when it already responded. */
+static bool
+dispatch_parse(struct s3_req *r, const char *method)
 {
     r->method = slice_from_cstr(arena_strndup(r->arena, method, strlen(method)));
     log_debug("begin %s %s %.*s", r->request_id, method, (int)r->raw_uri.len, r->raw_uri.ptr);
@@ -604,13 +630,19 @@ dispatch(struct s3_req *r, const char *method)
         r->has_request_body = true;
         r->must_close = true;
         s3_respond_error(r, S3_ERR_INVALID_REQUEST, "Ambiguous or invalid message framing");
-        return;
+        return false;
     }
-
     if (header_bytes > SERVER_MAX_HEADER_BYTES) {
         s3_respond_error(r, S3_ERR_REQUEST_HEADER_TOO_LARGE, NULL);
-        return;
+        return false;
     }
+    return true;
+}
+
+/* Second half: admin endpoints, addressing, authentication, routing. */
+static void
+dispatch_route(struct s3_req *r)
+{
     if (slice_has_prefix(r->raw_path, SLICE_LIT("/_/"))) {
         op_admin(r);
         return;
@@ -623,6 +655,49 @@ dispatch(struct s3_req *r, const char *method)
         return;
     start_body(r);
     route(r);
+}
+
+/* Whether a step of 'r' may block (commit, fdatasync, scrub) and so must
+ * run on a worker: everything but GET and HEAD, which only read. */
+static bool
+is_blocking(const struct s3_req *r)
+{
+    return r->srv->offload && !slice_eq(r->method, SLICE_LIT("GET")) &&
+           !slice_eq(r->method, SLICE_LIT("HEAD"));
+}
+
+static void
+job_dispatch(void *arg)
+{
+    struct s3_req *r = arg;
+    struct MHD_Connection *conn = r->conn;
+    r->is_first_call = true;
+    dispatch_route(r);
+    r->is_first_call = false;
+    /* r may be gone as soon as the connection is resumed. */
+    MHD_resume_connection(conn);
+}
+
+static void
+job_finish(void *arg)
+{
+    struct s3_req *r = arg;
+    struct MHD_Connection *conn = r->conn;
+    finish_body(r);
+    MHD_resume_connection(conn);
+}
+
+/* Suspends the connection and runs 'fn' on a worker; the response it
+ * leaves in r->deferred_resp is queued by the next on_access call. */
+static void
+offload_step(struct s3_req *r, void (*fn)(void *))
+{
+    r->is_offloaded = true;
+    atomic_fetch_add(&r->srv->metrics.offloaded, 1);
+    r->job.fn = fn;
+    r->job.arg = r;
+    MHD_suspend_connection(r->conn);
+    offload_submit(r->srv->offload, &r->job);
 }
 
 static enum MHD_Result
@@ -638,7 +713,16 @@ on_access(void *cls, struct MHD_Connection *conn, const char *url, const char *m
     r->conn = conn;
     if (!r->method.ptr) {
         r->is_first_call = true;
-        dispatch(r, method);
+        bool is_parsed = dispatch_parse(r, method);
+        r->is_first_call = false;
+        if (!is_parsed)
+            return MHD_YES;
+        if (!r->has_request_body && is_blocking(r)) {
+            offload_step(r, job_dispatch);
+            return MHD_YES;
+        }
+        r->is_first_call = true;
+        dispatch_route(r);
         r->is_first_call = false;
         return MHD_YES;
     }
@@ -658,8 +742,12 @@ on_access(void *cls, struct MHD_Connection *conn, const char *url, const char *m
             feed_body(r, upload_data, n);
         return MHD_YES;
     }
-    if (!r->is_responded)
-        finish_body(r);
+    if (!r->is_responded) {
+        if (is_blocking(r))
+            offload_step(r, job_finish);
+        else
+            finish_body(r);
+    }
     return MHD_YES;
 }
 
@@ -707,50 +795,91 @@ on_mhd_log(void *cls, const char *fmt, va_list ap)
  * Start and stop
  * ====================================================================== */
 
+/* The listener's callback: MHD takes the socket (and closes it, also when
+ * it refuses it at the connection limit). */
+static void
+add_connection(void *ctx, int fd, const struct sockaddr *sa, socklen_t len)
+{
+    struct server *srv = ctx;
+    if (MHD_add_connection(srv->daemon, fd, sa, len) != MHD_YES)
+        log_debug("connection refused (limit %u reached or out of memory)",
+                  srv->cfg.connection_limit);
+}
+
 int
 http_start(struct server *srv)
 {
-    struct sockaddr_in sa;
-    memset(&sa, 0, sizeof(sa));
-    sa.sin_family = AF_INET;
-    sa.sin_port = htons(srv->cfg.listen_port);
-    if (inet_pton(AF_INET, srv->cfg.listen_addr, &sa.sin_addr) != 1) {
-        log_error("listen address '%s' is not an IPv4 address", srv->cfg.listen_addr);
+    uint16_t port = 0;
+    int err =
+        listener_open(srv->cfg.listen_addr, srv->cfg.listen_port, 4096, &srv->listener, &port);
+    if (err < 0) {
+        log_error("cannot listen on %s:%u: %s", srv->cfg.listen_addr, srv->cfg.listen_port,
+                  strerror(-err));
         return -1;
     }
-    /* One thread per connection, each polling its own socket
-     * (level-triggered). Two reasons, both measured:
-     * - with O_DIRECT writes into a volume, sendfile() from the same file
-     *   can return short counts (large page-cache folios invalidated by the
-     *   write); libmicrohttpd 0.9.75's edge-triggered epoll loop then waits
-     *   for an EPOLLOUT edge that never comes and the response stalls;
-     * - a PUT waiting for its group commit blocks only its own connection,
-     *   so concurrent PUTs really do share one commit. */
+    srv->cfg.listen_port = port;
+    /* Default: a few event-loop threads (MHD's poll loop, level-triggered,
+     * so a short sendfile() is simply retried at the next turn; an
+     * edge-triggered loop would wait for an EPOLLOUT edge that never comes
+     * when sendfile returns short because O_DIRECT writes invalidated page
+     * cache next to the range). Each turn serves every ready connection, so
+     * under load one wakeup answers many requests. Blocking steps go to the
+     * offload pool (see on_access); connections come from listener.c, which
+     * spreads them evenly. thread_per_connection = on keeps the older
+     * model: a thread per connection that blocks where it must. */
     size_t stack = SERVER_THREAD_STACK;
-    unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
-                     MHD_USE_POLL | MHD_USE_ERROR_LOG | MHD_USE_ITC;
+    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL | MHD_USE_ERROR_LOG |
+                     MHD_USE_ITC | MHD_USE_NO_LISTEN_SOCKET;
+    unsigned threads = 0;
+    if (srv->cfg.thread_per_connection) {
+        flags |= MHD_USE_THREAD_PER_CONNECTION;
+    } else {
+        threads = srv->cfg.http_threads;
+        if (threads == 0) {
+            long n = sysconf(_SC_NPROCESSORS_ONLN);
+            threads = n > 0 ? (unsigned)MIN(n, 64) : 2;
+        }
+        flags |= MHD_ALLOW_SUSPEND_RESUME;
+        srv->offload = offload_create(srv->cfg.worker_threads_max, stack);
+    }
     srv->daemon = MHD_start_daemon(
-        flags, 0, NULL, NULL, on_access, srv, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
-        MHD_OPTION_THREAD_STACK_SIZE, stack, MHD_OPTION_CONNECTION_LIMIT, srv->cfg.connection_limit,
-        MHD_OPTION_CONNECTION_TIMEOUT, srv->cfg.connection_timeout_s,
+        flags, 0, NULL, NULL, on_access, srv, MHD_OPTION_THREAD_STACK_SIZE, stack,
+        MHD_OPTION_THREAD_POOL_SIZE, threads > 1 ? threads : 0u, MHD_OPTION_CONNECTION_LIMIT,
+        srv->cfg.connection_limit, MHD_OPTION_CONNECTION_TIMEOUT, srv->cfg.connection_timeout_s,
         MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)srv->cfg.connection_memory,
         MHD_OPTION_CONNECTION_MEMORY_INCREMENT, (size_t)(4 * 1024), MHD_OPTION_NOTIFY_COMPLETED,
         on_completed, srv, MHD_OPTION_URI_LOG_CALLBACK, on_uri, srv, MHD_OPTION_EXTERNAL_LOGGER,
-        on_mhd_log, srv, MHD_OPTION_LISTENING_ADDRESS_REUSE, 1u, MHD_OPTION_END);
+        on_mhd_log, srv, MHD_OPTION_END);
     if (!srv->daemon) {
-        log_error("cannot listen on %s:%u", srv->cfg.listen_addr, srv->cfg.listen_port);
-        return -1;
+        log_error("cannot start the HTTP daemon");
+        goto fail;
     }
-    const union MHD_DaemonInfo *info = MHD_get_daemon_info(srv->daemon, MHD_DAEMON_INFO_LISTEN_FD);
-    struct sockaddr_in bound;
-    socklen_t blen = sizeof(bound);
-    if (info && getsockname(info->listen_fd, (struct sockaddr *)&bound, &blen) == 0)
-        srv->cfg.listen_port = ntohs(bound.sin_port);
+    err = listener_start(srv->listener, add_connection, srv, stack);
+    if (err < 0) {
+        log_error("cannot start the accept thread: %s", strerror(-err));
+        goto fail;
+    }
     printf("shardstore: listening on http://%s:%u\n", srv->cfg.listen_addr, srv->cfg.listen_port);
     fflush(stdout);
-    log_info("listening on %s:%u (a thread per connection, at most %u)", srv->cfg.listen_addr,
-             srv->cfg.listen_port, srv->cfg.connection_limit);
+    if (threads)
+        log_info("listening on %s:%u (%u event-loop threads, at most %u connections and %u "
+                 "workers)",
+                 srv->cfg.listen_addr, srv->cfg.listen_port, threads, srv->cfg.connection_limit,
+                 srv->cfg.worker_threads_max);
+    else
+        log_info("listening on %s:%u (a thread per connection, at most %u)", srv->cfg.listen_addr,
+                 srv->cfg.listen_port, srv->cfg.connection_limit);
     return 0;
+
+fail:
+    listener_close(srv->listener);
+    srv->listener = NULL;
+    if (srv->daemon)
+        MHD_stop_daemon(srv->daemon);
+    srv->daemon = NULL;
+    offload_destroy(srv->offload);
+    srv->offload = NULL;
+    return -1;
 }
 
 void
@@ -758,12 +887,19 @@ http_stop(struct server *srv)
 {
     if (!srv->daemon)
         return;
-    MHD_quiesce_daemon(srv->daemon);
+    listener_stop(srv->listener);
     int64_t deadline = clock_mono_ns() + (int64_t)srv->cfg.shutdown_grace_s * 1000000000;
     while (atomic_load(&srv->in_flight) > 0 && clock_mono_ns() < deadline) {
         struct timespec ts = {0, 10 * 1000 * 1000};
         nanosleep(&ts, NULL);
     }
+    /* Workers finish their steps and resume their connections before the
+     * daemon goes; a step started after this runs on the event thread. */
+    offload_stop(srv->offload);
     MHD_stop_daemon(srv->daemon);
     srv->daemon = NULL;
+    offload_destroy(srv->offload);
+    srv->offload = NULL;
+    listener_close(srv->listener);
+    srv->listener = NULL;
 }

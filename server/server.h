@@ -21,6 +21,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/socket.h>
 
 struct MHD_Connection;
 struct MHD_Response;
@@ -59,13 +60,17 @@ struct config {
     uint32_t connection_memory; /* bytes of MHD's per-connection buffer pool */
     uint32_t connection_limit;
     uint32_t connection_timeout_s;
+    uint32_t http_threads;       /* event-loop threads; 0 = one per core */
+    uint32_t worker_threads_max; /* offload pool for blocking steps */
+    bool thread_per_connection;  /* the older model: no event loop, no pool */
     uint32_t shutdown_grace_s;
     uint64_t max_object_size;
     uint64_t min_part_size; /* multipart: every part but the last (S3: 5 MiB) */
     uint32_t inline_max;    /* objects up to this size are stored in the index */
     int log_level;
-    bool index_nosync;          /* tests only */
-    char secret_key_file[4096]; /* key sealing access-key secrets; "" = DATA/secret.key */
+    bool index_nosync;             /* tests only */
+    uint32_t test_commit_delay_ms; /* tests only: each commit waits this long first */
+    char secret_key_file[4096];    /* key sealing access-key secrets; "" = DATA/secret.key */
 };
 
 /* Fills 'c' with the embedded defaults. */
@@ -93,6 +98,7 @@ struct metrics {
     atomic_uint_fast64_t commits;       /* index transactions */
     atomic_uint_fast64_t committed_ops; /* ops in them */
     atomic_uint_fast64_t auth_failures;
+    atomic_uint_fast64_t offloaded; /* request steps run on a worker */
 };
 
 /* ---- the server ---------------------------------------------------------- */
@@ -105,6 +111,8 @@ struct server {
     struct storage *storage;
     struct committer *committer;
     struct MHD_Daemon *daemon;
+    struct offload *offload; /* NULL with thread_per_connection */
+    struct listener *listener;
     char access_key[129];
     char secret_key[129];
     char owner_id[65]; /* canonical user id of the root user */
@@ -128,6 +136,48 @@ void committer_destroy(struct committer *c);
  * Releases the extents each op freed to storage (deferred for readers).
  */
 int committer_run(struct committer *c, struct index_op *ops, size_t n_ops);
+
+/* ---- blocking work off the event loop (offload.c) ----------------------- */
+
+/* A unit of work for the pool; embedded in its owner, which keeps it alive
+ * until 'fn' runs. 'fn' may free the owner. */
+struct offload_job {
+    struct offload_job *next;
+    void (*fn)(void *arg);
+    void *arg;
+};
+
+struct offload;
+/* Creates a pool that starts up to 'max_workers' threads on demand, each
+ * with a stack of 'stack_len' bytes (0: the default). Caller frees with
+ * offload_destroy. */
+struct offload *offload_create(uint32_t max_workers, size_t stack_len);
+/* Queues 'job' (borrowed until its fn runs) and starts a worker when none
+ * is idle and the limit allows. After offload_stop, or when no worker can
+ * be started at all, runs the job at once on the calling thread. Thread-safe. */
+void offload_submit(struct offload *o, struct offload_job *job);
+/* Workers started so far. */
+uint32_t offload_workers(struct offload *o);
+/* Runs every queued job, joins the workers; later submits run inline. */
+void offload_stop(struct offload *o);
+/* offload_stop, then frees the pool. Accepts NULL. */
+void offload_destroy(struct offload *o);
+
+/* ---- the listening socket (listener.c) ----------------------------------- */
+
+/* Takes ownership of the accepted socket 'fd'. */
+typedef void (*listener_add_fn)(void *ctx, int fd, const struct sockaddr *sa, socklen_t len);
+struct listener;
+/* Binds and listens on IPv4 'addr':'port' (0: any free port, written to
+ * '*bound_port'). Returns 0 or -errno. Caller frees with listener_close. */
+int listener_open(const char *addr, uint16_t port, int backlog, struct listener **out,
+                  uint16_t *bound_port);
+/* Starts the accept thread, which passes each new connection to 'add'. */
+int listener_start(struct listener *l, listener_add_fn add, void *ctx, size_t stack_len);
+/* Stops accepting: wakes and joins the thread, closes the socket. Idempotent. */
+void listener_stop(struct listener *l);
+/* listener_stop, then frees. Accepts NULL. */
+void listener_close(struct listener *l);
 
 /* ---- requests ------------------------------------------------------------- */
 
@@ -211,6 +261,8 @@ struct s3_req {
     bool must_close;                    /* answer with Connection: close */
     struct MHD_Response *deferred_resp; /* queued at the next callback (keep-alive) */
     bool is_responded;
+    bool is_offloaded; /* a step ran on a worker: responses are deferred */
+    struct offload_job job;
     int status;
     uint64_t resp_bytes;
     bool has_pin;

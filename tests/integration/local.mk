@@ -8,7 +8,8 @@ TESTS += \
 	%D%/test_rclone.py \
 	%D%/test_hostile.py \
 	%D%/test_crash.py \
-	%D%/test_concurrency.py
+	%D%/test_concurrency.py \
+	%D%/test_event_loop.py
 
 EXTRA_DIST += \
 	%D%/harness.py \
@@ -18,7 +19,8 @@ EXTRA_DIST += \
 	%D%/test_rclone.py \
 	%D%/test_hostile.py \
 	%D%/test_crash.py \
-	%D%/test_concurrency.py
+	%D%/test_concurrency.py \
+	%D%/test_event_loop.py
 
 check_PROGRAMS += %D%/test_curl
 TESTS += %D%/test_curl

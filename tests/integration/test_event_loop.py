@@ -1,0 +1,209 @@
+"""test_event_loop.py: the event-loop front end never blocks on a commit.
+
+Connections run on a few event-loop threads; steps that may block (commits,
+fdatasync, scrub) run on workers while their connection is suspended. The
+test-only knob test_commit_delay_ms holds every commit open, as a slow disk
+would, and one event-loop thread (http_threads = 1) makes any blocking step
+on it visible to every other connection.
+
+(a) Reads go on while a PUT waits for its commit: GETs and HEADs on other
+    connections all finish while the PUT is still pending.
+(b) Concurrent PUTs still share commits: 24 PUTs that all wait on held
+    commits end in a few index transactions, not 24.
+(c) Every kind of blocking request (DELETE, CreateBucket, multipart,
+    DeleteObjects, CopyObject, scrub) completes through a worker, with the
+    right answer, and keep-alive connections carry on afterwards.
+(d) SIGTERM while requests are suspended on workers: every PUT gets its 200,
+    the server exits 0, and after a restart every object is there.
+(e) More connections than select() could watch (past FD_SETSIZE): 1100
+    keep-alive connections each get their answer.
+"""
+
+import concurrent.futures
+import http.client
+import os
+import resource
+import sys
+import threading
+import time
+
+sys.dont_write_bytecode = True
+sys.path.insert(0, os.path.join(os.environ.get("SHARD_SRCDIR", os.path.join(os.path.dirname(__file__), "..", "..")), "tests", "integration"))
+import harness  # noqa: E402
+from harness import check, eq, same_bytes  # noqa: E402
+
+DELAY_MS = 1500
+
+
+def slow_server(tag, delay_ms=DELAY_MS):
+    return harness.Server(config="http_threads = 1\ntest_commit_delay_ms = %d\n" % delay_ms, tag=tag)
+
+
+def test_reads_during_slow_commit():
+    with slow_server("evl-a") as srv:
+        s3 = srv.client()
+        s3.create_bucket(Bucket="evb")  # one held commit
+        body = harness.random_bytes(200000, seed=1)
+        s3.put_object(Bucket="evb", Key="old", Body=body)  # another
+        done = threading.Event()
+        err = []
+
+        def slow_put():
+            try:
+                srv.client().put_object(Bucket="evb", Key="new", Body=b"x" * 1000)
+            except Exception as e:  # reported below
+                err.append(e)
+            done.set()
+
+        t = threading.Thread(target=slow_put)
+        t.start()
+        # Wait until the PUT is inside its commit (a worker holds it).
+        deadline = time.monotonic() + 10
+        while srv.metric("shardstore_http_workers") < 1 or srv.metric("shardstore_requests_in_flight") < 2:
+            check(time.monotonic() < deadline, "the PUT never reached its commit")
+            time.sleep(0.02)
+        reads = 0
+        for i in range(20):
+            got = s3.get_object(Bucket="evb", Key="old", Range="bytes=%d-%d" % (i * 1000, i * 1000 + 999))["Body"].read()
+            same_bytes(got, body[i * 1000:i * 1000 + 1000], "range %d" % i)
+            eq(s3.head_object(Bucket="evb", Key="old")["ContentLength"], len(body), "HEAD")
+            reads += 2
+        check(not done.is_set(), "%d reads on one event-loop thread waited for a held commit" % reads)
+        t.join(timeout=30)
+        check(not err, "the slow PUT failed: %r" % err)
+        eq(s3.get_object(Bucket="evb", Key="new")["Body"].read(), b"x" * 1000, "the slow PUT's object")
+
+
+def test_puts_share_commits():
+    with slow_server("evl-b", delay_ms=500) as srv:
+        s3 = srv.client(max_pool_connections=32)
+        s3.create_bucket(Bucket="evb")
+        before = srv.metric("shardstore_index_commits_total")
+        n = 24
+        start = threading.Barrier(n)
+
+        def put(i):
+            start.wait()
+            s3.put_object(Bucket="evb", Key="k%02d" % i, Body=b"v%d" % i)
+
+        with concurrent.futures.ThreadPoolExecutor(max_workers=n) as ex:
+            list(ex.map(put, range(n)))
+        commits = srv.metric("shardstore_index_commits_total") - before
+        check(commits <= 8, "%d concurrent PUTs took %d commits: they are not batched" % (n, commits))
+        print("     %d PUTs in %d commits, %d workers" % (n, commits, srv.metric("shardstore_http_workers")), flush=True)
+        for i in range(n):
+            eq(s3.get_object(Bucket="evb", Key="k%02d" % i)["Body"].read(), b"v%d" % i, "k%02d" % i)
+
+
+def test_every_blocking_kind():
+    with slow_server("evl-c", delay_ms=50) as srv:
+        s3 = srv.client()
+        s3.create_bucket(Bucket="src")
+        s3.put_object(Bucket="src", Key="a", Body=b"alpha")
+        s3.copy_object(Bucket="src", Key="a-copy", CopySource={"Bucket": "src", "Key": "a"})
+        eq(s3.get_object(Bucket="src", Key="a-copy")["Body"].read(), b"alpha", "copy")
+        up = s3.create_multipart_upload(Bucket="src", Key="mp")["UploadId"]
+        p1 = s3.upload_part(Bucket="src", Key="mp", UploadId=up, PartNumber=1, Body=b"P" * (5 << 20))
+        p2 = s3.upload_part(Bucket="src", Key="mp", UploadId=up, PartNumber=2, Body=b"Q" * 10)
+        s3.complete_multipart_upload(Bucket="src", Key="mp", UploadId=up, MultipartUpload={"Parts": [
+            {"PartNumber": 1, "ETag": p1["ETag"]}, {"PartNumber": 2, "ETag": p2["ETag"]}]})
+        eq(s3.head_object(Bucket="src", Key="mp")["ContentLength"], (5 << 20) + 10, "multipart size")
+        up2 = s3.create_multipart_upload(Bucket="src", Key="gone")["UploadId"]
+        s3.abort_multipart_upload(Bucket="src", Key="gone", UploadId=up2)
+        r = s3.delete_objects(Bucket="src", Delete={"Objects": [{"Key": "a"}, {"Key": "a-copy"}]})
+        eq(sorted(d["Key"] for d in r["Deleted"]), ["a", "a-copy"], "DeleteObjects")
+        s3.delete_object(Bucket="src", Key="mp")
+        with harness.client_error(("404", "NoSuchKey"), 404):
+            s3.head_object(Bucket="src", Key="mp")
+        # The scrub endpoint (POST, no body) runs on a worker too.
+        r = srv.request("POST", "/_/scrub")
+        eq(r.status, 200, "scrub")
+        # Errors from a worker step are S3 errors like any other.
+        r = srv.request("DELETE", "/nosuchbucket")
+        harness.expect_s3_error(r.status, r.body, 404, "NoSuchBucket", "DELETE of a missing bucket")
+        s3.delete_bucket(Bucket="src")
+        # One keep-alive connection: a worker step, then GETs, then another.
+        conn = srv.connect()
+        for method, path, want in (("PUT", "/kal", 200), ("GET", "/kal", 200), ("DELETE", "/kal", 204),
+                                   ("GET", "/kal", 404)):
+            h = srv.sign(method, path)
+            conn.request(method, path, headers=h)
+            resp = conn.getresponse()
+            resp.read()
+            eq(resp.status, want, "%s %s on one keep-alive connection" % (method, path))
+        conn.close()
+        check(srv.metric("shardstore_http_offloaded_total") >= 10, "blocking steps were not offloaded")
+
+
+def test_sigterm_with_suspended_requests():
+    srv = slow_server("evl-d", delay_ms=1000)
+    with srv:
+        s3 = srv.client(max_pool_connections=8)
+        s3.create_bucket(Bucket="evb")
+        results = {}
+
+        def put(i):
+            try:
+                r = s3.put_object(Bucket="evb", Key="k%d" % i, Body=b"data%d" % i)
+                results[i] = r["ResponseMetadata"]["HTTPStatusCode"]
+            except Exception as e:
+                results[i] = repr(e)
+
+        threads = [threading.Thread(target=put, args=(i,)) for i in range(4)]
+        for t in threads:
+            t.start()
+        deadline = time.monotonic() + 10
+        while srv.metric("shardstore_requests_in_flight") < 5:  # 4 PUTs + this metrics request
+            check(time.monotonic() < deadline, "the PUTs never got in flight")
+            time.sleep(0.02)
+        problems = srv.stop()
+        for t in threads:
+            t.join(timeout=30)
+        check(not problems, "stop with suspended requests: %s" % problems)
+        eq(results, {i: 200 for i in range(4)}, "PUTs acknowledged across SIGTERM")
+        srv.start()
+        s3 = srv.client()
+        for i in range(4):
+            eq(s3.get_object(Bucket="evb", Key="k%d" % i)["Body"].read(), b"data%d" % i, "k%d after restart" % i)
+
+
+def test_many_connections():
+    n = 1100
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    want = n * 2 + 200
+    if hard != resource.RLIM_INFINITY and hard < want:
+        raise harness.Skip("RLIMIT_NOFILE hard limit %d < %d" % (hard, want))
+    resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, want), hard))
+    # The server inherits the raised limit.
+    with harness.Server(config="connection_limit = 4096\n", tag="evl-e") as srv:
+        s3 = srv.client()
+        s3.create_bucket(Bucket="evb")
+        s3.put_object(Bucket="evb", Key="o", Body=b"0123456789")
+        conns = []
+        try:
+            for _ in range(n):
+                c = srv.connect(timeout=60)
+                c.connect()
+                conns.append(c)
+            h = srv.sign("GET", "/evb/o")
+            for c in conns:
+                c.request("GET", "/evb/o", headers=dict(h, Range="bytes=2-5"))
+            for i, c in enumerate(conns):
+                resp = c.getresponse()
+                body = resp.read()
+                eq((resp.status, body), (206, b"2345"), "answer on connection %d of %d" % (i, n))
+            # Every connection is still usable (keep-alive).
+            for c in conns[::50]:
+                c.request("GET", "/evb/o", headers=h)
+                resp = c.getresponse()
+                eq((resp.status, resp.read()), (200, b"0123456789"), "second request")
+        finally:
+            for c in conns:
+                c.close()
+
+
+TESTS = [test_reads_during_slow_commit, test_puts_share_commits, test_every_blocking_kind,
+         test_sigterm_with_suspended_requests, test_many_connections]
+
+if __name__ == "__main__":
+    harness.main(TESTS, shared_server=False)
