@@ -127,12 +127,18 @@ slice_next(struct slice *s, char sep, struct slice *head)
     return true;
 }
 
-static bool
-is_unreserved(unsigned char c)
-{
-    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' ||
-           c == '_' || c == '.' || c == '~';
-}
+/* unreserved[c]: byte c stays as is in a SigV4 URI encoding. */
+static const bool unreserved[256] = {
+    ['A'] = 1, ['B'] = 1, ['C'] = 1, ['D'] = 1, ['E'] = 1, ['F'] = 1, ['G'] = 1, ['H'] = 1,
+    ['I'] = 1, ['J'] = 1, ['K'] = 1, ['L'] = 1, ['M'] = 1, ['N'] = 1, ['O'] = 1, ['P'] = 1,
+    ['Q'] = 1, ['R'] = 1, ['S'] = 1, ['T'] = 1, ['U'] = 1, ['V'] = 1, ['W'] = 1, ['X'] = 1,
+    ['Y'] = 1, ['Z'] = 1, ['a'] = 1, ['b'] = 1, ['c'] = 1, ['d'] = 1, ['e'] = 1, ['f'] = 1,
+    ['g'] = 1, ['h'] = 1, ['i'] = 1, ['j'] = 1, ['k'] = 1, ['l'] = 1, ['m'] = 1, ['n'] = 1,
+    ['o'] = 1, ['p'] = 1, ['q'] = 1, ['r'] = 1, ['s'] = 1, ['t'] = 1, ['u'] = 1, ['v'] = 1,
+    ['w'] = 1, ['x'] = 1, ['y'] = 1, ['z'] = 1, ['0'] = 1, ['1'] = 1, ['2'] = 1, ['3'] = 1,
+    ['4'] = 1, ['5'] = 1, ['6'] = 1, ['7'] = 1, ['8'] = 1, ['9'] = 1, ['-'] = 1, ['_'] = 1,
+    ['.'] = 1, ['~'] = 1,
+};
 
 /* Appends 's' URI-encoded per SigV4: unreserved bytes kept, all others %XX. */
 static void
@@ -140,36 +146,47 @@ uri_encode(struct buf *b, const char *s, size_t len)
 {
     static const char hex[] = "0123456789ABCDEF";
     buf_reserve(b, len * 3);
+    char *o = b->ptr + b->len;
     for (size_t i = 0; i < len; i++) {
         unsigned char c = (unsigned char)s[i];
-        if (is_unreserved(c)) {
-            b->ptr[b->len++] = (char)c;
+        if (unreserved[c]) {
+            *o++ = (char)c;
         } else {
-            b->ptr[b->len++] = '%';
-            b->ptr[b->len++] = hex[c >> 4];
-            b->ptr[b->len++] = hex[c & 15];
+            o[0] = '%';
+            o[1] = hex[c >> 4];
+            o[2] = hex[c & 15];
+            o += 3;
         }
     }
+    b->len = (size_t)(o - b->ptr);
 }
 
 /* Percent-decodes 'in' into 'out' (room for in.len bytes) and returns the
  * decoded length. '+' stays a literal '+'; a '%' not followed by two hex
- * digits is kept as is, so that it re-encodes to %25. */
+ * digits is kept as is, so that it re-encodes to %25. Runs without '%'
+ * are copied whole. */
 static size_t
 pct_decode(struct slice in, char *out)
 {
-    size_t o = 0;
-    for (size_t i = 0; i < in.len; i++) {
-        if (in.ptr[i] == '%' && i + 2 < in.len) {
+    size_t o = 0, i = 0;
+    while (i < in.len) {
+        const char *pct = memchr(in.ptr + i, '%', in.len - i);
+        size_t run = pct ? (size_t)(pct - (in.ptr + i)) : in.len - i;
+        memcpy(out + o, in.ptr + i, run);
+        o += run;
+        i += run;
+        if (i >= in.len)
+            break;
+        if (i + 2 < in.len) {
             int hi = hexval((unsigned char)in.ptr[i + 1]);
             int lo = hexval((unsigned char)in.ptr[i + 2]);
             if (hi >= 0 && lo >= 0) {
                 out[o++] = (char)(hi << 4 | lo);
-                i += 2;
+                i += 3;
                 continue;
             }
         }
-        out[o++] = in.ptr[i];
+        out[o++] = in.ptr[i++];
     }
     return o;
 }

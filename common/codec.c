@@ -133,3 +133,78 @@ hex_decode(const char *in, size_t len, void *out)
     }
     return 0;
 }
+
+/* Civil date of 'days' since 1970-01-01, proleptic Gregorian (H. Hinnant's
+ * civil_from_days). */
+static void
+civil_from_days(int64_t days, int64_t *y, unsigned *m, unsigned *d)
+{
+    days += 719468;
+    int64_t era = (days >= 0 ? days : days - 146096) / 146097;
+    unsigned doe = (unsigned)(days - era * 146097);
+    unsigned yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+    unsigned doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    unsigned mp = (5 * doy + 2) / 153;
+    *d = doy - (153 * mp + 2) / 5 + 1;
+    *m = mp < 10 ? mp + 3 : mp - 9;
+    *y = (int64_t)yoe + era * 400 + (*m <= 2);
+}
+
+static char *
+put2(char *p, unsigned v)
+{
+    p[0] = (char)('0' + v / 10);
+    p[1] = (char)('0' + v % 10);
+    return p + 2;
+}
+
+size_t
+http_date_format(int64_t s, char *out)
+{
+    static const char wdays[] = "ThuFriSatSunMonTueWed"; /* 1970-01-01 was a Thursday */
+    static const char months[] = "JanFebMarAprMayJunJulAugSepOctNovDec";
+    int64_t days = s >= 0 ? s / 86400 : -((-s + 86399) / 86400);
+    unsigned secs = (unsigned)(s - days * 86400);
+    int64_t y;
+    unsigned m, d;
+    civil_from_days(days, &y, &m, &d);
+    if (y < 0)
+        y = 0;
+    if (y > 9999)
+        y = 9999;
+    unsigned wd = (unsigned)(((days % 7) + 7) % 7);
+    char *p = out;
+    memcpy(p, wdays + wd * 3, 3);
+    p += 3;
+    *p++ = ',';
+    *p++ = ' ';
+    p = put2(p, d);
+    *p++ = ' ';
+    memcpy(p, months + (m - 1) * 3, 3);
+    p += 3;
+    *p++ = ' ';
+    p = put2(p, (unsigned)(y / 100));
+    p = put2(p, (unsigned)(y % 100));
+    *p++ = ' ';
+    p = put2(p, secs / 3600);
+    *p++ = ':';
+    p = put2(p, secs / 60 % 60);
+    *p++ = ':';
+    p = put2(p, secs % 60);
+    memcpy(p, " GMT", 5);
+    return (size_t)(p + 4 - out);
+}
+
+size_t
+u64_format(uint64_t v, char *out)
+{
+    char tmp[20];
+    size_t n = 0;
+    do {
+        tmp[n++] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    for (size_t i = 0; i < n; i++)
+        out[i] = tmp[n - 1 - i];
+    return n;
+}

@@ -99,6 +99,13 @@ long base64_decode(const char *in, size_t len, void *out);
 
 /* Lower-case hex; 'out' gets 2n chars plus a NUL. */
 void hex_encode(const void *in, size_t n, char *out);
+/* Writes the IMF-fixdate of 's' seconds since the epoch (RFC 9110, e.g.
+ * "Sun, 06 Nov 1994 08:49:37 GMT", 29 bytes) and a NUL into 'out' (>= 30
+ * bytes), as strftime("%a, %d %b %Y %H:%M:%S GMT") of gmtime would, for
+ * years 0 to 9999, without the time-zone lock gmtime takes. Returns 29. */
+size_t http_date_format(int64_t s, char *out);
+/* Writes 'v' in decimal (no NUL) into 'out' (>= 20 bytes); returns the length. */
+size_t u64_format(uint64_t v, char *out);
 /* Returns 0 and fills 'out' with len/2 bytes, or -1 when not even-length hex. */
 int hex_decode(const char *in, size_t len, void *out);
 

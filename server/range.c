@@ -15,6 +15,7 @@
 
 #include <inttypes.h>
 #include <stdio.h>
+#include <string.h>
 
 /* A run of decimal digits: its text and its value, saturated at UINT64_MAX. */
 struct range_num {
@@ -149,8 +150,24 @@ range_fit(int n, size_t cap)
 int
 range_format_content_range(const struct range *r, uint64_t size, char *out, size_t cap)
 {
-    int n = snprintf(out, cap, "bytes %" PRIu64 "-%" PRIu64 "/%" PRIu64, r->first, r->last, size);
-    return range_fit(n, cap);
+    char tmp[6 + 3 * 20 + 2 + 1];
+    char *p = tmp;
+    memcpy(p, "bytes ", 6);
+    p += 6;
+    p += u64_format(r->first, p);
+    *p++ = '-';
+    p += u64_format(r->last, p);
+    *p++ = '/';
+    p += u64_format(size, p);
+    /* snprintf's contract, without its cost on every 206: the text is cut
+     * to fit and always terminated, and a cut is reported as -1. */
+    size_t n = (size_t)(p - tmp);
+    if (cap == 0)
+        return -1;
+    size_t k = MIN(n, cap - 1);
+    memcpy(out, tmp, k);
+    out[k] = '\0';
+    return k == n ? (int)n : -1;
 }
 
 int

@@ -11,12 +11,16 @@
 void
 s3_format_etag(const uint8_t md5[16], uint32_t parts, char *out)
 {
-    char hex[33];
-    hex_encode(md5, 16, hex);
-    if (parts)
-        snprintf(out, 48, "\"%s-%u\"", hex, parts);
-    else
-        snprintf(out, 48, "\"%s\"", hex);
+    char *p = out;
+    *p++ = '"';
+    hex_encode(md5, 16, p); /* 32 digits and a NUL */
+    p += 32;
+    if (parts) {
+        *p++ = '-';
+        p += u64_format(parts, p);
+    }
+    *p++ = '"';
+    *p = '\0';
 }
 
 bool
@@ -45,10 +49,10 @@ s3_parse_etag(struct slice s, uint8_t md5[16])
 void
 s3_format_http_date(int64_t ns, char *out)
 {
-    time_t t = (time_t)(ns / 1000000000);
-    struct tm tm;
-    gmtime_r(&t, &tm);
-    strftime(out, 40, "%a, %d %b %Y %H:%M:%S GMT", &tm);
+    int64_t s = ns / 1000000000;
+    if (ns < 0 && s * 1000000000 != ns)
+        s--; /* floor, as gmtime of the truncated time_t would not */
+    http_date_format(s, out);
 }
 
 void
