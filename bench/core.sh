@@ -11,6 +11,8 @@
 #                      BENCH_RANGE_BYTES at random offsets (half 4 KiB-aligned, half not) on the
 #                      presigned URL, so the signature is verified on every request; req/s,
 #                      p50/p99, and the server's CPU (cores busy, CPU s per run).
+#   range_64k_many     the same with BENCH_CONC_MANY connections (shardstore and nginx): what
+#                      thousands of data-loader readers look like to the server.
 #   put_single_stream  1 GiB single PUT into shardstore with curl -T:
 #                      unsigned   x-amz-content-sha256: UNSIGNED-PAYLOAD (server hashes MD5 only)
 #                      sha256     x-amz-content-sha256: <hex> precomputed (server: MD5 + SHA-256)
@@ -29,6 +31,7 @@
 # Env knobs (defaults):
 #   BENCH_PEERS="nginx ceph"   peers to run beside shardstore ("" for shardstore alone)
 #   BENCH_RUNS=3  BENCH_SIZE_MB=1024  BENCH_FILE=/tmp/bench-${SIZE}MiB.bin (shared with peers/bench.sh)
+#   BENCH_CONC_MANY=512 ("" to skip)
 #   BENCH_CONC=16 BENCH_RANGE_SECS=8 BENCH_RANGE_BYTES=65536 BENCH_WRK_THREADS=2
 #   BENCH_RANGE_ALIGN=mixed    mixed | N (offsets are multiples of N; 1 = any byte)
 #   BENCH_SMALL_N=20000 BENCH_SMALL_SECS=10 BENCH_SMALL_CONC=16 BENCH_SMALL_SIZE=4096
@@ -37,7 +40,9 @@
 #                              to be quiet (others using <= MAX_BUSY cores); the level seen is reported
 #   BENCH_DATA=/tmp/shardstore-core-bench   scratch dir (shardstore data, nginx docroot, dd file;
 #                              needs ~2.5 GiB free; removed at the end unless BENCH_KEEP=1)
-#   BENCH_CONN_MEMORY=64K      shardstore "connection_memory" (MHD's per-connection pool)
+#   BENCH_CONN_MEMORY=32K      shardstore "connection_memory" (MHD's per-connection pool)
+#   BENCH_EXTRA_CONF=""        more shardstore config lines ('\n'-separated), e.g.
+#                              "thread_per_connection = on" to measure the older connection model
 #   BENCH_NGINX_PORT=18081 BENCH_CEPH_PORT=18084  BENCH_PAUSE=2 (idle s before each timed run)
 #   SHARDSTORE_BIN             default: /tmp/build-bench/shardstore, else ./shardstore
 #   SHARD_BIN                  default: shard next to SHARDSTORE_BIN
@@ -55,6 +60,7 @@ SIZE_MB=${BENCH_SIZE_MB:-1024}
 SIZE=$((SIZE_MB * 1024 * 1024))
 FILE=${BENCH_FILE:-/tmp/bench-${SIZE_MB}MiB.bin}
 CONC=${BENCH_CONC:-16}
+MANY=${BENCH_CONC_MANY-512}
 RSECS=${BENCH_RANGE_SECS:-8}
 RBYTES=${BENCH_RANGE_BYTES:-65536}
 RALIGN=${BENCH_RANGE_ALIGN:-mixed}
@@ -65,7 +71,7 @@ SMALL_CONC=${BENCH_SMALL_CONC:-16}
 SMALL_SIZE=${BENCH_SMALL_SIZE:-4096}
 SKIP=" ${BENCH_SKIP:-} "
 DATA=${BENCH_DATA:-/tmp/shardstore-core-bench}
-CONN_MEMORY=${BENCH_CONN_MEMORY:-64K}
+CONN_MEMORY=${BENCH_CONN_MEMORY:-32K}
 NGINX_PORT=${BENCH_NGINX_PORT:-18081}
 CEPH_PORT=${BENCH_CEPH_PORT:-18084}
 PAUSE=${BENCH_PAUSE:-2}
@@ -88,6 +94,8 @@ csv() { echo $* | tr ' ' ,; }
 kv() { echo "$2" | tr ' ' '\n' | awk -F= -v k="$1" '$1==k{print $2; exit}'; }
 mibs_of() { awk -v s="$1" -v b="$2" 'BEGIN{ if (s>0) printf "%.1f", b/1048576/s; else print "nan"}'; }
 
+# A fresh machine lacks the load tools: the project's setup installs them.
+for c in curl wrk python3 openssl awk; do command -v $c >/dev/null || { "$SRC/scripts/setup.sh" --bench >&2 || die "setup.sh --bench failed"; break; }; done
 for c in curl wrk python3 openssl awk; do command -v $c >/dev/null || die "$c missing"; done
 python3 -c 'import boto3' 2>/dev/null || die "python3 boto3 missing"
 
@@ -189,6 +197,7 @@ ss_start() { # ss_start DATADIR GROUP_COMMIT
   rm -rf "$dir"; mkdir -p "$dir"
   printf 'volume_size = %s\ngroup_commit = %s\nconnection_memory = %s\ninline_max = 0\nlog_level = warn\n' \
     "${BENCH_VOLUME_SIZE:-8G}" "$gc" "$CONN_MEMORY" > "$dir.conf"
+  [ -z "${BENCH_EXTRA_CONF:-}" ] || printf '%b\n' "$BENCH_EXTRA_CONF" >> "$dir.conf"
   : > "$W/ss.out"   # exists before the background child opens it (sed polls it below)
   SHARDSTORE_ACCESS_KEY=$AK SHARDSTORE_SECRET_KEY=$SK \
     "$BIN" --config "$dir.conf" --listen 127.0.0.1:0 --data "$dir" > "$W/ss.out" 2> "$W/ss.err" &
@@ -287,8 +296,8 @@ measure_get() {
   echo "RESULT detail server=$name metric=get_single_stream MiB_s=$(f1 "${GET_MED[$name]}") runs=${GET_RUNS[$name]}"
 }
 # measure_range NAME URL PIDS...: wrk random-range runs; CPU of PIDS during each run
-measure_range() {
-  local name=$1 url=$2; shift 2
+measure_range() { # RCONC=N overrides the connection count
+  local name=$1 url=$2 conc=${RCONC:-$CONC}; shift 2
   local pids="$*" i rr="" p50="" p99="" cores="" cpus="" errs=0 mach=""
   local path=/${url#http://*/} ep=${url%%/${url#http://*/}}
   export BR_SIZE=$SIZE BR_LEN=$RBYTES BR_ALIGN=$RALIGN BR_PATH=$path
@@ -297,7 +306,7 @@ measure_range() {
     local c0 c1 w0 w1 st
     local m0 m1
     c0=$(cpu_ticks $pids); read -r m0 _ < <(busy_jiffies); w0=$(now)
-    timeout $((RSECS + 40)) wrk -t"$WTHREADS" -c"$CONC" -d"${RSECS}s" --timeout 10s -s "$W/range.lua" "$ep" > "$W/wrk.out" 2>&1 \
+    timeout $((RSECS + 40)) wrk -t"$WTHREADS" -c"$conc" -d"${RSECS}s" --timeout 10s -s "$W/range.lua" "$ep" > "$W/wrk.out" 2>&1 \
       || { cat "$W/wrk.out" >&2; die "$name: wrk failed"; }
     c1=$(cpu_ticks $pids); read -r m1 _ < <(busy_jiffies); w1=$(now)
     mach="$mach $(busy_cores "$m0" "$m1" "$w0" "$w1")"
@@ -319,7 +328,7 @@ measure_range() {
   RNG_MED[$name]=$(echo $rr | median); RNG_RUNS[$name]=$(csv $rr)
   RNG_P50[$name]=$(echo $p50 | median); RNG_P99[$name]=$(echo $p99 | median); RNG_ERR[$name]=$errs
   RNG_CORES[$name]=$( [ -n "$cores" ] && echo $cores | median || echo nan); RNG_CPUS[$name]=$( [ -n "$cpus" ] && echo $cpus | median || echo nan)
-  echo "RESULT detail server=$name metric=range_64k req_s=$(f1 "${RNG_MED[$name]}") runs=${RNG_RUNS[$name]} p50_ms=${RNG_P50[$name]} p99_ms=${RNG_P99[$name]} errors=$errs server_cores=${RNG_CORES[$name]} server_cpu_s_per_run=${RNG_CPUS[$name]} (${RSECS}s runs; cpu of pids $(csv $pids)) machine_busy_cores=$(csv $mach) (server+wrk+others, of $(nproc)) conc=$CONC range_bytes=$RBYTES align=$RALIGN"
+  echo "RESULT detail server=$name metric=range_64k req_s=$(f1 "${RNG_MED[$name]}") runs=${RNG_RUNS[$name]} p50_ms=${RNG_P50[$name]} p99_ms=${RNG_P99[$name]} errors=$errs server_cores=${RNG_CORES[$name]} server_cpu_s_per_run=${RNG_CPUS[$name]} (${RSECS}s runs; cpu of pids $(csv $pids)) machine_busy_cores=$(csv $mach) (server+wrk+others, of $(nproc)) conc=$conc range_bytes=$RBYTES align=$RALIGN"
 }
 
 # ---------------- machine baselines: MD5/SHA-256 on one core, direct-I/O dd ----------------
@@ -417,6 +426,7 @@ af1=$(ss_metric shardstore_auth_failures_total)
 [ "${af1:-0}" -gt "${af0:-0}" ] || die "shardstore: auth_failures_total did not move on a tampered URL"
 skip get || { quiet shardstore_get; measure_get shardstore "$SS_URL"; HWM_GET=$(hwm_mib "$SS_PID"); }
 skip range || { quiet shardstore_range; measure_range shardstore "$SS_URL" "$SS_PID"; HWM_RANGE=$(hwm_mib "$SS_PID"); }
+skip range || [ -z "$MANY" ] || { quiet shardstore_range_many; RCONC=$MANY measure_range shardstore_many "$SS_URL" "$SS_PID"; HWM_RANGE=$(hwm_mib "$SS_PID"); }
 ss_stop
 rm -rf "$DATA/ss-big"
 
@@ -466,6 +476,7 @@ if peer_on nginx; then
   skip get || { quiet nginx_get; measure_get nginx "$NG_URL"; }
   skip range || quiet nginx_range
   skip range || measure_range nginx "$NG_URL" $NG_PIDS
+  skip range || [ -z "$MANY" ] || RCONC=$MANY measure_range nginx_many "$NG_URL" $NG_PIDS
   "$PEERS_DIR/nginx/stop.sh" "$NGINX_PORT" "$DATA/nginx" >&2; STARTED_NGINX=""
   rm -rf "$DATA/nginx"
 fi
@@ -509,6 +520,9 @@ echo "RESULT ===== side by side (medians of $RUNS) ====="
 [ -n "${GET_MED[shardstore]:-}" ] && echo "RESULT get_single_stream$(side GET_MED MiB/s) goal_vs_nginx>=1.0"
 if [ -n "${RNG_MED[shardstore]:-}" ]; then
   echo "RESULT range_64k_rps$(side RNG_MED req/s) goal_vs_nginx>=0.9 conc=$CONC secs=$RSECS align=$RALIGN"
+  if [ -n "${RNG_MED[shardstore_many]:-}" ]; then
+    echo "RESULT range_64k_rps_many shardstore=$(f1 "${RNG_MED[shardstore_many]}") req/s nginx=$(f1 "${RNG_MED[nginx_many]:-nan}") req/s ratio_vs_nginx=$(ratio "${RNG_MED[shardstore_many]}" "${RNG_MED[nginx_many]:-nan}") p50/p99 shardstore=${RNG_P50[shardstore_many]}/${RNG_P99[shardstore_many]}ms nginx=${RNG_P50[nginx_many]:-nan}/${RNG_P99[nginx_many]:-nan}ms conc=$MANY errors=${RNG_ERR[shardstore_many]}"
+  fi
   l=""; for s in shardstore nginx ceph; do [ -n "${RNG_MED[$s]:-}" ] && l="$l $s=${RNG_P50[$s]}/${RNG_P99[$s]}ms"; done
   echo "RESULT range_64k_latency_p50/p99$l"
   l=""; for s in shardstore nginx ceph; do [ -n "${RNG_MED[$s]:-}" ] && l="$l $s=${RNG_CORES[$s]}cores(${RNG_CPUS[$s]}cpu_s) req_per_cpu_s=$(ratio "${RNG_MED[$s]}" "${RNG_CORES[$s]}")"; done

@@ -38,6 +38,7 @@
 #   BENCH_VOLUME_SIZE=8G BENCH_MAX_VOLUMES=2   shardstore volume_size / max_volumes
 #   BENCH_COMPLETE_PARTS="100 1000 10000" BENCH_TINY_PART=1024 BENCH_BIG_PARTS=100 (x 5 MiB, x 64 MiB)
 #   BENCH_SKIP=""                words among: dd ceph boto3 perf complete big
+#   BENCH_EXTRA_CONF=""          more shardstore config lines ('\n'-separated)
 #   BENCH_CEPH_PORT=18094        (core.sh uses 18084)
 #   BENCH_WAIT_IDLE=30 BENCH_MAX_BUSY=0.3  before each phase wait up to this long for the machine to
 #                                be quiet (others using <= MAX_BUSY cores); the level seen is reported
@@ -88,8 +89,11 @@ csv() { echo $* | tr ' ' ,; }
 kv() { echo "$2" | tr ' ' '\n' | awk -F= -v k="$1" '$1==k{print $2; exit}'; }
 mibs_of() { awk -v s="$1" -v b="$2" 'BEGIN{ if (s>0) printf "%.1f", b/1048576/s; else print "nan"}'; }
 
+# A fresh machine lacks the load tools: the project's setup installs them.
+for c in curl python3 awk gcc cmp shuf; do command -v $c >/dev/null || { "$SRC/scripts/setup.sh" --bench >&2 || die "setup.sh --bench failed"; break; }; done
 for c in curl python3 awk gcc cmp shuf; do command -v $c >/dev/null || die "$c missing"; done
 skip boto3 || python3 -c 'import boto3' 2>/dev/null || die "python3 boto3 missing (or BENCH_SKIP=boto3)"
+skip perf || command -v perf >/dev/null || "$SRC/scripts/setup.sh" --bench >&2 || true
 skip perf || command -v perf >/dev/null || die "perf missing (or BENCH_SKIP=perf)"
 
 W=$(mktemp -d /tmp/mp-bench.XXXXXX)
@@ -183,6 +187,7 @@ ss_start() { # ss_start DATADIR MIN_PART_SIZE
   rm -rf "$dir"; mkdir -p "$dir"
   printf 'volume_size = %s\nmax_volumes = %s\ngroup_commit = on\nmin_part_size = %s\nlog_level = warn\n' \
     "$VOLSIZE" "$MAXVOL" "$mps" > "$dir.conf"
+  [ -z "${BENCH_EXTRA_CONF:-}" ] || printf '%b\n' "$BENCH_EXTRA_CONF" >> "$dir.conf"
   : > "$W/ss.out"
   SHARDSTORE_ACCESS_KEY=$AK SHARDSTORE_SECRET_KEY=$SK \
     "$BIN" --config "$dir.conf" --listen 127.0.0.1:0 --data "$dir" > "$W/ss.out" 2> "$W/ss.err" &

@@ -8,9 +8,14 @@ BUILD_PKGS="autoconf automake libtool pkg-config make gcc libmicrohttpd-dev libs
   liburing-dev liblmdb-dev libxxhash-dev libexpat1-dev libcurl4-openssl-dev zlib1g-dev curl"
 TEST_PKGS="s3cmd rclone clang libclang-rt-14-dev clang-format cppcheck"
 OPTIONAL_PKGS="libibverbs-dev librdmacm-dev"
+# What bench/*.sh drive the servers with (the peers install their own servers).
+BENCH_PKGS="wrk linux-perf binutils"
 
 want="$BUILD_PKGS"
-[ "${1:-}" = "--test" ] && want="$want $TEST_PKGS"
+case "${1:-}" in
+    --test) want="$want $TEST_PKGS" ;;
+    --bench) want="$want $BENCH_PKGS" ;;
+esac
 missing=()
 for p in $want; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
