@@ -60,7 +60,7 @@ struct config {
     uint32_t connection_memory; /* bytes of MHD's per-connection buffer pool */
     uint32_t connection_limit;
     uint32_t connection_timeout_s;
-    uint32_t http_threads;       /* event-loop threads; 0 = one per core */
+    uint32_t http_threads;       /* event-loop threads; 0 = cores + 1 */
     uint32_t worker_threads_max; /* offload pool for blocking steps */
     bool thread_per_connection;  /* the older model: no event loop, no pool */
     uint32_t shutdown_grace_s;
