@@ -490,6 +490,27 @@ list_has(struct slice list, const char *name)
     return false;
 }
 
+/* Returns true when the request carries an x-amz-* header that the ';'-list
+ * 'signed_headers' does not name. S3 refuses such requests: the signature
+ * would not cover a header that changes the operation (x-amz-copy-source,
+ * x-amz-acl, x-amz-metadata-directive, ...). */
+static bool
+has_unsigned_amz_header(const struct auth_request *req, struct slice signed_headers)
+{
+    for (size_t i = 0; i < req->n_headers; i++) {
+        struct slice n = req->headers[i].name;
+        if (n.len < 6 || !auth__eq_nocase((struct slice){n.ptr, 6}, SLICE_LIT("x-amz-")))
+            continue;
+        bool is_signed = false;
+        struct slice list = signed_headers, item;
+        while (!is_signed && slice_next(&list, ';', &item))
+            is_signed = auth__eq_nocase(item, n);
+        if (!is_signed)
+            return true;
+    }
+    return false;
+}
+
 /* Derives the SigV4 signing key for 'date8' and 'region' (service s3). */
 static void
 derive_key(const char *secret, struct slice date8, struct slice region, uint8_t out[32])
@@ -694,6 +715,10 @@ verify_common(const struct auth_request *req, const struct sigv4_input *in,
         r = AUTH_BAD_SIGNATURE;
         goto fail;
     }
+    if (has_unsigned_amz_header(req, in->signed_headers)) {
+        r = AUTH_HEADERS_NOT_SIGNED;
+        goto fail;
+    }
     memcpy(out->seed_signature, want, 65);
     r = AUTH_OK;
 fail:
@@ -865,6 +890,8 @@ auth_result_name(enum auth_result r)
         return "AuthorizationQueryParametersError";
     case AUTH_BAD_REGION:
         return "AuthorizationHeaderMalformedRegion";
+    case AUTH_HEADERS_NOT_SIGNED:
+        return "AccessDeniedHeadersNotSigned";
     }
     return "Unknown";
 }

@@ -141,6 +141,10 @@ authenticate(struct s3_req *r, bool allow_anonymous)
     case AUTH_EXPIRED:
         s3_respond_error(r, S3_ERR_ACCESS_DENIED, "Request has expired");
         break;
+    case AUTH_HEADERS_NOT_SIGNED:
+        s3_respond_error(r, S3_ERR_ACCESS_DENIED,
+                         "There were headers present in the request which were not signed");
+        break;
     case AUTH_OK:
         break;
     }

@@ -41,7 +41,7 @@ fail(const char *what)
 static void
 check_verdict(enum auth_result r, const struct auth_verdict *v)
 {
-    if ((int)r < AUTH_OK || (int)r > AUTH_BAD_REGION)
+    if ((int)r < AUTH_OK || (int)r > AUTH_HEADERS_NOT_SIGNED)
         fail("result outside the enum");
     if (r != AUTH_OK)
         return;

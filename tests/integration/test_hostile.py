@@ -221,6 +221,47 @@ def test_bad_authorization(srv):
     alive(srv, "bad Authorization headers")
 
 
+def test_unsigned_amz_headers(srv):
+    """An x-amz-* header outside SignedHeaders is refused (AccessDenied), as
+    S3 does: otherwise a presigned PUT URL, which signs only host, could be
+    turned into a CopyObject of anything its signer can read."""
+    import urllib.parse
+
+    s3 = srv.client()
+    s3.put_object(Bucket=BUCKET, Key="private-src", Body=b"private bytes")
+    # SigV2 URLs (boto3's default presigner) sign every x-amz-* header the
+    # request carries, so an added one breaks the signature.
+    url = s3.generate_presigned_url("put_object", Params={"Bucket": BUCKET, "Key": "via-presign"}, ExpiresIn=300)
+    u = urllib.parse.urlsplit(url)
+    check("AWSAccessKeyId=" in u.query, "boto3's default presigner made a SigV2 URL: %s" % url)
+    r = srv.request("PUT", u.path, u.query, headers={"x-amz-copy-source": "/%s/private-src" % BUCKET}, body=b"", sign=False)
+    check(r.status == 403, "SigV2 presigned PUT with an added x-amz-copy-source: HTTP %d %r" % (r.status, r.body[:300]))
+    absent(srv, "via-presign", "SigV2 presigned PUT with an added x-amz-copy-source")
+    url = srv.client(signature_version="s3v4").generate_presigned_url(
+        "put_object", Params={"Bucket": BUCKET, "Key": "via-presign"}, ExpiresIn=300)
+    u = urllib.parse.urlsplit(url)
+    check("X-Amz-SignedHeaders=host" in u.query, "a SigV4 URL signing host only: %s" % url)
+    for extra in ({"x-amz-copy-source": "/%s/private-src" % BUCKET},
+                  {"X-Amz-Copy-Source": "/%s/private-src" % BUCKET, "x-amz-metadata-directive": "REPLACE"},
+                  {"x-amz-acl": "public-read"}):
+        r = srv.request("PUT", u.path, u.query, headers=extra, body=b"", sign=False)
+        expect_s3_error(r.status, r.body, 403, "AccessDenied", "presigned PUT with unsigned %s" % list(extra))
+        check(b"not signed" in r.body, "the message names the cause: %r" % r.body[:300])
+        absent(srv, "via-presign", "presigned PUT with unsigned %s" % list(extra))
+    # The same URL as meant: a plain PUT of the body works.
+    r = srv.request("PUT", u.path, u.query, body=b"meant", sign=False)
+    eq(r.status, 200, "presigned PUT: %r" % r.body[:300])
+    same_bytes(s3.get_object(Bucket=BUCKET, Key="via-presign")["Body"].read(), b"meant", "presigned PUT body")
+    # Header auth: an x-amz-meta-* header added after signing.
+    path = "/%s/late-meta" % BUCKET
+    h = srv.sign("PUT", path, body=b"x")
+    h["x-amz-meta-added"] = "later"
+    r = srv.request("PUT", path, headers=h, body=b"x", sign=False)
+    expect_s3_error(r.status, r.body, 403, "AccessDenied", "PUT with an unsigned x-amz-meta header")
+    absent(srv, "late-meta", "PUT with an unsigned x-amz-meta header")
+    alive(srv, "unsigned x-amz-* headers")
+
+
 def test_bad_range(srv):
     path = "/%s/obj" % BUCKET
     full = harness.random_bytes(1000, seed=1)
@@ -753,6 +794,7 @@ def test_final_health(srv):
 TESTS = [
     test_setup,
     test_bad_authorization,
+    test_unsigned_amz_headers,
     test_bad_range,
     test_malformed_xml,
     test_aws_chunked,

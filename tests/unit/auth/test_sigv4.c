@@ -247,10 +247,27 @@ test_round_trip(void)
     q.h[4].value = SLICE_LIT("two");
     q.h[5].value = SLICE_LIT("one");
     ASSERT_EQ(verify(&q, &v), AUTH_BAD_SIGNATURE);
-    /* An unsigned extra header does not matter. */
+    /* An unsigned extra header does not matter... */
     signed_req(&q, "", now);
     req_add(&q, "User-Agent", "test");
     ASSERT_EQ(verify(&q, &v), AUTH_OK);
+    /* ...unless it is an x-amz-* header, in any case, which could change
+     * what the request does: S3 refuses those (AccessDenied). */
+    signed_req(&q, "", now);
+    req_add(&q, "X-Amz-Copy-Source", "/other/secret");
+    ASSERT_EQ(verify(&q, &v), AUTH_HEADERS_NOT_SIGNED);
+    signed_req(&q, "", now);
+    req_add(&q, "x-amz-acl", "public-read");
+    ASSERT_EQ(verify(&q, &v), AUTH_HEADERS_NOT_SIGNED);
+    /* A prefix of a signed name is not that name. */
+    signed_req(&q, "", now);
+    req_add(&q, "x-amz-meta-mult", "x");
+    ASSERT_EQ(verify(&q, &v), AUTH_HEADERS_NOT_SIGNED);
+    /* A bad signature is reported as such first. */
+    signed_req(&q, "", now);
+    req_add(&q, "x-amz-acl", "public-read");
+    q.r.method = SLICE_LIT("GET");
+    ASSERT_EQ(verify(&q, &v), AUTH_BAD_SIGNATURE);
 
     /* Clock skew: 15 minutes either way is the limit. */
     signed_req(&q, "", now);
@@ -482,6 +499,15 @@ test_presign(void)
     char *last = bad + strlen(bad) - 1;
     *last = *last == '0' ? '1' : '0';
     ASSERT_EQ(verify(&q, &v), AUTH_BAD_SIGNATURE);
+    /* A presigned URL signs only host: an x-amz-* header added to it (a PUT
+     * URL turned into a CopyObject by x-amz-copy-source) is refused. */
+    q.r.query = slice_from_cstr(url);
+    req_add(&q, "x-amz-copy-source", "/other/secret");
+    ASSERT_EQ(verify(&q, &v), AUTH_HEADERS_NOT_SIGNED);
+    q.r.n_headers--;
+    req_add(&q, "Range", "bytes=0-9");
+    ASSERT_EQ(verify(&q, &v), AUTH_OK);
+    q.r.n_headers--;
     /* Both an Authorization header and a query signature. */
     q.r.query = slice_from_cstr(url);
     req_add(&q, "Authorization", "AWS4-HMAC-SHA256 Credential=x");
@@ -529,7 +555,7 @@ main(void)
     test_malformed();
     test_presign();
 
-    for (int r = AUTH_OK; r <= AUTH_BAD_REGION; r++)
+    for (int r = AUTH_OK; r <= AUTH_HEADERS_NOT_SIGNED; r++)
         ASSERT(auth_result_name((enum auth_result)r) != NULL);
     ASSERT(auth_equal_ct("abc", "abc", 3));
     ASSERT(!auth_equal_ct("abc", "abd", 3));
