@@ -1,11 +1,13 @@
 /*
  * ring.c: one io_uring per thread, created lazily, shared by every writer
- * running on that thread (one HTTP connection stays on one thread).
+ * running on that thread (a connection's body arrives on one event-loop
+ * thread; the request's final step may run on a worker thread).
  *
  * Each SQE carries a 'struct storage__io *' as user_data, so reaping for one
  * writer also completes the buffers of the other writers on the ring. The
  * ring has a mutex (uncontended in the normal case) so that a writer moved to
- * another thread can still wait for I/O it submitted here. Invariants: an
+ * another thread (the worker that finishes a PUT) can still wait for I/O it
+ * submitted here. Invariants: an
  * io's is_inflight and the ring's n_inflight change only under the lock; a
  * ring is closed (thread exit) only after n_inflight dropped to 0.
  */
