@@ -152,20 +152,6 @@ put_url(char *p, struct slice s)
     return p;
 }
 
-static char *
-put_u64(char *p, uint64_t v)
-{
-    char tmp[20];
-    size_t n = 0;
-    do {
-        tmp[n++] = (char)('0' + v % 10);
-        v /= 10;
-    } while (v);
-    while (n)
-        *p++ = tmp[--n];
-    return p;
-}
-
 /* The "YYYY-MM-DDT" of the last day formatted. */
 struct date_cache {
     int64_t day;
@@ -231,7 +217,7 @@ put_etag(char *p, const uint8_t md5[16], uint32_t parts_count)
     }
     if (parts_count) {
         *p++ = '-';
-        p = put_u64(p, parts_count);
+        p += u64_format(parts_count, p);
     }
     return PUT_LIT(p, "&quot;");
 }
@@ -286,7 +272,7 @@ list_format_entries(struct buf *b, const struct index_list_result *res, bool is_
         p = PUT_LIT(p, "</LastModified><ETag>");
         p = put_etag(p, e->etag, e->parts_count);
         p = PUT_LIT(p, "</ETag><Size>");
-        p = put_u64(p, e->size);
+        p += u64_format(e->size, p);
         p = PUT_LIT(p, "</Size>");
         if (owner.len) {
             memcpy(p, owner.ptr, owner.len);
