@@ -36,6 +36,8 @@
 #   BENCH_RANGE_ALIGN=mixed    mixed | N (offsets are multiples of N; 1 = any byte)
 #   BENCH_SMALL_N=20000 BENCH_SMALL_SECS=10 BENCH_SMALL_CONC=16 BENCH_SMALL_SIZE=4096
 #   BENCH_SKIP=""              words among: put signed boto3 get range small nginx ceph dd openssl sync
+#   BENCH_DROP_CACHES=1        as root, empty the page cache before each server's GET phase, so each
+#                              caches its bytes afresh (see cold_cache)
 #   BENCH_WAIT_IDLE=15 BENCH_MAX_BUSY=0.3  before each phase wait up to this long for the machine
 #                              to be quiet (others using <= MAX_BUSY cores); the level seen is reported
 #   BENCH_DATA=/tmp/shardstore-core-bench   scratch dir (shardstore data, nginx docroot, dd file;
@@ -281,6 +283,15 @@ drain() {
 }
 
 declare -A GET_MED GET_RUNS RNG_MED RNG_RUNS RNG_P50 RNG_P99 RNG_CORES RNG_CPUS RNG_ERR
+# cold_cache: empties the page cache (root only; BENCH_DROP_CACHES=0 to keep it) so that every
+# server's bytes are cached afresh by its own warm-up GET. Without it, the figures depend on the
+# machine's history: 64 KiB range GETs of the same shardstore measured 40.1k vs 44.6k req/s
+# depending on where its last PUT landed in the volume, and 46k for both after a drop
+# (presumably small page-cache folios where the range was re-read after an O_DIRECT overwrite).
+cold_cache() {
+  [ "${BENCH_DROP_CACHES:-1}" = 1 ] && [ "$(id -u)" = 0 ] || return 0
+  sync; echo 1 > /proc/sys/vm/drop_caches 2>/dev/null || log "cannot drop the page cache; figures may depend on its history"
+}
 # measure_get NAME URL: single-stream GETs (one untimed warm-up first)
 measure_get() {
   local name=$1 url=$2 i out t n runs=""
@@ -424,6 +435,7 @@ af0=$(ss_metric shardstore_auth_failures_total)
 check_object shardstore "$SS_URL" "$(tamper "$SS_URL")"
 af1=$(ss_metric shardstore_auth_failures_total)
 [ "${af1:-0}" -gt "${af0:-0}" ] || die "shardstore: auth_failures_total did not move on a tampered URL"
+cold_cache
 skip get || { quiet shardstore_get; measure_get shardstore "$SS_URL"; HWM_GET=$(hwm_mib "$SS_PID"); }
 skip range || { quiet shardstore_range; measure_range shardstore "$SS_URL" "$SS_PID"; HWM_RANGE=$(hwm_mib "$SS_PID"); }
 skip range || [ -z "$MANY" ] || { quiet shardstore_range_many; RCONC=$MANY measure_range shardstore_many "$SS_URL" "$SS_PID"; HWM_RANGE=$(hwm_mib "$SS_PID"); }
@@ -473,6 +485,7 @@ if peer_on nginx; then
   NG_MASTER=$(cat "$NG_RUN/nginx.pid"); NG_PIDS="$NG_MASTER $(pgrep -P "$NG_MASTER" | tr '\n' ' ')"
   NG_URL=http://127.0.0.1:$NGINX_PORT/$BUCKET/$KEY
   check_object nginx "$NG_URL"
+  cold_cache
   skip get || { quiet nginx_get; measure_get nginx "$NG_URL"; }
   skip range || quiet nginx_range
   skip range || measure_range nginx "$NG_URL" $NG_PIDS
@@ -502,6 +515,7 @@ if peer_on ceph; then
   CE_URL=$(s3py presign "$CE_EP" "$CEPH_AK" "$CEPH_SK" "$BUCKET" "$KEY")
   check_object ceph "$CE_URL" "$(tamper "$CE_URL")"
   CE_PIDS="$(cat "$CE_RUN/radosgw.pid") $(cat "$CE_RUN/osd.pid")"
+  cold_cache
   skip get || { quiet ceph_get; measure_get ceph "$CE_URL"; }
   skip range || quiet ceph_range
   skip range || measure_range ceph "$CE_URL" $CE_PIDS
