@@ -481,11 +481,11 @@ find_header(const struct auth_request *req, const char *name, struct slice *out)
 
 /* Returns true when the ';'-list 'list' contains 'name' (any case). */
 static bool
-list_has(struct slice list, const char *name)
+list_has(struct slice list, struct slice name)
 {
     struct slice item;
     while (slice_next(&list, ';', &item))
-        if (auth__eq_nocase(item, slice_from_cstr(name)))
+        if (auth__eq_nocase(item, name))
             return true;
     return false;
 }
@@ -499,13 +499,8 @@ has_unsigned_amz_header(const struct auth_request *req, struct slice signed_head
 {
     for (size_t i = 0; i < req->n_headers; i++) {
         struct slice n = req->headers[i].name;
-        if (n.len < 6 || !auth__eq_nocase((struct slice){n.ptr, 6}, SLICE_LIT("x-amz-")))
-            continue;
-        bool is_signed = false;
-        struct slice list = signed_headers, item;
-        while (!is_signed && slice_next(&list, ';', &item))
-            is_signed = auth__eq_nocase(item, n);
-        if (!is_signed)
+        if (n.len >= 6 && auth__eq_nocase((struct slice){n.ptr, 6}, SLICE_LIT("x-amz-")) &&
+            !list_has(signed_headers, n))
             return true;
     }
     return false;
@@ -772,11 +767,11 @@ verify_header(const struct auth_request *req, struct slice authz, auth_secret_fn
     struct slice d;
     if (find_header(req, "x-amz-date", &d)) {
         d = slice_trim(d);
-        if (parse_amz_date(d, &t) != 0 || !list_has(in.signed_headers, "x-amz-date"))
+        if (parse_amz_date(d, &t) != 0 || !list_has(in.signed_headers, SLICE_LIT("x-amz-date")))
             return AUTH_MALFORMED;
         in.amz_date = d;
     } else if (find_header(req, "date", &d)) {
-        if (parse_http_date(d, &t) != 0 || !list_has(in.signed_headers, "date"))
+        if (parse_http_date(d, &t) != 0 || !list_has(in.signed_headers, SLICE_LIT("date")))
             return AUTH_MALFORMED;
         format_amz_date(t, date_buf);
         in.amz_date = (struct slice){date_buf, 16};

@@ -713,16 +713,15 @@ on_access(void *cls, struct MHD_Connection *conn, const char *url, const char *m
     r->conn = conn;
     if (!r->method.ptr) {
         r->is_first_call = true;
-        bool is_parsed = dispatch_parse(r, method);
-        r->is_first_call = false;
-        if (!is_parsed)
-            return MHD_YES;
-        if (!r->has_request_body && is_blocking(r)) {
-            offload_step(r, job_dispatch);
-            return MHD_YES;
+        if (dispatch_parse(r, method)) {
+            if (!r->has_request_body && is_blocking(r)) {
+                /* The worker owns r from submit on (and sets the flag again). */
+                r->is_first_call = false;
+                offload_step(r, job_dispatch);
+                return MHD_YES;
+            }
+            dispatch_route(r);
         }
-        r->is_first_call = true;
-        dispatch_route(r);
         r->is_first_call = false;
         return MHD_YES;
     }

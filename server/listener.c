@@ -104,14 +104,9 @@ listener_start(struct listener *l, listener_add_fn add, void *ctx, size_t stack_
 {
     l->add = add;
     l->ctx = ctx;
-    pthread_attr_t attr;
-    pthread_attr_init(&attr);
-    if (stack_len)
-        pthread_attr_setstacksize(&attr, stack_len);
-    int err = pthread_create(&l->thread, &attr, accept_main, l);
-    pthread_attr_destroy(&attr);
-    if (err != 0)
-        return -err;
+    int err = server_thread_start(&l->thread, stack_len, accept_main, l);
+    if (err < 0)
+        return err;
     l->has_thread = true;
     return 0;
 }

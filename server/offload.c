@@ -7,8 +7,9 @@
  * Workers start on demand, up to 'max_workers', whenever a job is queued
  * and no worker is idle: every request waiting for the same group commit
  * holds its own worker, which is what lets the committer batch them. Idle
- * workers stay for reuse until offload_destroy, which runs every queued job
- * to completion and joins them all.
+ * workers stay for reuse until offload_stop, which runs every queued job to
+ * completion and joins them all; a job submitted after that runs at once on
+ * the caller's thread (shutdown only), so no request is left suspended.
  */
 #include "server/server.h"
 
@@ -63,15 +64,10 @@ worker_main(void *arg)
 static int
 worker_start(struct offload *o)
 {
-    pthread_attr_t attr;
-    pthread_attr_init(&attr);
-    if (o->stack_len)
-        pthread_attr_setstacksize(&attr, o->stack_len);
     o->threads = xrealloc(o->threads, (o->n_workers + 1) * sizeof(*o->threads));
-    int err = pthread_create(&o->threads[o->n_workers], &attr, worker_main, o);
-    pthread_attr_destroy(&attr);
-    if (err != 0)
-        return -err;
+    int err = server_thread_start(&o->threads[o->n_workers], o->stack_len, worker_main, o);
+    if (err < 0)
+        return err;
     o->n_workers++;
     return 0;
 }

@@ -163,6 +163,10 @@ void offload_stop(struct offload *o);
 /* offload_stop, then frees the pool. Accepts NULL. */
 void offload_destroy(struct offload *o);
 
+/* Starts thread '*t' running fn(arg) with a stack of 'stack_len' bytes (0:
+ * the default). Returns 0 or -errno. */
+int server_thread_start(pthread_t *t, size_t stack_len, void *(*fn)(void *), void *arg);
+
 /* ---- the listening socket (listener.c) ----------------------------------- */
 
 /* Takes ownership of the accepted socket 'fd'. */

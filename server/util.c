@@ -46,13 +46,22 @@ s3_parse_etag(struct slice s, uint8_t md5[16])
     return hex_decode(s.ptr, 32, md5) == 0;
 }
 
+int
+server_thread_start(pthread_t *t, size_t stack_len, void *(*fn)(void *), void *arg)
+{
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    if (stack_len)
+        pthread_attr_setstacksize(&attr, stack_len);
+    int err = pthread_create(t, &attr, fn, arg);
+    pthread_attr_destroy(&attr);
+    return -err;
+}
+
 void
 s3_format_http_date(int64_t ns, char *out)
 {
-    int64_t s = ns / 1000000000;
-    if (ns < 0 && s * 1000000000 != ns)
-        s--; /* floor, as gmtime of the truncated time_t would not */
-    http_date_format(s, out);
+    http_date_format(ns / 1000000000, out);
 }
 
 void
