@@ -1,8 +1,8 @@
 /*
  * arena.c: request-scoped memory. Blocks are chained; allocations are
- * bump-pointer, 16-byte aligned, and freed all at once. Cleanup hooks run
- * in reverse order of registration when the arena is cleared or destroyed,
- * so fds and other resources can ride on the request's lifetime.
+ * bump-pointer, 16-byte aligned, and freed all at once; arena_clear keeps
+ * the first block for reuse. The arena holds memory only, never other
+ * resources.
  */
 #include "common/common.h"
 
@@ -16,16 +16,9 @@ struct arena_block {
     _Alignas(16) unsigned char data[];
 };
 
-struct arena_cleanup {
-    struct arena_cleanup *next;
-    void (*fn)(void *);
-    void *arg;
-};
-
 struct arena {
     struct arena_block *head;  /* current block, newest first */
     struct arena_block *first; /* kept across arena_clear */
-    struct arena_cleanup *cleanups;
 };
 
 static struct arena_block *
@@ -46,18 +39,7 @@ arena_create(size_t first_block_len)
         first_block_len = 256;
     a->first = block_new(first_block_len);
     a->head = a->first;
-    a->cleanups = NULL;
     return a;
-}
-
-static void
-run_cleanups(struct arena *a)
-{
-    while (a->cleanups) {
-        struct arena_cleanup *c = a->cleanups;
-        a->cleanups = c->next;
-        c->fn(c->arg);
-    }
 }
 
 void
@@ -65,7 +47,6 @@ arena_clear(struct arena *a)
 {
     if (!a)
         return;
-    run_cleanups(a);
     struct arena_block *b = a->head;
     while (b && b != a->first) {
         struct arena_block *next = b->next;
@@ -155,14 +136,4 @@ arena_sprintf(struct arena *a, const char *fmt, ...)
     vsnprintf(s, (size_t)n + 1, fmt, ap);
     va_end(ap);
     return s;
-}
-
-void
-arena_cleanup_add(struct arena *a, void (*fn)(void *), void *arg)
-{
-    struct arena_cleanup *c = arena_alloc(a, sizeof(*c));
-    c->fn = fn;
-    c->arg = arg;
-    c->next = a->cleanups;
-    a->cleanups = c;
 }

@@ -1,5 +1,5 @@
 /*
- * common.h: the small helpers every module uses (DESIGN.md "common/").
+ * common.h: the small helpers every module uses (docs/DESIGN.md, "common/").
  *
  * Slices for network bytes (never assumed NUL-terminated), an arena for
  * request-scoped memory, aborting allocators for small bookkeeping, a
@@ -58,8 +58,6 @@ void *arena_memdup(struct arena *a, const void *p, size_t len);
 /* Copies 'len' bytes and appends a NUL. */
 char *arena_strndup(struct arena *a, const char *s, size_t len);
 char *arena_sprintf(struct arena *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-/* Registers 'fn(arg)' to run when the arena is destroyed or cleared (LIFO). */
-void arena_cleanup_add(struct arena *a, void (*fn)(void *), void *arg);
 
 /* Growable byte buffer on the heap; 'buf_cleanup' frees it. */
 struct buf {
