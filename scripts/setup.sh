@@ -7,7 +7,6 @@ cd "$(dirname "$0")/.."
 BUILD_PKGS="autoconf automake libtool pkg-config make gcc libmicrohttpd-dev libssl-dev
   liburing-dev liblmdb-dev libxxhash-dev libexpat1-dev libcurl4-openssl-dev zlib1g-dev curl"
 TEST_PKGS="s3cmd rclone clang libclang-rt-14-dev clang-format cppcheck"
-OPTIONAL_PKGS="libibverbs-dev librdmacm-dev"
 # What bench/*.sh drive the servers with (the peers install their own servers).
 BENCH_PKGS="wrk linux-perf binutils"
 
@@ -27,8 +26,6 @@ if [ ${#missing[@]} -gt 0 ]; then
     export DEBIAN_FRONTEND=noninteractive
     $SUDO apt-get update -qq
     $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
-    # RDMA headers are optional: the build works without them.
-    $SUDO apt-get install -y -qq $OPTIONAL_PKGS >/dev/null 2>&1 || true
 fi
 
 if [ ! -x configure ] || [ configure.ac -nt configure ] || [ ! -f build-aux/test-driver ]; then
