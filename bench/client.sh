@@ -15,10 +15,11 @@
 # Env knobs: BENCH_RUNS=3 BENCH_SIZE_MB=1024 BENCH_PARALLEL=8 BENCH_CHUNK=1M
 #   BENCH_PEERS="nginx ceph" ("" to skip them) BENCH_FILE=/tmp/bench-${SIZE}MiB.bin
 #   BENCH_NGINX_PORT=18091 BENCH_CEPH_PORT=18094 SHARDSTORE_BIN, SHARD_BIN (default: ./shardstore, ./shard)
+#   SHARDSTORE_PEERS (the peers directory: nginx/ and ceph/, each with start.sh and stop.sh;
+#   needed unless BENCH_PEERS="")
 set -euo pipefail
-SRC=$(cd "$(dirname "$0")/.." && pwd)
-PEERS_DIR=${PEERS_DIR:-$SRC/../../shared/peers}
-[ -d "$PEERS_DIR" ] || PEERS_DIR=/work/shared/peers
+BENCH_TAG=client
+. "$(dirname "$0")/lib.sh"
 RUNS=${BENCH_RUNS:-3}
 SIZE_MB=${BENCH_SIZE_MB:-1024}
 PAR=${BENCH_PARALLEL:-8}
@@ -32,19 +33,19 @@ SHARD=${SHARD_BIN:-$(dirname "$BIN")/shard}
 AK=benchak SK=benchsk BUCKET=clientbench KEY=obj-${SIZE_MB}MiB
 export AWS_DEFAULT_REGION=us-east-1
 
-log() { echo "[client] $*" >&2; }
-die() { echo "[client] error: $*" >&2; exit 1; }
-median() { sort -g | awk '{a[NR]=$1} END{ if(NR==0){print "nan"; exit} if(NR%2) print a[(NR+1)/2]; else printf "%.6g\n", (a[NR/2]+a[NR/2+1])/2 }'; }
+SKIP=""
+WANT_PEERS=""; for p in nginx ceph; do peer_on $p && WANT_PEERS="$WANT_PEERS $p"; done
+[ -z "$WANT_PEERS" ] || need_peers $WANT_PEERS
 [ -x "$BIN" ] && [ -x "$SHARD" ] || die "set SHARDSTORE_BIN (and SHARD_BIN) to the built binaries"
 for c in curl aws python3 /usr/bin/time; do command -v $c >/dev/null || die "$c missing"; done
 
 W=$(mktemp -d /tmp/client-bench.XXXXXX)
-SS_PID="" NG_ON="" CE_ON=""
+NG_ON="" CE_ON=""
 cleanup() {
   set +e
-  [ -n "$SS_PID" ] && kill "$SS_PID" && wait "$SS_PID" 2>/dev/null
-  [ -n "$NG_ON" ] && "$PEERS_DIR/nginx/stop.sh" "$NGINX_PORT" >&2
-  [ -n "$CE_ON" ] && "$PEERS_DIR/ceph/stop.sh" "$CEPH_PORT" >&2
+  [ -n "$SS_PID" ] && ss_stop
+  [ -n "$NG_ON" ] && peer_stop nginx "$NGINX_PORT"
+  [ -n "$CE_ON" ] && peer_stop ceph "$CEPH_PORT"
   rm -rf "$W"
 }
 trap cleanup EXIT
@@ -74,12 +75,8 @@ declare -A MIBS
 
 # ---------------- shardstore ----------------
 mkdir -p "$W/data"
-SHARDSTORE_ACCESS_KEY=$AK SHARDSTORE_SECRET_KEY=$SK "$BIN" --listen 127.0.0.1:0 --data "$W/data" \
-  > "$W/ss.out" 2> "$W/ss.err" & SS_PID=$!
-for _ in $(seq 100); do grep -q listening "$W/ss.out" 2>/dev/null && break; sleep 0.1; done
-PORT=$(sed -n 's/.*127\.0\.0\.1:\([0-9]*\).*/\1/p' "$W/ss.out")
-[ -n "$PORT" ] || die "shardstore did not start"
-EP=http://127.0.0.1:$PORT
+ss_launch "$W/data"
+EP=$SS_EP
 export AWS_ACCESS_KEY_ID=$AK AWS_SECRET_ACCESS_KEY=$SK AWS_ENDPOINT_URL=$EP
 "$SHARD" mb "s3://$BUCKET" -q
 
@@ -127,14 +124,14 @@ for i in $(seq "$RUNS"); do
   timed get_boto3 python3 "$W/boto3_get.py" "$EP" "$BUCKET" "$KEY"
   timed get_aws aws s3 cp --only-show-errors "s3://$BUCKET/$KEY" -
 done
-kill "$SS_PID"; wait "$SS_PID" 2>/dev/null || true; SS_PID=""
+ss_stop
 rm -rf "$W/data"
 
 # ---------------- peers ----------------
-if [[ " $PEERS " == *" nginx "* ]]; then
+if peer_on nginx; then
   log "nginx on $NGINX_PORT"
   mkdir -p "$W/nginx/$BUCKET" && ln "$FILE" "$W/nginx/$BUCKET/$KEY" 2>/dev/null || cp "$FILE" "$W/nginx/$BUCKET/$KEY"
-  "$PEERS_DIR/nginx/start.sh" "$NGINX_PORT" "$W/nginx" >&2; NG_ON=1
+  peer_start nginx "$NGINX_PORT" "$W/nginx"; NG_ON=1
   NGURL=http://127.0.0.1:$NGINX_PORT/$BUCKET/$KEY
   timed warm curl -sf -o /dev/null "$NGURL"
   for i in $(seq "$RUNS"); do
@@ -143,12 +140,12 @@ if [[ " $PEERS " == *" nginx "* ]]; then
       --chunk-size "$CHUNK" "s3://$BUCKET/$KEY"
     timed get_curl_nginx curl -sf -o /dev/null "$NGURL"
   done
-  "$PEERS_DIR/nginx/stop.sh" "$NGINX_PORT" >&2; NG_ON=""
+  peer_stop nginx "$NGINX_PORT"; NG_ON=""
 fi
-if [[ " $PEERS " == *" ceph "* ]]; then
+if peer_on ceph; then
   log "ceph on $CEPH_PORT (~20 s to start)"
   CAK=cephbench CSK=cephbenchsecret
-  AWS_ACCESS_KEY_ID=$CAK AWS_SECRET_ACCESS_KEY=$CSK "$PEERS_DIR/ceph/start.sh" "$CEPH_PORT" >&2 && CE_ON=1
+  AWS_ACCESS_KEY_ID=$CAK AWS_SECRET_ACCESS_KEY=$CSK peer_start ceph "$CEPH_PORT" && CE_ON=1
   if [ -n "$CE_ON" ]; then
     CEP=http://127.0.0.1:$CEPH_PORT
     AWS_ACCESS_KEY_ID=$CAK AWS_SECRET_ACCESS_KEY=$CSK "$SHARD" --endpoint-url "$CEP" mb -q "s3://$BUCKET" || true
@@ -161,7 +158,7 @@ if [[ " $PEERS " == *" ceph "* ]]; then
         cat --parallel "$PAR" --chunk-size "$CHUNK" "s3://$BUCKET/$KEY"
       timed get_curl_ceph curl -sf -o /dev/null "$CURL_CE"
     done
-    "$PEERS_DIR/ceph/stop.sh" "$CEPH_PORT" >&2; CE_ON=""
+    peer_stop ceph "$CEPH_PORT"; CE_ON=""
   else
     log "ceph did not start; skipped"
   fi
@@ -171,8 +168,8 @@ for n in put_shard put_aws put_boto3 get_shard get_curl get_boto3 get_aws get_sh
          put_shard_ceph get_shard_ceph get_curl_ceph; do
   [ -s "$W/$n" ] && report "$n"
 done
-ratio() { awk -v a="${MIBS[$1]:-0}" -v b="${MIBS[$2]:-0}" 'BEGIN{ if (a>0 && b>0) printf "%.2f", a/b; else print "nan"}'; }
-echo "RESULT client ratio shard_cat_vs_nginx_curl=$(ratio get_shard get_curl_nginx) (goal >= 0.9)"
-echo "RESULT client ratio shard_cat_vs_boto3=$(ratio get_shard get_boto3) (goal >= 3)"
-echo "RESULT client ratio shard_cat_vs_curl_same_server=$(ratio get_shard get_curl)"
-echo "RESULT client ratio shard_cp_vs_aws=$(ratio put_shard put_aws) shard_cp_vs_boto3=$(ratio put_shard put_boto3)"
+mratio() { ratio "${MIBS[$1]:-0}" "${MIBS[$2]:-0}"; }
+echo "RESULT client ratio shard_cat_vs_nginx_curl=$(mratio get_shard get_curl_nginx) (goal >= 0.9)"
+echo "RESULT client ratio shard_cat_vs_boto3=$(mratio get_shard get_boto3) (goal >= 3)"
+echo "RESULT client ratio shard_cat_vs_curl_same_server=$(mratio get_shard get_curl)"
+echo "RESULT client ratio shard_cp_vs_aws=$(mratio put_shard put_aws) shard_cp_vs_boto3=$(mratio put_shard put_boto3)"

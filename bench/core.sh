@@ -48,14 +48,14 @@
 #   BENCH_NGINX_PORT=18081 BENCH_CEPH_PORT=18084  BENCH_PAUSE=2 (idle s before each timed run)
 #   SHARDSTORE_BIN             default: /tmp/build-bench/shardstore, else ./shardstore
 #   SHARD_BIN                  default: shard next to SHARDSTORE_BIN
-#   BENCH_PEERS_DIR            default: <srcdir>/../shared/peers
+#   SHARDSTORE_PEERS           the peers directory (nginx/ and ceph/, each with start.sh and
+#                              stop.sh); needed unless BENCH_PEERS="" (or both are in BENCH_SKIP)
 # Output: "RESULT ..." lines on stdout (side by side at the end, per-server "DETAIL" lines as
 # they come); progress on stderr.
 set -euo pipefail
 
-HERE=$(cd "$(dirname "$0")" && pwd)
-SRC=$(cd "$HERE/.." && pwd)
-PEERS_DIR=${BENCH_PEERS_DIR:-$SRC/../shared/peers}
+BENCH_TAG=core
+. "$(dirname "$0")/lib.sh"
 PEERS=${BENCH_PEERS-nginx ceph}
 RUNS=${BENCH_RUNS:-3}
 SIZE_MB=${BENCH_SIZE_MB:-1024}
@@ -81,24 +81,10 @@ AK=k SK=s                      # shardstore root keys for this run
 CEPH_AK=cephbench CEPH_SK=cephbenchsecret
 BUCKET=bench KEY=obj-${SIZE_MB}MiB
 export AWS_DEFAULT_REGION=us-east-1
-HZ=$(getconf CLK_TCK)
-T0=$(date +%s)
 
-log() { echo "[core +$(($(date +%s) - T0))s] $*" >&2; }
-die() { echo "[core] error: $*" >&2; exit 1; }
-skip() { [[ "$SKIP" == *" $1 "* ]]; }
-peer_on() { [[ " $PEERS " == *" $1 "* ]] && ! skip "$1"; }
-now() { date +%s.%N; }
-median() { tr ' ,' '\n\n' | grep -v '^$' | sort -g | awk '{a[NR]=$1} END{ if(NR==0){print "nan"; exit} if(NR%2) print a[(NR+1)/2]; else printf "%.6g\n", (a[NR/2]+a[NR/2+1])/2 }'; }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN{ if (a+0>0 && b+0>0) printf "%.2f", a/b; else print "nan"}'; }
-f1() { awk -v x="$1" 'BEGIN{ if (x == "nan" || x == "") print "nan"; else printf "%.1f", x}'; }
-csv() { echo $* | tr ' ' ,; }
-kv() { echo "$2" | tr ' ' '\n' | awk -F= -v k="$1" '$1==k{print $2; exit}'; }
-mibs_of() { awk -v s="$1" -v b="$2" 'BEGIN{ if (s>0) printf "%.1f", b/1048576/s; else print "nan"}'; }
-
-# A fresh machine lacks the load tools: the project's setup installs them.
-for c in curl wrk python3 openssl awk; do command -v $c >/dev/null || { "$SRC/scripts/setup.sh" --bench >&2 || die "setup.sh --bench failed"; break; }; done
-for c in curl wrk python3 openssl awk; do command -v $c >/dev/null || die "$c missing"; done
+WANT_PEERS=""; for p in nginx ceph; do peer_on $p && WANT_PEERS="$WANT_PEERS $p"; done
+[ -z "$WANT_PEERS" ] || need_peers $WANT_PEERS
+need_tools curl wrk python3 openssl awk
 python3 -c 'import boto3' 2>/dev/null || die "python3 boto3 missing"
 
 W=$(mktemp -d /tmp/core-bench.XXXXXX)
@@ -106,8 +92,8 @@ SS_PID="" STARTED_NGINX="" STARTED_CEPH=""
 cleanup() {
   set +e
   [ -n "$SS_PID" ] && ss_stop
-  [ -n "$STARTED_NGINX" ] && "$PEERS_DIR/nginx/stop.sh" "$NGINX_PORT" "$DATA/nginx" >&2
-  [ -n "$STARTED_CEPH" ] && "$PEERS_DIR/ceph/stop.sh" "$CEPH_PORT" >&2
+  [ -n "$STARTED_NGINX" ] && peer_stop nginx "$NGINX_PORT" "$DATA/nginx"
+  [ -n "$STARTED_CEPH" ] && peer_stop ceph "$CEPH_PORT"
   [ "${BENCH_KEEP:-0}" = 1 ] || rm -rf "$DATA"
   rm -rf "$W"
 }
@@ -115,12 +101,7 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 # ---------------- tools ----------------
-BIN=${SHARDSTORE_BIN:-}
-if [ -z "$BIN" ]; then
-  for b in /tmp/build-bench/shardstore ./shardstore "$SRC/shardstore"; do [ -x "$b" ] && { BIN=$b; break; }; done
-fi
-[ -n "$BIN" ] && [ -x "$BIN" ] || die "shardstore binary not found; set SHARDSTORE_BIN"
-BIN=$(cd "$(dirname "$BIN")" && pwd)/$(basename "$BIN")
+find_bin /tmp/build-bench/shardstore ./shardstore "$SRC/shardstore"
 SHARD=${SHARD_BIN:-$(dirname "$BIN")/shard}
 [ -x "$SHARD" ] || die "shard (the load generator) not found next to $BIN; set SHARD_BIN"
 
@@ -169,61 +150,16 @@ FILE_SHA256=$(sha256sum "$FILE" | cut -d' ' -f1)
 
 echo "RESULT env date=$(date -u +%Y-%m-%dT%H:%M:%SZ) host=$(hostname) cores=$(nproc) kernel=$(uname -r) commit=$(git -C "$SRC" rev-parse --short HEAD 2>/dev/null || echo unknown) runs=$RUNS object_MiB=$SIZE_MB fs=$(df -P "$DATA" | awk 'NR==2{print $1}') peers=$(csv $PEERS)"
 
-# ---------------- CPU and RSS helpers ----------------
-cpu_ticks() { local t=0 p v; for p in "$@"; do
-    v=$(awk '{sub(/.*\) /,""); print $12+$13}' /proc/$p/stat 2>/dev/null || echo 0); t=$((t + v)); done; echo $t; }
-hwm_mib() { awk '/^VmHWM/{printf "%.1f", $2/1024}' /proc/$1/status 2>/dev/null || echo nan; }
-# The machine may be shared: busy_jiffies prints "busy total" from /proc/stat; busy_cores A B T0 T1.
-busy_jiffies() { awk '/^cpu /{t=0; for(i=2;i<=NF;i++) t+=$i; print t-$5-$6, t; exit}' /proc/stat; }
-busy_cores() { awk -v a="$1" -v b="$2" -v t0="$3" -v t1="$4" -v hz="$HZ" 'BEGIN{printf "%.2f", (b-a)/hz/(t1-t0)}'; }
-# quiet PHASE: wait (up to BENCH_WAIT_IDLE s, default 60) until the other processes on the machine
-# use less than BENCH_MAX_BUSY cores (default 0.3) over 1 s; records what it saw in NOISE.
-NOISE=""
-quiet() {
-  local phase=$1 deadline=$(( $(date +%s) + ${BENCH_WAIT_IDLE:-15} )) b0 b1 t0 t1 c waited=0
-  while :; do
-    read -r b0 _ < <(busy_jiffies); t0=$(now); sleep 1; read -r b1 _ < <(busy_jiffies); t1=$(now)
-    c=$(busy_cores "$b0" "$b1" "$t0" "$t1")
-    awk -v c="$c" -v m="${BENCH_MAX_BUSY:-0.3}" 'BEGIN{exit !(c <= m)}' && break
-    [ "$(date +%s)" -lt "$deadline" ] || { log "machine still busy ($c cores used by others) before $phase; going on"; break; }
-    [ "$waited" = 0 ] && log "machine busy ($c cores used by others) before $phase; waiting up to ${BENCH_WAIT_IDLE:-15}s"
-    waited=1
-  done
-  NOISE="$NOISE $phase=$c"
-}
-
 # ---------------- shardstore lifecycle ----------------
-SS_EP="" SS_PORT=""
 ss_start() { # ss_start DATADIR GROUP_COMMIT
-  local dir=$1 gc=$2 i
+  local dir=$1 gc=$2
   rm -rf "$dir"; mkdir -p "$dir"
   printf 'volume_size = %s\ngroup_commit = %s\nconnection_memory = %s\ninline_max = 0\nlog_level = warn\n' \
     "${BENCH_VOLUME_SIZE:-8G}" "$gc" "$CONN_MEMORY" > "$dir.conf"
   [ -z "${BENCH_EXTRA_CONF:-}" ] || printf '%b\n' "$BENCH_EXTRA_CONF" >> "$dir.conf"
-  : > "$W/ss.out"   # exists before the background child opens it (sed polls it below)
-  SHARDSTORE_ACCESS_KEY=$AK SHARDSTORE_SECRET_KEY=$SK \
-    "$BIN" --config "$dir.conf" --listen 127.0.0.1:0 --data "$dir" > "$W/ss.out" 2> "$W/ss.err" &
-  SS_PID=$!
-  for i in $(seq 1 100); do
-    SS_PORT=$(sed -n 's|^shardstore: listening on http://127.0.0.1:\([0-9]*\).*|\1|p' "$W/ss.out")
-    [ -n "$SS_PORT" ] && break
-    kill -0 "$SS_PID" 2>/dev/null || { cat "$W/ss.err" >&2; die "shardstore exited at start"; }
-    sleep 0.1
-  done
-  [ -n "$SS_PORT" ] || die "shardstore did not print its port"
-  SS_EP=http://127.0.0.1:$SS_PORT
+  ss_launch "$dir" "$dir.conf"
   log "shardstore pid $SS_PID on $SS_EP (group_commit=$gc, data $dir)"
 }
-ss_stop() {
-  [ -n "$SS_PID" ] || return 0
-  kill -TERM "$SS_PID" 2>/dev/null || true
-  local i; for i in $(seq 1 100); do kill -0 "$SS_PID" 2>/dev/null || break; sleep 0.2; done
-  kill -0 "$SS_PID" 2>/dev/null && { log "shardstore $SS_PID still alive after 20 s, SIGKILL"; kill -KILL "$SS_PID" 2>/dev/null; }
-  wait "$SS_PID" 2>/dev/null || true
-  SS_PID=""
-}
-ss_curl() { curl -s --aws-sigv4 aws:amz:us-east-1:s3 -u "$AK:$SK" -H 'x-amz-content-sha256: UNSIGNED-PAYLOAD' "$@"; }
-ss_metric() { ss_curl --max-time 10 "$SS_EP/_/metrics" | awk -v m="$1" '$1==m{print $2}'; }
 
 # ---------------- shared GET / range measurement ----------------
 cat > "$W/range.lua" <<'LUA'
@@ -283,15 +219,6 @@ drain() {
 }
 
 declare -A GET_MED GET_RUNS RNG_MED RNG_RUNS RNG_P50 RNG_P99 RNG_CORES RNG_CPUS RNG_ERR
-# cold_cache: empties the page cache (root only; BENCH_DROP_CACHES=0 to keep it) so that every
-# server's bytes are cached afresh by its own warm-up GET. Without it, the figures depend on the
-# machine's history: 64 KiB range GETs of the same shardstore measured 40.1k vs 44.6k req/s
-# depending on where its last PUT landed in the volume, and 46k for both after a drop
-# (presumably small page-cache folios where the range was re-read after an O_DIRECT overwrite).
-cold_cache() {
-  [ "${BENCH_DROP_CACHES:-1}" = 1 ] && [ "$(id -u)" = 0 ] || return 0
-  sync; echo 1 > /proc/sys/vm/drop_caches 2>/dev/null || log "cannot drop the page cache; figures may depend on its history"
-}
 # measure_get NAME URL: single-stream GETs (one untimed warm-up first)
 measure_get() {
   local name=$1 url=$2 i out t n runs=""
@@ -478,10 +405,10 @@ fi
 # ---------------- nginx ----------------
 if peer_on nginx; then
   NG_RUN=${PEERS_RUN:-/tmp/peers-run}/nginx-$NGINX_PORT
-  if (exec 3<>/dev/tcp/127.0.0.1/"$NGINX_PORT") 2>/dev/null; then die "port $NGINX_PORT busy; set BENCH_NGINX_PORT"; fi
+  if port_busy "$NGINX_PORT"; then die "port $NGINX_PORT busy; set BENCH_NGINX_PORT"; fi
   mkdir -p "$DATA/nginx/$BUCKET"; cp "$FILE" "$DATA/nginx/$BUCKET/$KEY"
   STARTED_NGINX=1
-  "$PEERS_DIR/nginx/start.sh" "$NGINX_PORT" "$DATA/nginx" >&2
+  peer_start nginx "$NGINX_PORT" "$DATA/nginx"
   NG_MASTER=$(cat "$NG_RUN/nginx.pid"); NG_PIDS="$NG_MASTER $(pgrep -P "$NG_MASTER" | tr '\n' ' ')"
   NG_URL=http://127.0.0.1:$NGINX_PORT/$BUCKET/$KEY
   check_object nginx "$NG_URL"
@@ -490,7 +417,7 @@ if peer_on nginx; then
   skip range || quiet nginx_range
   skip range || measure_range nginx "$NG_URL" $NG_PIDS
   skip range || [ -z "$MANY" ] || RCONC=$MANY measure_range nginx_many "$NG_URL" $NG_PIDS
-  "$PEERS_DIR/nginx/stop.sh" "$NGINX_PORT" "$DATA/nginx" >&2; STARTED_NGINX=""
+  peer_stop nginx "$NGINX_PORT" "$DATA/nginx"; STARTED_NGINX=""
   rm -rf "$DATA/nginx"
 fi
 
@@ -500,9 +427,9 @@ if peer_on ceph; then
   log "starting ceph on $CEPH_PORT (~20 s fresh, ~5 s restart)"
   STARTED_CEPH=1
   # a fresh cluster's OSD sometimes fails its first boot ("wrong fsid"); one stop + start fixes it
-  AWS_ACCESS_KEY_ID=$CEPH_AK AWS_SECRET_ACCESS_KEY=$CEPH_SK "$PEERS_DIR/ceph/start.sh" "$CEPH_PORT" >&2 \
-    || { log "ceph start failed; stopping and retrying once"; "$PEERS_DIR/ceph/stop.sh" "$CEPH_PORT" >&2 || true
-         AWS_ACCESS_KEY_ID=$CEPH_AK AWS_SECRET_ACCESS_KEY=$CEPH_SK "$PEERS_DIR/ceph/start.sh" "$CEPH_PORT" >&2; } \
+  AWS_ACCESS_KEY_ID=$CEPH_AK AWS_SECRET_ACCESS_KEY=$CEPH_SK peer_start ceph "$CEPH_PORT" \
+    || { log "ceph start failed; stopping and retrying once"; peer_stop ceph "$CEPH_PORT" || true
+         AWS_ACCESS_KEY_ID=$CEPH_AK AWS_SECRET_ACCESS_KEY=$CEPH_SK peer_start ceph "$CEPH_PORT"; } \
     || die "ceph did not start"
   CE_EP=http://127.0.0.1:$CEPH_PORT
   for i in $(seq 1 30); do s3py mb "$CE_EP" "$CEPH_AK" "$CEPH_SK" "$BUCKET" x 2>/dev/null && break; sleep 2; done
@@ -519,7 +446,7 @@ if peer_on ceph; then
   skip get || { quiet ceph_get; measure_get ceph "$CE_URL"; }
   skip range || quiet ceph_range
   skip range || measure_range ceph "$CE_URL" $CE_PIDS
-  "$PEERS_DIR/ceph/stop.sh" "$CEPH_PORT" >&2; STARTED_CEPH=""
+  peer_stop ceph "$CEPH_PORT"; STARTED_CEPH=""
 fi
 
 # ---------------- side by side ----------------

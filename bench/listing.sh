@@ -15,8 +15,8 @@
 #                  big/small ratio (about 1 when a page costs what it returns). Each common
 #                  prefix is one B-tree seek whatever it hides; what remains is memory latency:
 #                  a big/ page touches ~10x more of the tree than a small/ page (measured with
-#                  bench/listload: 1000 keys a prefix pages faster than 20 keys a prefix when
-#                  the tree is hot), so expect ~0.7 here, not 0.1.
+#                  a ListObjectsV2 page loop: 1000 keys a prefix pages faster than 20 keys a
+#                  prefix when the tree is hot), so expect ~0.7 here, not 0.1.
 #   first_page     first-page latency (--first-page, 1 client) p50/p99 while 8 clients PUT
 #                  0-byte objects under churn/ concurrently.
 #   head           HeadObject ops/s over the big/ keys (LIST_HEAD_CONC clients).
@@ -32,16 +32,13 @@
 #   LIST_PREFIXES=10000 LIST_RUNS=3 LIST_SECS=10 LIST_CONC=2 LIST_PUT_CONC=64
 #   LIST_HEAD_CONC=16 LIST_CEPH_KEYS=100000 LIST_PEERS="ceph" ("" for shardstore alone)
 #   LIST_DATA=/tmp/shardstore-list-bench (needs ~3 GiB for 2.2M keys; removed unless LIST_KEEP=1)
-#   LIST_CEPH_PORT=18084 LIST_PEERS_DIR=<srcdir>/../shared/peers (or ../../shared/peers)
+#   LIST_CEPH_PORT=18084
+#   SHARDSTORE_PEERS  the peers directory (ceph/start.sh, ceph/stop.sh); needed unless LIST_PEERS=""
 # Output: "RESULT ..." lines on stdout; progress on stderr.
 set -euo pipefail
 
-HERE=$(cd "$(dirname "$0")" && pwd)
-SRC=$(cd "$HERE/.." && pwd)
-PEERS_DIR=${LIST_PEERS_DIR:-}
-if [ -z "$PEERS_DIR" ]; then # the main checkout sits beside shared/, a worktree one level deeper
-  for d in "$SRC/../shared/peers" "$SRC/../../shared/peers"; do [ -d "$d" ] && { PEERS_DIR=$d; break; }; done
-fi
+BENCH_TAG=listing
+. "$(dirname "$0")/lib.sh"
 PEERS=${LIST_PEERS-ceph}
 NPFX=${LIST_PREFIXES:-10000}
 RUNS=${LIST_RUNS:-3}
@@ -55,21 +52,13 @@ DATA=${LIST_DATA:-/tmp/shardstore-list-bench}
 AK=listbench SK=listbenchsecret
 CEPH_AK=cephbench CEPH_SK=cephbenchsecret
 BUCKET=listbench
-T0=$(date +%s)
+SKIP=""
 
-log() { echo "[listing +$(($(date +%s) - T0))s] $*" >&2; }
-die() { echo "[listing] error: $*" >&2; exit 1; }
-median() { tr ' ' '\n' | grep -v '^$' | sort -g | awk '{a[NR]=$1} END{ if(NR==0){print "nan"; exit} if(NR%2) print a[(NR+1)/2]; else printf "%.6g\n", (a[NR/2]+a[NR/2+1])/2 }'; }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN{ if (a+0>0 && b+0>0) printf "%.2f", a/b; else print "nan"}'; }
-kv() { awk -v k="$1" '{for(i=1;i<=NF;i++){split($i,f,"="); if(f[1]==k){print f[2]; exit}}}'; }
 load() { cut -d' ' -f1 /proc/loadavg; }
 
 # ---------------- tools ----------------
-BIN=${SHARDSTORE_BIN:-}
-if [ -z "$BIN" ]; then
-  for b in ./shardstore "$SRC/build/dev/shardstore"; do [ -x "$b" ] && { BIN=$b; break; }; done
-fi
-[ -n "$BIN" ] && [ -x "$BIN" ] || die "shardstore binary not found; set SHARDSTORE_BIN"
+peer_on ceph && need_peers ceph
+find_bin ./shardstore "$SRC/build/dev/shardstore"
 SHARD=${SHARD_BIN:-$(command -v shard || true)}
 [ -n "$SHARD" ] || SHARD=$(dirname "$BIN")/shard
 [ -x "$SHARD" ] || die "shard tool not found; set SHARD_BIN (libshard's shard binary)"
@@ -81,7 +70,7 @@ cleanup() {
   set +e
   [ -n "$BG_PID" ] && kill "$BG_PID" 2>/dev/null && wait "$BG_PID" 2>/dev/null
   [ -n "$SS_PID" ] && ss_stop
-  [ -n "$STARTED_CEPH" ] && "$PEERS_DIR/ceph/stop.sh" "$CEPH_PORT" >&2
+  [ -n "$STARTED_CEPH" ] && peer_stop ceph "$CEPH_PORT"
   [ "${LIST_KEEP:-0}" = 1 ] || rm -rf "$DATA"
   rm -rf "$W"
 }
@@ -99,30 +88,11 @@ result_line() { grep '^RESULT ' | tail -1; }
 
 # ---------------- shardstore ----------------
 ss_start() {
-  local dir=$DATA/ss i
+  local dir=$DATA/ss
   rm -rf "$dir"; mkdir -p "$dir"
   printf 'volume_size = 1G\nmax_volumes = 4\ngroup_commit = on\nlog_level = warn\n' > "$DATA/ss.conf"
-  : > "$W/ss.out"
-  SHARDSTORE_ACCESS_KEY=$AK SHARDSTORE_SECRET_KEY=$SK \
-    "$BIN" --config "$DATA/ss.conf" --listen 127.0.0.1:0 --data "$dir" > "$W/ss.out" 2> "$W/ss.err" &
-  SS_PID=$!
-  for i in $(seq 1 100); do
-    SS_PORT=$(sed -n 's|^shardstore: listening on http://127.0.0.1:\([0-9]*\).*|\1|p' "$W/ss.out")
-    [ -n "$SS_PORT" ] && break
-    kill -0 "$SS_PID" 2>/dev/null || { cat "$W/ss.err" >&2; die "shardstore exited at start"; }
-    sleep 0.1
-  done
-  [ -n "$SS_PORT" ] || die "shardstore did not print its port"
-  SS_EP=http://127.0.0.1:$SS_PORT
+  ss_launch "$dir" "$DATA/ss.conf"
   log "shardstore pid $SS_PID on $SS_EP"
-}
-ss_stop() {
-  [ -n "$SS_PID" ] || return 0
-  kill -TERM "$SS_PID" 2>/dev/null || true
-  local i; for i in $(seq 1 100); do kill -0 "$SS_PID" 2>/dev/null || break; sleep 0.2; done
-  kill -0 "$SS_PID" 2>/dev/null && kill -KILL "$SS_PID" 2>/dev/null
-  wait "$SS_PID" 2>/dev/null || true
-  SS_PID=""
 }
 
 # ---------------- the measurements (any endpoint) ----------------
@@ -192,18 +162,17 @@ measure shardstore "$SS_EP" "$AK" "$SK" "$NBIG"
 ss_stop
 
 # ---------------- ceph ----------------
-if [[ " $PEERS " == *" ceph "* ]]; then
-  [ -x "$PEERS_DIR/ceph/start.sh" ] || die "no ceph peer in '$PEERS_DIR'; set LIST_PEERS_DIR"
+if peer_on ceph; then
   log "starting ceph on $CEPH_PORT (~20 s fresh)"
   STARTED_CEPH=1
-  AWS_ACCESS_KEY_ID=$CEPH_AK AWS_SECRET_ACCESS_KEY=$CEPH_SK "$PEERS_DIR/ceph/start.sh" "$CEPH_PORT" >&2 \
+  AWS_ACCESS_KEY_ID=$CEPH_AK AWS_SECRET_ACCESS_KEY=$CEPH_SK peer_start ceph "$CEPH_PORT" \
     || die "ceph did not start"
   CE_EP=http://127.0.0.1:$CEPH_PORT
   CBIG=$((CEPH_KEYS * 9 / 10 / 200 * 200)) CSMALL=$((CEPH_KEYS / 10 / 20 * 20))
   load_keys ceph "$CE_EP" "$CEPH_AK" "$CEPH_SK" big/ "$CBIG" 200
   load_keys ceph "$CE_EP" "$CEPH_AK" "$CEPH_SK" small/ "$CSMALL" 20
   measure ceph "$CE_EP" "$CEPH_AK" "$CEPH_SK" "$CBIG"
-  "$PEERS_DIR/ceph/stop.sh" "$CEPH_PORT" >&2; STARTED_CEPH=""
+  peer_stop ceph "$CEPH_PORT"; STARTED_CEPH=""
   for f in full full1 dsmall dbig head; do
     echo "RESULT side_by_side figure=$f shardstore=${FIG[shardstore.$f]} ceph=${FIG[ceph.$f]} ratio=$(ratio "${FIG[shardstore.$f]}" "${FIG[ceph.$f]}")"
   done

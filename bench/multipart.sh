@@ -45,14 +45,14 @@
 #   BENCH_PAUSE=2                idle seconds before each timed run
 #   SHARDSTORE_BIN               default: /tmp/build-mpbench/shardstore, /tmp/build-bench/shardstore, ./shardstore
 #   BENCH_MPLOAD                 default: bench/mpload next to SHARDSTORE_BIN, else gcc-built in tmp
-#   BENCH_PEERS_DIR              default: <srcdir>/../shared/peers
+#   SHARDSTORE_PEERS             the peers directory (ceph/start.sh, ceph/stop.sh); needed
+#                                unless BENCH_SKIP has ceph
 # Output: "RESULT ..." lines on stdout (per-figure "RESULT detail" lines as they come, then a
 # side-by-side summary); progress on stderr.
 set -euo pipefail
 
-HERE=$(cd "$(dirname "$0")" && pwd)
-SRC=$(cd "$HERE/.." && pwd)
-PEERS_DIR=${BENCH_PEERS_DIR:-$SRC/../shared/peers}
+BENCH_TAG=mp BENCH_IDLE_DEFAULT=30
+. "$(dirname "$0")/lib.sh"
 RUNS=${BENCH_RUNS:-3}
 SIZE_MB=${BENCH_SIZE_MB:-4096}
 SIZE=$((SIZE_MB * 1024 * 1024))
@@ -74,24 +74,9 @@ AK=k SK=s
 CEPH_AK=cephbench CEPH_SK=cephbenchsecret
 BUCKET=bench KEY=checkpoint
 export AWS_DEFAULT_REGION=us-east-1
-HZ=$(getconf CLK_TCK)
-T0=$(date +%s)
 
-log() { echo "[mp +$(($(date +%s) - T0))s] $*" >&2; }
-die() { echo "[mp] error: $*" >&2; exit 1; }
-skip() { [[ "$SKIP" == *" $1 "* ]]; }
-now() { date +%s.%N; }
-median() { tr ' ,' '\n\n' | grep -v '^$' | sort -g | awk '{a[NR]=$1} END{ if(NR==0){print "nan"; exit} if(NR%2) print a[(NR+1)/2]; else printf "%.6g\n", (a[NR/2]+a[NR/2+1])/2 }'; }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN{ if (a+0>0 && b+0>0) printf "%.2f", a/b; else print "nan"}'; }
-f1() { awk -v x="$1" 'BEGIN{ if (x == "nan" || x == "") print "nan"; else printf "%.1f", x}'; }
-f2() { awk -v x="$1" 'BEGIN{ if (x == "nan" || x == "") print "nan"; else printf "%.2f", x}'; }
-csv() { echo $* | tr ' ' ,; }
-kv() { echo "$2" | tr ' ' '\n' | awk -F= -v k="$1" '$1==k{print $2; exit}'; }
-mibs_of() { awk -v s="$1" -v b="$2" 'BEGIN{ if (s>0) printf "%.1f", b/1048576/s; else print "nan"}'; }
-
-# A fresh machine lacks the load tools: the project's setup installs them.
-for c in curl python3 awk gcc cmp shuf; do command -v $c >/dev/null || { "$SRC/scripts/setup.sh" --bench >&2 || die "setup.sh --bench failed"; break; }; done
-for c in curl python3 awk gcc cmp shuf; do command -v $c >/dev/null || die "$c missing"; done
+skip ceph || need_peers ceph
+need_tools curl python3 awk gcc cmp shuf
 skip boto3 || python3 -c 'import boto3' 2>/dev/null || die "python3 boto3 missing (or BENCH_SKIP=boto3)"
 skip perf || command -v perf >/dev/null || "$SRC/scripts/setup.sh" --bench >&2 || true
 skip perf || command -v perf >/dev/null || die "perf missing (or BENCH_SKIP=perf)"
@@ -102,7 +87,7 @@ cleanup() {
   set +e
   [ -n "$PERF_PID" ] && kill -INT "$PERF_PID" 2>/dev/null && wait "$PERF_PID" 2>/dev/null
   [ -n "$SS_PID" ] && ss_stop
-  [ -n "$STARTED_CEPH" ] && "$PEERS_DIR/ceph/stop.sh" "$CEPH_PORT" "$DATA/ceph" >&2
+  [ -n "$STARTED_CEPH" ] && peer_stop ceph "$CEPH_PORT" "$DATA/ceph"
   [ -n "$STARTED_CEPH$CEPH_DONE" ] && [ "${BENCH_KEEP:-0}" != 1 ] && rm -rf "${PEERS_RUN:-/tmp/peers-run}/ceph-$CEPH_PORT"
   if [ "${BENCH_KEEP:-0}" != 1 ]; then
     rm -rf "$DATA"
@@ -115,12 +100,7 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 # ---------------- tools ----------------
-BIN=${SHARDSTORE_BIN:-}
-if [ -z "$BIN" ]; then
-  for b in /tmp/build-mpbench/shardstore /tmp/build-bench/shardstore ./shardstore "$SRC/shardstore"; do [ -x "$b" ] && { BIN=$b; break; }; done
-fi
-[ -n "$BIN" ] && [ -x "$BIN" ] || die "shardstore binary not found; set SHARDSTORE_BIN"
-BIN=$(cd "$(dirname "$BIN")" && pwd)/$(basename "$BIN")
+find_bin /tmp/build-mpbench/shardstore /tmp/build-bench/shardstore ./shardstore "$SRC/shardstore"
 MPLOAD=${BENCH_MPLOAD:-$(dirname "$BIN")/bench/mpload}
 if ! [ -x "$MPLOAD" ] || [ "$MPLOAD" -ot "$SRC/bench/mpload.c" ]; then
   MPLOAD=$W/mpload
@@ -155,69 +135,17 @@ log "expected ETag $EXPECT_ETAG"
 
 echo "RESULT env date=$(date -u +%Y-%m-%dT%H:%M:%SZ) host=$(hostname) cores=$(nproc) mem_GiB=$(awk '/MemTotal/{printf "%.0f", $2/1048576}' /proc/meminfo) kernel=$(uname -r) commit=$(git -C "$SRC" rev-parse --short HEAD 2>/dev/null || echo unknown) runs=$RUNS object_MiB=$SIZE_MB part_MiB=$PART_MB parts=$NPARTS conc=$CONC fs=$(df -P "$DATA" | awk 'NR==2{print $1}') source=$FILE"
 
-# ---------------- CPU, RSS and machine-load helpers (as in core.sh) ----------------
-cpu_ticks() { local t=0 p v; for p in "$@"; do
-    v=$(awk '{sub(/.*\) /,""); print $12+$13}' /proc/$p/stat 2>/dev/null || echo 0); t=$((t + v)); done; echo $t; }
-cpu_us_sy() { local u=0 s=0 p a b; for p in "$@"; do  # "user system" ticks summed over PIDS
-    read -r a b < <(awk '{sub(/.*\) /,""); print $12, $13}' /proc/$p/stat 2>/dev/null || echo "0 0"); u=$((u + a)); s=$((s + b)); done; echo "$u $s"; }
-hwm_mib() { awk '/^VmHWM/{printf "%.1f", $2/1024}' /proc/$1/status 2>/dev/null || echo nan; }
-busy_jiffies() { awk '/^cpu /{t=0; for(i=2;i<=NF;i++) t+=$i; print t-$5-$6, t; exit}' /proc/stat; }
-busy_cores() { awk -v a="$1" -v b="$2" -v t0="$3" -v t1="$4" -v hz="$HZ" 'BEGIN{printf "%.2f", (b-a)/hz/(t1-t0)}'; }
-# quiet PHASE: wait (up to BENCH_WAIT_IDLE s) until the other processes on the machine use less
-# than BENCH_MAX_BUSY cores over 1 s; records what it saw in NOISE (and how long it waited).
-NOISE=""
-quiet() {
-  local phase=$1 deadline=$(( $(date +%s) + ${BENCH_WAIT_IDLE:-30} )) b0 b1 t0 t1 c waited=0 start
-  start=$(date +%s)
-  while :; do
-    read -r b0 _ < <(busy_jiffies); t0=$(now); sleep 1; read -r b1 _ < <(busy_jiffies); t1=$(now)
-    c=$(busy_cores "$b0" "$b1" "$t0" "$t1")
-    awk -v c="$c" -v m="${BENCH_MAX_BUSY:-0.3}" 'BEGIN{exit !(c <= m)}' && break
-    [ "$(date +%s)" -lt "$deadline" ] || { log "machine still busy ($c cores used by others) before $phase; going on"; break; }
-    [ "$waited" = 0 ] && log "machine busy ($c cores used by others) before $phase; waiting up to ${BENCH_WAIT_IDLE:-30}s"
-    waited=1
-  done
-  if [ "$waited" = 1 ]; then NOISE="$NOISE $phase=$c(waited_$(( $(date +%s) - start ))s)"; else NOISE="$NOISE $phase=$c"; fi
-}
-
 # ---------------- shardstore lifecycle ----------------
-SS_EP="" SS_PORT=""
 ss_start() { # ss_start DATADIR MIN_PART_SIZE
-  local dir=$1 mps=$2 i
+  local dir=$1 mps=$2
   rm -rf "$dir"; mkdir -p "$dir"
   printf 'volume_size = %s\nmax_volumes = %s\ngroup_commit = on\nmin_part_size = %s\nlog_level = warn\n' \
     "$VOLSIZE" "$MAXVOL" "$mps" > "$dir.conf"
   [ -z "${BENCH_EXTRA_CONF:-}" ] || printf '%b\n' "$BENCH_EXTRA_CONF" >> "$dir.conf"
-  : > "$W/ss.out"
-  SHARDSTORE_ACCESS_KEY=$AK SHARDSTORE_SECRET_KEY=$SK \
-    "$BIN" --config "$dir.conf" --listen 127.0.0.1:0 --data "$dir" > "$W/ss.out" 2> "$W/ss.err" &
-  SS_PID=$!
-  for i in $(seq 1 100); do
-    SS_PORT=$(sed -n 's|^shardstore: listening on http://127.0.0.1:\([0-9]*\).*|\1|p' "$W/ss.out")
-    [ -n "$SS_PORT" ] && break
-    kill -0 "$SS_PID" 2>/dev/null || { cat "$W/ss.err" >&2; die "shardstore exited at start"; }
-    sleep 0.1
-  done
-  [ -n "$SS_PORT" ] || die "shardstore did not print its port"
-  SS_EP=http://127.0.0.1:$SS_PORT
+  ss_launch "$dir" "$dir.conf"
   ss_curl -f -X PUT "$SS_EP/$BUCKET" -o /dev/null || die "create bucket failed"
   log "shardstore pid $SS_PID on $SS_EP (min_part_size=$mps, data $dir)"
 }
-ss_stop() {
-  [ -n "$SS_PID" ] || return 0
-  kill -TERM "$SS_PID" 2>/dev/null || true
-  local i; for i in $(seq 1 100); do kill -0 "$SS_PID" 2>/dev/null || break; sleep 0.2; done
-  kill -0 "$SS_PID" 2>/dev/null && { log "shardstore $SS_PID still alive after 20 s, SIGKILL"; kill -KILL "$SS_PID" 2>/dev/null; }
-  wait "$SS_PID" 2>/dev/null || true
-  SS_PID=""
-}
-ss_curl() { curl -s --aws-sigv4 aws:amz:us-east-1:s3 -u "$AK:$SK" -H 'x-amz-content-sha256: UNSIGNED-PAYLOAD' "$@"; }
-ss_metric() { ss_curl --max-time 10 "$SS_EP/_/metrics" | awk -v m="$1" '$1==m{print $2}'; }
-
-# s3curl EP AK SK ARGS...: a SigV4-signed curl against any endpoint
-s3curl() { local ep=$1 ak=$2 sk=$3; shift 3
-  curl -s --aws-sigv4 aws:amz:us-east-1:s3 -u "$ak:$sk" -H 'x-amz-content-sha256: UNSIGNED-PAYLOAD' "$@"; }
-
 # verify NAME EP AK SK KEY ETAGFILE ETAG: part ETags = part MD5s, object ETag, one random range
 verify() {
   local name=$1 ep=$2 ak=$3 sk=$4 key=$5 etags=$6 etag=$7 off len=$((1024 * 1024)) hs
@@ -441,12 +369,12 @@ fi
 # ---------------- Ceph RGW: the same checkpoint upload ----------------
 if ! skip ceph; then
   CE_RUN=${PEERS_RUN:-/tmp/peers-run}/ceph-$CEPH_PORT
-  if (exec 3<>/dev/tcp/127.0.0.1/"$CEPH_PORT") 2>/dev/null; then die "port $CEPH_PORT busy; set BENCH_CEPH_PORT"; fi
+  if port_busy "$CEPH_PORT"; then die "port $CEPH_PORT busy; set BENCH_CEPH_PORT"; fi
   log "starting ceph on $CEPH_PORT (fresh cluster in $DATA/ceph, ~20 s)"
   STARTED_CEPH=1
-  AWS_ACCESS_KEY_ID=$CEPH_AK AWS_SECRET_ACCESS_KEY=$CEPH_SK "$PEERS_DIR/ceph/start.sh" "$CEPH_PORT" "$DATA/ceph" >&2 \
-    || { log "ceph start failed; stopping and retrying once"; "$PEERS_DIR/ceph/stop.sh" "$CEPH_PORT" "$DATA/ceph" >&2 || true
-         AWS_ACCESS_KEY_ID=$CEPH_AK AWS_SECRET_ACCESS_KEY=$CEPH_SK "$PEERS_DIR/ceph/start.sh" "$CEPH_PORT" "$DATA/ceph" >&2; } \
+  AWS_ACCESS_KEY_ID=$CEPH_AK AWS_SECRET_ACCESS_KEY=$CEPH_SK peer_start ceph "$CEPH_PORT" "$DATA/ceph" \
+    || { log "ceph start failed; stopping and retrying once"; peer_stop ceph "$CEPH_PORT" "$DATA/ceph" || true
+         AWS_ACCESS_KEY_ID=$CEPH_AK AWS_SECRET_ACCESS_KEY=$CEPH_SK peer_start ceph "$CEPH_PORT" "$DATA/ceph"; } \
     || die "ceph did not start"
   CE_EP=http://127.0.0.1:$CEPH_PORT
   for i in $(seq 1 30); do
@@ -456,7 +384,7 @@ if ! skip ceph; then
   CE_PIDS="$(cat "$CE_RUN/radosgw.pid") $(cat "$CE_RUN/osd.pid")"
   quiet ceph_checkpoint
   checkpoint ceph "$CE_EP" "$CEPH_AK" "$CEPH_SK" $CE_PIDS
-  "$PEERS_DIR/ceph/stop.sh" "$CEPH_PORT" "$DATA/ceph" >&2; STARTED_CEPH="" CEPH_DONE=1
+  peer_stop ceph "$CEPH_PORT" "$DATA/ceph"; STARTED_CEPH="" CEPH_DONE=1
   rm -rf "$DATA/ceph"
 fi
 
