@@ -7,7 +7,16 @@ on stdout, and waits for `GET /_/health`. Teardown sends SIGTERM and fails the
 test when the exit status is not 0 or the server's stderr holds a sanitizer
 report. Only the standard library and boto3/botocore are used.
 
-Exit codes follow automake: 0 pass, 77 skip, anything else fails.
+Exit codes follow automake: 0 pass, 77 skip, anything else fails. A missing
+server binary is a failure, never a skip; the only skips are for optional
+clients that are not installed (aws, s3cmd, rclone: require_tool) and for
+tests that say why they cannot run here.
+
+One case of a script: name it as an argument or in SHARD_TEST_CASE (names
+separated by commas or spaces; a case named test_setup always runs), e.g.
+    SHARD_TEST_CASE=test_ranges make check TESTS=tests/integration/test_boto3.py
+    scripts/test-one.sh tests/integration/test_boto3.py test_ranges
+An unknown name fails the script and lists the cases it has.
 """
 
 import base64
@@ -232,13 +241,22 @@ def quote_param(s):
 
 
 def server_binary():
+    """Returns the path of the shardstore binary: SHARDSTORE_BIN, else
+    SHARD_BUILDDIR/shardstore. Without one, fails (raises Failure): a test
+    that cannot start the server has tested nothing and must not pass as a
+    skip."""
     path = os.environ.get("SHARDSTORE_BIN")
     if not path:
         builddir = os.environ.get("SHARD_BUILDDIR")
         if builddir:
             path = os.path.join(builddir, "shardstore")
     if not path or not os.access(path, os.X_OK):
-        raise Skip("SHARDSTORE_BIN is not set or not executable (%r)" % path)
+        raise Failure(
+            "the shardstore binary is not found: SHARDSTORE_BIN=%r, SHARD_BUILDDIR=%r (resolved %r is not an "
+            "executable file). Build it (make -C build/dev) and run the test through `make check TESTS=...` or "
+            "scripts/test-one.sh, or set SHARDSTORE_BIN to the binary."
+            % (os.environ.get("SHARDSTORE_BIN"), os.environ.get("SHARD_BUILDDIR"), path)
+        )
     return path
 
 
@@ -662,13 +680,37 @@ def run_tests(tests, *args):
     return failed, passed, skipped
 
 
+def selected_cases():
+    """The case names asked for: the script's arguments, else the words of
+    SHARD_TEST_CASE (commas or spaces between names); [] means every case."""
+    names = sys.argv[1:] or os.environ.get("SHARD_TEST_CASE", "").replace(",", " ").split()
+    return [n for n in names if n]
+
+
+def select_tests(tests, names):
+    """Returns the functions of 'tests' named in 'names' (in the script's
+    order), or all of 'tests' when 'names' is empty. A case named test_setup
+    (what later cases of a shared server build on) always stays. Raises
+    Failure naming the cases that exist when a name matches none."""
+    if not names:
+        return list(tests)
+    by_name = {t.__name__: t for t in tests}
+    unknown = [n for n in names if n not in by_name]
+    if unknown:
+        raise Failure("no test case %s in %s; its cases: %s"
+                      % (", ".join(unknown), os.path.basename(sys.argv[0]), " ".join(by_name)))
+    return [t for t in tests if t.__name__ in names or t.__name__ == "test_setup"]
+
+
 def main(tests, shared_server=True, config=None):
     """Entry point of a test script. With shared_server, one server is
     started and passed to every test, then stopped and checked; otherwise
-    each test is called with no arguments and manages its own servers."""
+    each test is called with no arguments and manages its own servers.
+    Runs only the cases selected_cases() names, when it names any."""
     status = 0
     server = None
     try:
+        tests = select_tests(tests, selected_cases())
         if shared_server:
             server = Server(config=config)
             server.start()
