@@ -257,7 +257,8 @@ def server_binary():
             "scripts/test-one.sh, or set SHARDSTORE_BIN to the binary."
             % (os.environ.get("SHARDSTORE_BIN"), os.environ.get("SHARD_BUILDDIR"), path)
         )
-    return path
+    # The server runs in its temp data dir: a relative path must not depend on that.
+    return os.path.abspath(path)
 
 
 class Response:
