@@ -1,6 +1,6 @@
 /*
  * shard_int.h: what the files of client/ share and nothing outside sees.
- * Functions here use the client__ prefix (STYLE.md: shard_ is the public API).
+ * Functions here use the client__ prefix (docs/DESIGN.md, "Conventions": shard_ is the public API).
  */
 #ifndef SHARD_CLIENT_INT_H
 #define SHARD_CLIENT_INT_H

@@ -1,4 +1,4 @@
-# Fuzz targets (STYLE.md section 6). Each parser NAME has:
+# Fuzz targets (docs/DESIGN.md, "Tests"). Each parser NAME has:
 #   tests/fuzz/fuzz_NAME.c       LLVMFuzzerTestOneInput
 #   tests/fuzz/corpus/NAME/      checked-in seeds
 #   tests/fuzz/NAME.dict         libFuzzer dictionary
