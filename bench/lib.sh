@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # bench/lib.sh: the helpers every bench/*.sh script shares (sourced, never run).
 #
 # Before sourcing, a script sets BENCH_TAG (the word its log lines start with) and, if it
@@ -37,6 +38,7 @@ median() { tr ' ,' '\n\n' | grep -v '^$' | sort -g | awk '{a[NR]=$1} END{ if(NR=
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN{ if (a+0>0 && b+0>0) printf "%.2f", a/b; else print "nan"}'; }
 f1() { awk -v x="$1" 'BEGIN{ if (x == "nan" || x == "") print "nan"; else printf "%.1f", x}'; }
 f2() { awk -v x="$1" 'BEGIN{ if (x == "nan" || x == "") print "nan"; else printf "%.2f", x}'; }
+# shellcheck disable=SC2048,SC2086 # csv WORDS...: the words, split as given, joined by commas
 csv() { echo $* | tr ' ' ,; }
 kv() { # kv KEY [LINE]: the value of the first KEY=VALUE word of LINE (else of stdin)
   if [ $# -ge 2 ]; then echo "$2"; else cat; fi | tr ' ' '\n' | awk -F= -v k="$1" '$1==k{print $2; exit}'
@@ -105,14 +107,14 @@ SS_PID="" SS_EP="" SS_PORT=""
 # ss_launch DIR [CONF]: starts $BIN on 127.0.0.1:0 with data in DIR (and config file CONF), root
 # keys $AK/$SK, stdout/stderr in $W/ss.out / $W/ss.err; waits for the port it prints.
 ss_launch() {
-  local dir=$1 conf=${2:-} i
+  local dir=$1 conf=${2:-} _i
   local cfg=()
   [ -z "$conf" ] || cfg=(--config "$conf")
   : > "$W/ss.out"   # exists before the background child opens it (sed polls it below)
   SHARDSTORE_ACCESS_KEY=$AK SHARDSTORE_SECRET_KEY=$SK \
     "$BIN" "${cfg[@]}" --listen 127.0.0.1:0 --data "$dir" > "$W/ss.out" 2> "$W/ss.err" &
   SS_PID=$!
-  for i in $(seq 1 100); do
+  for _i in $(seq 1 100); do
     SS_PORT=$(sed -n 's|^shardstore: listening on http://127.0.0.1:\([0-9]*\).*|\1|p' "$W/ss.out")
     [ -n "$SS_PORT" ] && break
     kill -0 "$SS_PID" 2>/dev/null || { cat "$W/ss.err" >&2; die "shardstore exited at start"; }
@@ -125,13 +127,14 @@ ss_launch() {
 ss_stop() {
   [ -n "$SS_PID" ] || return 0
   kill -TERM "$SS_PID" 2>/dev/null || true
-  local i; for i in $(seq 1 100); do kill -0 "$SS_PID" 2>/dev/null || break; sleep 0.2; done
+  local _i; for _i in $(seq 1 100); do kill -0 "$SS_PID" 2>/dev/null || break; sleep 0.2; done
   kill -0 "$SS_PID" 2>/dev/null && { log "shardstore $SS_PID still alive after 20 s, SIGKILL"; kill -KILL "$SS_PID" 2>/dev/null; }
   wait "$SS_PID" 2>/dev/null || true
   SS_PID=""
 }
 # s3curl EP AK SK ARGS...: a SigV4-signed curl against any endpoint
-s3curl() { local ep=$1 ak=$2 sk=$3; shift 3
+# (EP is not used: the URL among ARGS names the endpoint; it keeps the callers readable.)
+s3curl() { local ak=$2 sk=$3; shift 3
   curl -s --aws-sigv4 aws:amz:us-east-1:s3 -u "$ak:$sk" -H 'x-amz-content-sha256: UNSIGNED-PAYLOAD' "$@"; }
 ss_curl() { s3curl "$SS_EP" "$AK" "$SK" "$@"; }
 ss_metric() { ss_curl --max-time 10 "$SS_EP/_/metrics" | awk -v m="$1" '$1==m{print $2}'; }
