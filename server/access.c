@@ -11,6 +11,14 @@
  * Authorization gathers the facts the policy needs (the bucket's owner
  * and public flag, the caller's grant) and asks auth_policy_allows.
  */
+#include "config.h"
+
+#include "auth/auth.h"
+#include "common/common.h"
+#include "index/index.h"
+#include "server/access.h"
+#include "server/errors.h"
+#include "server/req.h"
 #include "server/server.h"
 
 #include <errno.h>

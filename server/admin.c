@@ -10,7 +10,18 @@
  * Everything but health needs SigV4 with the root key or the key of a
  * user with the admin flag (a read-only key of such a user: GET only).
  */
+#include "config.h"
+
+#include "auth/auth.h"
+#include "common/common.h"
+#include "index/index.h"
+#include "server/access.h"
+#include "server/errors.h"
+#include "server/offload.h"
+#include "server/ops.h"
+#include "server/req.h"
 #include "server/server.h"
+#include "storage/storage.h"
 
 #include <inttypes.h>
 #include <microhttpd.h>

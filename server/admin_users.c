@@ -22,6 +22,15 @@
  * "key=value ..." line per record with format=text (the CLI's human
  * output). Every change is one index transaction, seen by the next request.
  */
+#include "config.h"
+
+#include "auth/auth.h"
+#include "common/common.h"
+#include "index/index.h"
+#include "server/access.h"
+#include "server/errors.h"
+#include "server/ops.h"
+#include "server/req.h"
 #include "server/server.h"
 
 #include <errno.h>

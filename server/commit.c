@@ -12,9 +12,16 @@
  * that is visible always points at durable data. Extents freed by the
  * commit go back to storage only after it (deferred for readers).
  */
+#include "config.h"
+
+#include "common/common.h"
+#include "index/index.h"
+#include "server/commit.h"
 #include "server/server.h"
+#include "storage/storage.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <time.h>
 

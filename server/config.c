@@ -3,7 +3,10 @@
  * the command line. Directives are a table (name, kind, field), so the
  * file parser, the command line and conf/shardstore.conf stay in step.
  */
-#include "server/server.h"
+#include "config.h"
+
+#include "common/common.h"
+#include "server/conf.h"
 
 #include <ctype.h>
 #include <errno.h>

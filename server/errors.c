@@ -2,7 +2,9 @@
  * errors.c: the table behind s3_errors.def, and the one translation of
  * index/storage errnos into S3 errors.
  */
-#include "server/server.h"
+#include "config.h"
+
+#include "server/errors.h"
 
 #include <errno.h>
 

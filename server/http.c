@@ -4,13 +4,14 @@
  *
  *   URI log callback   -> struct s3_req created in its own arena (raw URI kept
  *                         for SigV4, which needs it as sent)
- *   first access call  -> headers collected, addressing resolved, SigV4
- *                         verified, route chosen; the handler either responds
- *                         at once or installs on_body/on_end
- *   body calls         -> payload decoded (aws-chunked) and verified (SHA-256)
- *                         on the fly, then handed to on_body; after an error
- *                         the rest of the body is discarded
- *   final call         -> payload checks, then on_end responds
+ *   first access call  -> headers and query collected, framing checked; then
+ *                         addressing resolved and the route chosen
+ *                         (router.c), SigV4 verified; the handler either
+ *                         responds at once or installs on_body/on_end
+ *   body calls         -> raw bytes handed to the body pipeline (body.c),
+ *                         which decodes, verifies and passes them to on_body;
+ *                         after an error the rest of the body is discarded
+ *   final call         -> payload checks, then on_end responds (body.c)
  *   completion         -> on_cleanup, reader unpin, arena destroyed
  *
  * Connections run on a few event-loop threads (MHD's poll loop, one thread
@@ -19,9 +20,24 @@
  * commits, fdatasync, scrub) is not run there: the connection is suspended,
  * the step runs on a worker of offload.c, which leaves its response in
  * r->deferred_resp and resumes the connection; MHD then calls on_access
- * again, which queues it. Only /_/health runs before authentication.
+ * again, which queues it (req.c). Only /_/health runs before authentication.
  */
+#include "config.h"
+
+#include "auth/auth.h"
+#include "common/common.h"
+#include "server/access.h"
+#include "server/body.h"
+#include "server/errors.h"
+#include "server/http.h"
+#include "server/listener.h"
+#include "server/offload.h"
+#include "server/ops.h"
+#include "server/req.h"
+#include "server/router.h"
 #include "server/server.h"
+#include "server/util.h"
+#include "storage/storage.h"
 
 #include <errno.h>
 #include <microhttpd.h>
@@ -42,142 +58,6 @@
 #else
 #define SERVER_THREAD_STACK ((size_t)(512 * 1024))
 #endif
-
-/* ======================================================================
- * Responses
- * ====================================================================== */
-
-void
-s3_resp_header(struct MHD_Response *resp, const char *name, const char *value)
-{
-    MHD_add_response_header(resp, name, value);
-}
-
-void
-s3_respond(struct s3_req *r, int status, struct MHD_Response *resp)
-{
-    if (r->is_responded) {
-        MHD_destroy_response(resp);
-        return;
-    }
-    MHD_add_response_header(resp, "x-amz-request-id", r->request_id);
-    MHD_add_response_header(resp, "x-amz-id-2", r->request_id);
-    MHD_add_response_header(resp, "Server", "shardstore");
-    if (r->must_close)
-        MHD_add_response_header(resp, "Connection", "close");
-    r->is_responded = true;
-    r->status = status;
-    /* MHD closes the connection when a response is queued before the
-     * request is fully read. Without a body the request is complete after
-     * the headers, so wait for MHD's next callback and keep the connection
-     * alive; with a body (an early error), queue now and let it close
-     * rather than read a body nobody wants. A worker (is_offloaded) never
-     * queues: the event thread does, once the connection is resumed. */
-    if ((r->is_first_call && !r->has_request_body) || r->is_offloaded) {
-        r->deferred_resp = resp;
-    } else {
-        if (MHD_queue_response(r->conn, (unsigned int)status, resp) != MHD_YES)
-            log_warn("request %s: could not queue response %d", r->request_id, status);
-        MHD_destroy_response(resp);
-    }
-    if (status >= 500)
-        atomic_fetch_add(&r->srv->metrics.errors_5xx, 1);
-    else if (status >= 400)
-        atomic_fetch_add(&r->srv->metrics.errors_4xx, 1);
-}
-
-void
-s3_respond_body(struct s3_req *r, int status, const char *content_type, const char *body,
-                size_t len)
-{
-    struct MHD_Response *resp =
-        MHD_create_response_from_buffer(len, (void *)body, MHD_RESPMEM_MUST_COPY);
-    if (content_type)
-        MHD_add_response_header(resp, "Content-Type", content_type);
-    s3_respond(r, status, resp);
-}
-
-void
-s3_respond_empty(struct s3_req *r, int status)
-{
-    struct MHD_Response *resp = MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT);
-    s3_respond(r, status, resp);
-}
-
-void
-s3_respond_error(struct s3_req *r, enum s3_error e, const char *message)
-{
-    struct buf b;
-    buf_init(&b);
-    int status = s3_error_status(e);
-    if (status == 304) {
-        s3_respond_empty(r, status);
-        return;
-    }
-    xml_error(&b, s3_error_code(e), message ? message : s3_error_message(e), r->raw_path,
-              r->request_id);
-    log_debug("request %s: %.*s %.*s -> %d %s", r->request_id, (int)r->method.len, r->method.ptr,
-              (int)r->raw_path.len, r->raw_path.ptr, status, s3_error_code(e));
-    struct MHD_Response *resp =
-        MHD_create_response_from_buffer(b.len, b.ptr, MHD_RESPMEM_MUST_FREE);
-    MHD_add_response_header(resp, "Content-Type", "application/xml");
-    s3_respond(r, status, resp);
-}
-
-/* ======================================================================
- * Request accessors
- * ====================================================================== */
-
-struct slice
-s3_req_header(const struct s3_req *r, const char *name)
-{
-    for (size_t i = 0; i < r->n_headers; i++)
-        if (slice_eq_nocase(r->headers[i].name, name))
-            return r->headers[i].value;
-    return SLICE_NULL;
-}
-
-bool
-s3_req_has_header(const struct s3_req *r, const char *name)
-{
-    for (size_t i = 0; i < r->n_headers; i++)
-        if (slice_eq_nocase(r->headers[i].name, name))
-            return true;
-    return false;
-}
-
-const struct s3_param *
-s3_req_param(const struct s3_req *r, const char *name)
-{
-    for (size_t i = 0; i < r->n_params; i++)
-        if (slice_eq(r->params[i].name, slice_from_cstr(name)))
-            return &r->params[i];
-    return NULL;
-}
-
-struct slice
-s3_req_param_value(const struct s3_req *r, const char *name)
-{
-    const struct s3_param *p = s3_req_param(r, name);
-    return p ? p->value : SLICE_NULL;
-}
-
-static enum s3_error
-xml_body_chunk(struct s3_req *r, const char *data, size_t len)
-{
-    if (r->xml_body.len + len > r->xml_body_max)
-        return S3_ERR_MALFORMED_XML;
-    buf_append(&r->xml_body, data, len);
-    return S3_OK;
-}
-
-void
-s3_req_expect_xml(struct s3_req *r, size_t max, s3_end_fn end)
-{
-    r->xml_body_max = max;
-    r->on_body = xml_body_chunk;
-    r->on_end = end;
-}
 
 /* ======================================================================
  * Parsing the request line and headers
@@ -235,334 +115,6 @@ parse_query(struct s3_req *r)
         }
         i = j + 1;
     }
-}
-
-/* Splits Host into a bucket when it is "<bucket>.<domain>[:port]" for one
- * of the configured domains (virtual-hosted-style addressing). */
-static bool
-virtual_host_bucket(struct s3_req *r, struct slice host, struct slice *bucket)
-{
-    const char *colon = memchr(host.ptr, ':', host.len);
-    if (colon)
-        host.len = (size_t)(colon - host.ptr);
-    const char *d = r->srv->cfg.domains;
-    while (*d) {
-        const char *comma = strchr(d, ',');
-        size_t dl = comma ? (size_t)(comma - d) : strlen(d);
-        while (dl && *d == ' ') {
-            d++;
-            dl--;
-        }
-        if (dl && host.len > dl + 1 && host.ptr[host.len - dl - 1] == '.' &&
-            strncasecmp(host.ptr + host.len - dl, d, dl) == 0) {
-            *bucket = (struct slice){host.ptr, host.len - dl - 1};
-            return true;
-        }
-        if (!comma)
-            break;
-        d = comma + 1;
-    }
-    return false;
-}
-
-/* Resolves bucket and key from the Host header and the path. */
-static bool
-resolve_address(struct s3_req *r)
-{
-    struct slice path = r->raw_path;
-    struct slice vbucket;
-    struct slice host = s3_req_header(r, "host");
-    if (host.len && virtual_host_bucket(r, host, &vbucket)) {
-        r->is_virtual_host = true;
-        r->bucket = (struct slice){arena_strndup(r->arena, vbucket.ptr, vbucket.len), vbucket.len};
-        struct slice k = path;
-        if (k.len && k.ptr[0] == '/') {
-            k.ptr++;
-            k.len--;
-        }
-        return s3_uri_decode(r->arena, k, &r->key);
-    }
-    if (path.len == 0 || path.ptr[0] != '/')
-        return false;
-    path.ptr++;
-    path.len--;
-    const char *slash = memchr(path.ptr, '/', path.len);
-    struct slice b = path;
-    struct slice k = SLICE_NULL;
-    if (slash) {
-        b.len = (size_t)(slash - path.ptr);
-        k = (struct slice){slash + 1, path.len - b.len - 1};
-    }
-    return s3_uri_decode(r->arena, b, &r->bucket) && s3_uri_decode(r->arena, k, &r->key);
-}
-
-/* ======================================================================
- * Routing
- * ====================================================================== */
-
-enum route_level { LEVEL_SERVICE, LEVEL_BUCKET, LEVEL_OBJECT };
-
-/* Which key a route is authorized for. */
-enum route_key {
-    RKEY_NONE,   /* bucket- or service-wide */
-    RKEY_OBJECT, /* the request's object key */
-    RKEY_PREFIX, /* the listing's ?prefix= */
-    RKEY_EACH,   /* several keys, each checked by the handler (DeleteObjects) */
-};
-
-/* A route names the action it needs, so every handler runs authorized. */
-struct route {
-    const char *method;
-    enum route_level level;
-    const char *subresource; /* query parameter that selects the route, or NULL */
-    enum auth_action action;
-    enum route_key key;
-    void (*handler)(struct s3_req *r);
-};
-
-static const struct route routes[] = {
-    {"GET", LEVEL_SERVICE, NULL, AUTH_ACTION_SERVICE, RKEY_NONE, op_list_buckets},
-    {"GET", LEVEL_BUCKET, "location", AUTH_ACTION_BUCKET_INFO, RKEY_NONE, op_get_bucket_location},
-    {"GET", LEVEL_BUCKET, "versioning", AUTH_ACTION_BUCKET_INFO, RKEY_NONE,
-     op_get_bucket_versioning},
-    {"GET", LEVEL_BUCKET, "acl", AUTH_ACTION_BUCKET_INFO, RKEY_NONE, op_get_bucket_acl},
-    {"PUT", LEVEL_BUCKET, "acl", AUTH_ACTION_BUCKET_ADMIN, RKEY_NONE, op_put_bucket_acl},
-    {"GET", LEVEL_BUCKET, "versions", AUTH_ACTION_LIST, RKEY_PREFIX, op_list_object_versions},
-    {"GET", LEVEL_BUCKET, NULL, AUTH_ACTION_LIST, RKEY_PREFIX, op_list_objects},
-    {"PUT", LEVEL_BUCKET, NULL, AUTH_ACTION_CREATE_BUCKET, RKEY_NONE, op_create_bucket},
-    {"HEAD", LEVEL_BUCKET, NULL, AUTH_ACTION_BUCKET_INFO, RKEY_NONE, op_head_bucket},
-    {"DELETE", LEVEL_BUCKET, NULL, AUTH_ACTION_BUCKET_ADMIN, RKEY_NONE, op_delete_bucket},
-    {"POST", LEVEL_BUCKET, "delete", AUTH_ACTION_WRITE, RKEY_EACH, op_delete_objects},
-    {"GET", LEVEL_BUCKET, "uploads", AUTH_ACTION_LIST, RKEY_PREFIX, op_list_uploads},
-    {"POST", LEVEL_OBJECT, "uploads", AUTH_ACTION_WRITE, RKEY_OBJECT, op_create_multipart},
-    {"POST", LEVEL_OBJECT, "uploadId", AUTH_ACTION_WRITE, RKEY_OBJECT, op_complete_multipart},
-    {"PUT", LEVEL_OBJECT, "uploadId", AUTH_ACTION_WRITE, RKEY_OBJECT, op_upload_part},
-    {"DELETE", LEVEL_OBJECT, "uploadId", AUTH_ACTION_WRITE, RKEY_OBJECT, op_abort_multipart},
-    {"GET", LEVEL_OBJECT, "uploadId", AUTH_ACTION_WRITE, RKEY_OBJECT, op_list_parts},
-    {"GET", LEVEL_OBJECT, NULL, AUTH_ACTION_READ, RKEY_OBJECT, op_get_object},
-    {"HEAD", LEVEL_OBJECT, NULL, AUTH_ACTION_READ, RKEY_OBJECT, op_head_object},
-    {"PUT", LEVEL_OBJECT, NULL, AUTH_ACTION_WRITE, RKEY_OBJECT, op_put_object},
-    {"DELETE", LEVEL_OBJECT, NULL, AUTH_ACTION_WRITE, RKEY_OBJECT, op_delete_object},
-};
-
-/* Authorizes route 'rt' for 'r' before its handler runs; responds
- * AccessDenied and returns false when the policy says no. */
-static bool
-route_authorize(struct s3_req *r, const struct route *rt)
-{
-    struct slice key = SLICE_NULL;
-    const struct s3_param *p;
-    switch (rt->key) {
-    case RKEY_NONE:
-        break;
-    case RKEY_OBJECT:
-        key = r->key;
-        break;
-    case RKEY_PREFIX:
-        p = s3_req_param(r, "prefix");
-        key = p ? p->value : SLICE_NULL;
-        break;
-    case RKEY_EACH:
-        /* Only the level here: the handler checks every key. A prefix
-         * grant's own prefix stands in for "some key under it". */
-        if (!s3_is_allowed(r, rt->action, SLICE_NULL) && r->has_grant)
-            key = slice_from_cstr(r->grant.prefix);
-        break;
-    }
-    r->has_route_action = true;
-    r->route_action = rt->action;
-    r->route_key = key;
-    return s3_authorize(r, rt->action, key);
-}
-
-/* Query parameters that name an S3 sub-resource: a request carrying one
- * that no route handles is NotImplemented rather than silently treated as
- * the plain operation. */
-#define SUB(s)                                                                                     \
-    {                                                                                              \
-        s, sizeof(s) - 1                                                                           \
-    }
-static const struct {
-    const char *name;
-    size_t len;
-} subresources[] = {
-    SUB("accelerate"),
-    SUB("acl"),
-    SUB("analytics"),
-    SUB("attributes"),
-    SUB("cors"),
-    SUB("delete"),
-    SUB("encryption"),
-    SUB("intelligent-tiering"),
-    SUB("inventory"),
-    SUB("legal-hold"),
-    SUB("lifecycle"),
-    SUB("location"),
-    SUB("logging"),
-    SUB("metrics"),
-    SUB("notification"),
-    SUB("object-lock"),
-    SUB("ownershipControls"),
-    SUB("policy"),
-    SUB("policyStatus"),
-    SUB("publicAccessBlock"),
-    SUB("replication"),
-    SUB("requestPayment"),
-    SUB("restore"),
-    SUB("retention"),
-    SUB("select"),
-    SUB("tagging"),
-    SUB("torrent"),
-    SUB("uploadId"),
-    SUB("uploads"),
-    SUB("versioning"),
-    SUB("versions"),
-    SUB("website"),
-};
-#undef SUB
-
-/* The first query parameter that names a sub-resource, or NULL. Runs on
- * every request: lengths are compared before bytes. */
-static const char *
-request_subresource(const struct s3_req *r)
-{
-    for (size_t i = 0; i < r->n_params; i++) {
-        struct slice n = r->params[i].name;
-        if (n.len == 0 || n.ptr[0] < 'a' || n.ptr[0] > 'w')
-            continue; /* all start with a lower-case letter; X-Amz-* never match */
-        for (size_t k = 0; k < ARRAY_LEN(subresources); k++)
-            if (n.len == subresources[k].len && memcmp(n.ptr, subresources[k].name, n.len) == 0)
-                return subresources[k].name;
-    }
-    return NULL;
-}
-
-static void
-route(struct s3_req *r)
-{
-    enum route_level level = LEVEL_OBJECT;
-    if (r->bucket.len == 0)
-        level = LEVEL_SERVICE;
-    else if (r->key.len == 0)
-        level = LEVEL_BUCKET;
-    if (level != LEVEL_SERVICE && (r->bucket.len > INDEX_MAX_BUCKET || r->bucket.ptr[0] == '_')) {
-        s3_respond_error(r, S3_ERR_INVALID_BUCKET_NAME, NULL);
-        return;
-    }
-    if (r->key.len > INDEX_MAX_KEY) {
-        s3_respond_error(r, S3_ERR_KEY_TOO_LONG, NULL);
-        return;
-    }
-    const char *sub = request_subresource(r);
-    bool has_method = false;
-    for (size_t i = 0; i < ARRAY_LEN(routes); i++) {
-        const struct route *rt = &routes[i];
-        if (rt->level != level || r->method.len != strlen(rt->method) ||
-            memcmp(r->method.ptr, rt->method, r->method.len) != 0)
-            continue;
-        has_method = true;
-        if (rt->subresource ? (sub && !strcmp(sub, rt->subresource)) : !sub) {
-            if (route_authorize(r, rt))
-                rt->handler(r);
-            return;
-        }
-    }
-    if (r->principal.is_anonymous)
-        s3_respond_error(r, S3_ERR_ACCESS_DENIED, NULL);
-    else if (sub || has_method)
-        s3_respond_error(r, S3_ERR_NOT_IMPLEMENTED, NULL);
-    else
-        s3_respond_error(r, S3_ERR_METHOD_NOT_ALLOWED, NULL);
-}
-
-/* ======================================================================
- * Body pipeline
- * ====================================================================== */
-
-static int
-deliver_payload(void *ctx, const char *data, size_t len)
-{
-    struct s3_req *r = ctx;
-    r->payload_len += len;
-    if (r->body_error)
-        return 0;
-    if (r->on_body) {
-        enum s3_error e = r->on_body(r, data, len);
-        if (e != S3_OK)
-            r->body_error = e;
-    }
-    return 0;
-}
-
-static void
-start_body(struct s3_req *r)
-{
-    r->has_body_started = true;
-    switch (r->auth.payload) {
-    case AUTH_PAYLOAD_HASH:
-        r->verify_payload_sha = true;
-        auth_checksum_init(&r->payload_sha, AUTH_CK_SHA256);
-        break;
-    case AUTH_PAYLOAD_STREAMING_SIGNED:
-    case AUTH_PAYLOAD_STREAMING_SIGNED_TRAILER:
-    case AUTH_PAYLOAD_STREAMING_UNSIGNED_TRAILER:
-        r->is_chunked_payload = true;
-        auth_chunked_init(&r->chunked, &r->auth);
-        break;
-    case AUTH_PAYLOAD_UNSIGNED:
-        break;
-    }
-}
-
-static void
-feed_body(struct s3_req *r, const char *data, size_t len)
-{
-    r->body_received += len;
-    atomic_fetch_add(&r->srv->metrics.bytes_in, len);
-    if (r->body_error == S3_ERR_INCOMPLETE_BODY || r->body_error == S3_ERR_SIGNATURE_DOES_NOT_MATCH)
-        return; /* framing lost: discard */
-    if (r->verify_payload_sha)
-        auth_checksum_update(&r->payload_sha, data, len);
-    if (!r->is_chunked_payload) {
-        deliver_payload(r, data, len);
-        return;
-    }
-    size_t consumed = 0;
-    enum auth_chunked_status st =
-        auth_chunked_feed(&r->chunked, data, len, &consumed, deliver_payload, r);
-    if (st == AUTH_CHUNKED_ERROR)
-        r->body_error = S3_ERR_INCOMPLETE_BODY;
-    else if (st == AUTH_CHUNKED_BAD_SIGNATURE)
-        r->body_error = S3_ERR_SIGNATURE_DOES_NOT_MATCH;
-    else if (st == AUTH_CHUNKED_DONE && consumed < len)
-        r->body_error = S3_ERR_INCOMPLETE_BODY; /* bytes after the final chunk */
-}
-
-static void
-finish_body(struct s3_req *r)
-{
-    if (!r->body_error && r->is_chunked_payload) {
-        size_t consumed = 0;
-        enum auth_chunked_status st =
-            auth_chunked_feed(&r->chunked, "", 0, &consumed, deliver_payload, r);
-        if (st != AUTH_CHUNKED_DONE && !auth_chunked_is_complete_at_eof(&r->chunked))
-            r->body_error = S3_ERR_INCOMPLETE_BODY;
-    }
-    if (r->verify_payload_sha) {
-        uint8_t got[AUTH_CK_MAX_DIGEST];
-        auth_checksum_final(&r->payload_sha, got);
-        r->verify_payload_sha = false;
-        if (!r->body_error && !auth_equal_ct(got, r->auth.payload_sha256, 32))
-            r->body_error = S3_ERR_CONTENT_SHA256_MISMATCH;
-    }
-    if (r->body_error) {
-        s3_respond_error(r, r->body_error, NULL);
-        return;
-    }
-    if (r->on_end)
-        r->on_end(r);
-    if (!r->is_responded)
-        s3_respond_error(r, S3_ERR_INTERNAL_ERROR, NULL);
 }
 
 /* ======================================================================
@@ -647,14 +199,14 @@ dispatch_route(struct s3_req *r)
         op_admin(r);
         return;
     }
-    if (!resolve_address(r)) {
+    if (!router_resolve_address(r)) {
         s3_respond_error(r, S3_ERR_INVALID_REQUEST, "Bad request path");
         return;
     }
     if (!s3_authenticate_or_anonymous(r))
         return;
-    start_body(r);
-    route(r);
+    body_start(r);
+    router_route(r);
 }
 
 /* Whether a step of 'r' may block (commit, fdatasync, scrub) and so must
@@ -683,7 +235,7 @@ job_finish(void *arg)
 {
     struct s3_req *r = arg;
     struct MHD_Connection *conn = r->conn;
-    finish_body(r);
+    body_finish(r);
     MHD_resume_connection(conn);
 }
 
@@ -738,14 +290,14 @@ on_access(void *cls, struct MHD_Connection *conn, const char *url, const char *m
         size_t n = *upload_data_size;
         *upload_data_size = 0;
         if (!r->is_responded)
-            feed_body(r, upload_data, n);
+            body_feed(r, upload_data, n);
         return MHD_YES;
     }
     if (!r->is_responded) {
         if (is_blocking(r))
             offload_step(r, job_finish);
         else
-            finish_body(r);
+            body_finish(r);
     }
     return MHD_YES;
 }

@@ -12,11 +12,16 @@
  * joins the thread and closes the socket. Accepted sockets belong to the
  * add callback (MHD closes them).
  */
-#include "server/server.h"
+#include "config.h"
+
+#include "common/common.h"
+#include "server/listener.h"
+#include "server/util.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>

@@ -7,9 +7,17 @@
  * accepting, let in-flight requests finish (bounded), and close in the
  * reverse order.
  */
+#include "config.h"
+
+#include "common/common.h"
+#include "index/index.h"
 #include "server/admin_cli.h"
+#include "server/commit.h"
+#include "server/conf.h"
 #include "server/creds.h"
+#include "server/http.h"
 #include "server/server.h"
+#include "storage/storage.h"
 
 #include <errno.h>
 #include <getopt.h>

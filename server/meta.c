@@ -8,7 +8,12 @@
  * x-amz-meta-*, x-amz-checksum-<algo>, x-amz-checksum-type,
  * x-amz-storage-class, x-amz-website-redirect-location.
  */
-#include "server/server.h"
+#include "config.h"
+
+#include "common/common.h"
+#include "server/errors.h"
+#include "server/meta.h"
+#include "server/req.h"
 
 #include <ctype.h>
 

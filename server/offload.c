@@ -11,7 +11,11 @@
  * completion and joins them all; a job submitted after that runs at once on
  * the caller's thread (shutdown only), so no request is left suspended.
  */
-#include "server/server.h"
+#include "config.h"
+
+#include "common/common.h"
+#include "server/offload.h"
+#include "server/util.h"
 
 #include <errno.h>
 #include <stdlib.h>

@@ -5,8 +5,19 @@
  * made before users existed). ACLs are canned only: private or
  * public-read (anonymous GET/HEAD/List).
  */
+#include "config.h"
+
+#include "common/common.h"
+#include "index/index.h"
+#include "server/access.h"
+#include "server/body.h"
+#include "server/errors.h"
+#include "server/ops.h"
+#include "server/req.h"
 #include "server/server.h"
+#include "server/util.h"
 #include "server/xml_in.h"
+#include "server/xml_out.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -13,7 +13,21 @@
  * UploadPartCopy copies a byte range into the part's own extents through a
  * storage writer (bounded 1 MiB buffer): s3_copy_range.
  */
+#include "config.h"
+
+#include "auth/auth.h"
+#include "common/common.h"
+#include "index/index.h"
+#include "server/access.h"
+#include "server/commit.h"
+#include "server/errors.h"
+#include "server/meta.h"
+#include "server/ops.h"
+#include "server/req.h"
 #include "server/server.h"
+#include "server/util.h"
+#include "server/xml_out.h"
+#include "storage/storage.h"
 
 #include <errno.h>
 #include <microhttpd.h>

@@ -3,8 +3,20 @@
  * is checked with Content-MD5 or, as current SDKs send instead, an
  * x-amz-checksum-* header; then every key is deleted in one group commit.
  */
+#include "config.h"
+
+#include "auth/auth.h"
+#include "common/common.h"
+#include "index/index.h"
+#include "server/access.h"
+#include "server/body.h"
+#include "server/commit.h"
+#include "server/errors.h"
+#include "server/ops.h"
+#include "server/req.h"
 #include "server/server.h"
 #include "server/xml_in.h"
+#include "server/xml_out.h"
 
 #include <errno.h>
 

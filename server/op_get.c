@@ -8,8 +8,20 @@
  * out zero-copy: MHD sendfile()s from a dup of the volume fd. A range that
  * crosses extents is streamed through a bounded buffer with read-ahead.
  */
-#include "server/server.h"
+#include "config.h"
+
+#include "common/common.h"
+#include "index/index.h"
+#include "server/access.h"
+#include "server/errors.h"
+#include "server/meta.h"
+#include "server/ops.h"
 #include "server/range.h"
+#include "server/req.h"
+#include "server/server.h"
+#include "server/util.h"
+#include "server/xml_out.h"
+#include "storage/storage.h"
 
 #include <errno.h>
 #include <inttypes.h>

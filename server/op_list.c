@@ -9,7 +9,17 @@
  *
  *     u8 version (1) | key (1..1024 bytes) | u32 BE FNV-1a of the above
  */
+#include "config.h"
+
+#include "common/common.h"
+#include "index/index.h"
+#include "server/access.h"
+#include "server/errors.h"
+#include "server/ops.h"
+#include "server/req.h"
 #include "server/server.h"
+#include "server/util.h"
+#include "server/xml_out.h"
 
 #include <assert.h>
 #include <inttypes.h>

@@ -15,8 +15,23 @@
  * (hash of the concatenated part checksums, "-N") or, for the CRCs when
  * asked, FULL_OBJECT (the parts' CRCs combined).
  */
+#include "config.h"
+
+#include "auth/auth.h"
+#include "common/common.h"
+#include "index/index.h"
+#include "server/access.h"
+#include "server/body.h"
+#include "server/commit.h"
+#include "server/errors.h"
+#include "server/meta.h"
+#include "server/ops.h"
+#include "server/req.h"
 #include "server/server.h"
+#include "server/util.h"
 #include "server/xml_in.h"
+#include "server/xml_out.h"
+#include "storage/storage.h"
 
 #include <errno.h>
 #include <inttypes.h>

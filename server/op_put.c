@@ -10,7 +10,20 @@
  * uncommitted, which returns its extents: nothing becomes visible and no
  * space is leaked.
  */
+#include "config.h"
+
+#include "auth/auth.h"
+#include "common/common.h"
+#include "index/index.h"
+#include "server/access.h"
+#include "server/commit.h"
+#include "server/errors.h"
+#include "server/meta.h"
+#include "server/ops.h"
+#include "server/req.h"
 #include "server/server.h"
+#include "server/util.h"
+#include "storage/storage.h"
 
 #include <errno.h>
 #include <microhttpd.h>

@@ -6,7 +6,17 @@
  * prefix); key-marker is its start_after. A version-id-marker can only be
  * "null" (or empty), and "after the null version of K" is "after K".
  */
+#include "config.h"
+
+#include "common/common.h"
+#include "index/index.h"
+#include "server/access.h"
+#include "server/errors.h"
+#include "server/ops.h"
+#include "server/req.h"
 #include "server/server.h"
+#include "server/util.h"
+#include "server/xml_out.h"
 
 void
 op_list_object_versions(struct s3_req *r)

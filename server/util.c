@@ -2,7 +2,11 @@
  * util.c: small formatters and parsers the handlers share: ETags, HTTP and
  * ISO dates, URI percent-coding and bucket-name rules. All are pure.
  */
-#include "server/server.h"
+#include "config.h"
+
+#include "common/common.h"
+#include "index/index.h"
+#include "server/util.h"
 
 #include <stdio.h>
 #include <string.h>

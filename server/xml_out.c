@@ -3,7 +3,11 @@
  * formatted straight into a growable buffer; every text goes through
  * xml_escape, which also escapes control characters as numeric references.
  */
-#include "server/server.h"
+#include "config.h"
+
+#include "common/common.h"
+#include "server/util.h"
+#include "server/xml_out.h"
 
 #include <inttypes.h>
 #include <stdio.h>

@@ -1,0 +1,52 @@
+/*
+ * conf.h: the server's configuration (config.c). Filled once at start-up
+ * from the embedded defaults, the config file and the command line, then
+ * read-only. (Named conf.h: config.h is autoconf's.)
+ */
+#ifndef SHARD_SERVER_CONF_H
+#define SHARD_SERVER_CONF_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct config {
+    char listen_addr[64]; /* "127.0.0.1" */
+    uint16_t listen_port; /* 9000; 0 = any free port */
+    char data_dir[4096];
+    char region[64];
+    char domains[256]; /* comma-separated domains for virtual-hosted style */
+    uint64_t volume_size;
+    uint32_t max_volumes;
+    uint64_t index_map_size;
+    uint64_t write_buffer_total;
+    bool group_commit;
+    uint32_t group_commit_max;  /* ops per batch */
+    uint32_t connection_memory; /* bytes of MHD's per-connection buffer pool */
+    uint32_t connection_limit;
+    uint32_t connection_timeout_s;
+    uint32_t http_threads;       /* event-loop threads; 0 = cores + 1 */
+    uint32_t worker_threads_max; /* offload pool for blocking steps */
+    bool thread_per_connection;  /* the older model: no event loop, no pool */
+    uint32_t shutdown_grace_s;
+    uint64_t max_object_size;
+    uint64_t min_part_size; /* multipart: every part but the last (S3: 5 MiB) */
+    uint32_t inline_max;    /* objects up to this size are stored in the index */
+    int log_level;
+    bool index_nosync;             /* tests only */
+    uint32_t test_commit_delay_ms; /* tests only: each commit waits this long first */
+    char secret_key_file[4096];    /* key sealing access-key secrets; "" = DATA/secret.key */
+};
+
+/* Fills 'c' with the embedded defaults. */
+void config_defaults(struct config *c);
+/* Reads a config file ("key = value", '#' comments). Returns 0, or -1 after
+ * printing the offending line to stderr. */
+int config_load_file(struct config *c, const char *path);
+/* Applies one directive; used by the file parser and the command line. */
+int config_set(struct config *c, const char *key, const char *value);
+/* Parses "ADDR:PORT" into the config. */
+int config_set_listen(struct config *c, const char *addr_port);
+/* Parses sizes like "64M", "4G", "1048576". Returns 0 or -1. */
+int config_parse_size(const char *s, uint64_t *out);
+
+#endif

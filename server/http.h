@@ -1,0 +1,16 @@
+/*
+ * http.h: the HTTP front end (http.c): starts the listener, the MHD
+ * daemon and the offload pool, and stops them within shutdown_grace.
+ */
+#ifndef SHARD_SERVER_HTTP_H
+#define SHARD_SERVER_HTTP_H
+
+struct server;
+
+/* Listens on srv->cfg's address and serves. Returns 0 or -1 (logged). */
+int http_start(struct server *srv);
+/* Stops accepting, waits for requests in flight (at most shutdown_grace),
+ * then stops the daemon. Idempotent. */
+void http_stop(struct server *srv);
+
+#endif

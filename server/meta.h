@@ -1,0 +1,42 @@
+/*
+ * meta.h: object metadata, the opaque 'meta' blob of index_object
+ * (meta.c): the stored headers (Content-Type, x-amz-meta-*, ...) as a
+ * versioned list of name/value pairs.
+ */
+#ifndef SHARD_SERVER_META_H
+#define SHARD_SERVER_META_H
+
+#include "common/common.h"
+#include "server/errors.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct s3_req;
+
+/* Metadata entries whose names start with this are internal (never sent
+ * as headers): "x-shard-part-sizes" holds a multipart object's part sizes
+ * as little-endian u64s. */
+#define META_INTERNAL_PREFIX "x-shard-"
+#define META_PART_SIZES "x-shard-part-sizes"
+
+struct meta_entry {
+    struct slice name; /* lower-case header name, e.g. "content-type", "x-amz-meta-foo" */
+    struct slice value;
+};
+struct meta {
+    struct meta_entry *entries;
+    size_t n;
+};
+/* Encodes 'm' into the arena. */
+void meta_encode(struct arena *a, const struct meta *m, const uint8_t **out, size_t *out_len);
+/* Decodes; returns false when the blob is corrupt. */
+bool meta_decode(struct arena *a, const uint8_t *p, size_t len, struct meta *out);
+/* Returns the value of 'name' or an empty slice with ptr NULL. */
+struct slice meta_get(const struct meta *m, const char *name);
+/* Collects the storable headers of a request (Content-Type, x-amz-meta-*, ...).
+ * Returns S3_OK or an error (metadata too large). */
+enum s3_error meta_from_request(struct s3_req *r, struct meta *out);
+
+#endif

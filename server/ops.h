@@ -1,0 +1,65 @@
+/*
+ * ops.h: the request handlers the route table points at (op_*.c,
+ * admin*.c), and the helpers handlers share across those files. Each
+ * handler runs authorized (router.c) and answers through req.h.
+ */
+#ifndef SHARD_SERVER_OPS_H
+#define SHARD_SERVER_OPS_H
+
+#include "common/common.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct index_bucket;
+struct index_object;
+struct index_upload;
+struct s3_req;
+struct server;
+struct storage_writer;
+
+void op_list_buckets(struct s3_req *r);
+void op_create_bucket(struct s3_req *r);
+void op_head_bucket(struct s3_req *r);
+void op_delete_bucket(struct s3_req *r);
+void op_get_bucket_location(struct s3_req *r);
+void op_get_bucket_versioning(struct s3_req *r);
+void op_list_objects(struct s3_req *r);
+void op_delete_objects(struct s3_req *r);
+void op_put_object(struct s3_req *r);
+void op_get_object(struct s3_req *r);
+void op_head_object(struct s3_req *r);
+void op_delete_object(struct s3_req *r);
+void op_copy_object(struct s3_req *r);
+void op_admin(struct s3_req *r);
+void op_list_object_versions(struct s3_req *r);
+void op_get_bucket_acl(struct s3_req *r);
+void op_put_bucket_acl(struct s3_req *r);
+/* The user admin API under /_/admin/ (admin_users.c); 'what' is the path
+ * after "/_/admin/". The caller authorized the request already. */
+void admin_users_handle(struct s3_req *r, struct slice what);
+void op_create_multipart(struct s3_req *r);
+void op_upload_part(struct s3_req *r);
+void op_complete_multipart(struct s3_req *r);
+void op_abort_multipart(struct s3_req *r);
+void op_list_parts(struct s3_req *r);
+void op_list_uploads(struct s3_req *r);
+
+/* Resolves ?uploadId= (and ?partNumber= when 'part_number' is non-NULL)
+ * for the request's bucket and key; on failure responds (NoSuchUpload,
+ * InvalidArgument) and returns false. */
+bool s3_multipart_lookup(struct s3_req *r, const struct index_bucket *bk,
+                         struct index_upload *upload, uint32_t *part_number);
+/* UploadPartCopy: copies x-amz-copy-source[-range] into part 'part_number'. */
+void op_upload_part_copy(struct s3_req *r, const struct index_bucket *bk,
+                         const struct index_upload *upload, uint32_t part_number);
+/* Copies bytes [first, first+len) of 'src' into a new writer (finished).
+ * Returns 0 or -errno; on error '*out' may hold a writer to destroy. */
+int s3_copy_range(struct server *srv, const struct index_object *src, uint64_t first, uint64_t len,
+                  struct storage_writer **out, uint8_t md5_out[16]);
+/* Resolves x-amz-copy-source to a pinned, condition-checked source object;
+ * on failure responds and returns false. */
+bool s3_copy_source_lookup(struct s3_req *r, struct index_bucket *src_bk, struct slice *src_key,
+                           struct index_object *src);
+
+#endif

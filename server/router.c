@@ -1,0 +1,264 @@
+/*
+ * router.c: from a parsed request to its handler. Resolves the bucket and
+ * key (path-style, or virtual-hosted-style for the configured domains),
+ * picks the route from method, level (service, bucket, object) and
+ * sub-resource, and authorizes the route's action before the handler runs,
+ * so no handler runs unauthorized. A sub-resource no route handles is
+ * NotImplemented, never the plain operation.
+ */
+#include "config.h"
+
+#include "auth/auth.h"
+#include "common/common.h"
+#include "index/index.h"
+#include "server/access.h"
+#include "server/errors.h"
+#include "server/ops.h"
+#include "server/req.h"
+#include "server/router.h"
+#include "server/server.h"
+#include "server/util.h"
+
+#include <string.h>
+#include <strings.h>
+
+/* ======================================================================
+ * Addressing
+ * ====================================================================== */
+
+/* Splits Host into a bucket when it is "<bucket>.<domain>[:port]" for one
+ * of the configured domains (virtual-hosted-style addressing). */
+static bool
+virtual_host_bucket(struct s3_req *r, struct slice host, struct slice *bucket)
+{
+    const char *colon = memchr(host.ptr, ':', host.len);
+    if (colon)
+        host.len = (size_t)(colon - host.ptr);
+    const char *d = r->srv->cfg.domains;
+    while (*d) {
+        const char *comma = strchr(d, ',');
+        size_t dl = comma ? (size_t)(comma - d) : strlen(d);
+        while (dl && *d == ' ') {
+            d++;
+            dl--;
+        }
+        if (dl && host.len > dl + 1 && host.ptr[host.len - dl - 1] == '.' &&
+            strncasecmp(host.ptr + host.len - dl, d, dl) == 0) {
+            *bucket = (struct slice){host.ptr, host.len - dl - 1};
+            return true;
+        }
+        if (!comma)
+            break;
+        d = comma + 1;
+    }
+    return false;
+}
+
+/* Resolves bucket and key from the Host header and the path. */
+bool
+router_resolve_address(struct s3_req *r)
+{
+    struct slice path = r->raw_path;
+    struct slice vbucket;
+    struct slice host = s3_req_header(r, "host");
+    if (host.len && virtual_host_bucket(r, host, &vbucket)) {
+        r->is_virtual_host = true;
+        r->bucket = (struct slice){arena_strndup(r->arena, vbucket.ptr, vbucket.len), vbucket.len};
+        struct slice k = path;
+        if (k.len && k.ptr[0] == '/') {
+            k.ptr++;
+            k.len--;
+        }
+        return s3_uri_decode(r->arena, k, &r->key);
+    }
+    if (path.len == 0 || path.ptr[0] != '/')
+        return false;
+    path.ptr++;
+    path.len--;
+    const char *slash = memchr(path.ptr, '/', path.len);
+    struct slice b = path;
+    struct slice k = SLICE_NULL;
+    if (slash) {
+        b.len = (size_t)(slash - path.ptr);
+        k = (struct slice){slash + 1, path.len - b.len - 1};
+    }
+    return s3_uri_decode(r->arena, b, &r->bucket) && s3_uri_decode(r->arena, k, &r->key);
+}
+/* ======================================================================
+ * Routing
+ * ====================================================================== */
+
+enum route_level { LEVEL_SERVICE, LEVEL_BUCKET, LEVEL_OBJECT };
+
+/* Which key a route is authorized for. */
+enum route_key {
+    RKEY_NONE,   /* bucket- or service-wide */
+    RKEY_OBJECT, /* the request's object key */
+    RKEY_PREFIX, /* the listing's ?prefix= */
+    RKEY_EACH,   /* several keys, each checked by the handler (DeleteObjects) */
+};
+
+/* A route names the action it needs, so every handler runs authorized. */
+struct route {
+    const char *method;
+    enum route_level level;
+    const char *subresource; /* query parameter that selects the route, or NULL */
+    enum auth_action action;
+    enum route_key key;
+    void (*handler)(struct s3_req *r);
+};
+
+static const struct route routes[] = {
+    {"GET", LEVEL_SERVICE, NULL, AUTH_ACTION_SERVICE, RKEY_NONE, op_list_buckets},
+    {"GET", LEVEL_BUCKET, "location", AUTH_ACTION_BUCKET_INFO, RKEY_NONE, op_get_bucket_location},
+    {"GET", LEVEL_BUCKET, "versioning", AUTH_ACTION_BUCKET_INFO, RKEY_NONE,
+     op_get_bucket_versioning},
+    {"GET", LEVEL_BUCKET, "acl", AUTH_ACTION_BUCKET_INFO, RKEY_NONE, op_get_bucket_acl},
+    {"PUT", LEVEL_BUCKET, "acl", AUTH_ACTION_BUCKET_ADMIN, RKEY_NONE, op_put_bucket_acl},
+    {"GET", LEVEL_BUCKET, "versions", AUTH_ACTION_LIST, RKEY_PREFIX, op_list_object_versions},
+    {"GET", LEVEL_BUCKET, NULL, AUTH_ACTION_LIST, RKEY_PREFIX, op_list_objects},
+    {"PUT", LEVEL_BUCKET, NULL, AUTH_ACTION_CREATE_BUCKET, RKEY_NONE, op_create_bucket},
+    {"HEAD", LEVEL_BUCKET, NULL, AUTH_ACTION_BUCKET_INFO, RKEY_NONE, op_head_bucket},
+    {"DELETE", LEVEL_BUCKET, NULL, AUTH_ACTION_BUCKET_ADMIN, RKEY_NONE, op_delete_bucket},
+    {"POST", LEVEL_BUCKET, "delete", AUTH_ACTION_WRITE, RKEY_EACH, op_delete_objects},
+    {"GET", LEVEL_BUCKET, "uploads", AUTH_ACTION_LIST, RKEY_PREFIX, op_list_uploads},
+    {"POST", LEVEL_OBJECT, "uploads", AUTH_ACTION_WRITE, RKEY_OBJECT, op_create_multipart},
+    {"POST", LEVEL_OBJECT, "uploadId", AUTH_ACTION_WRITE, RKEY_OBJECT, op_complete_multipart},
+    {"PUT", LEVEL_OBJECT, "uploadId", AUTH_ACTION_WRITE, RKEY_OBJECT, op_upload_part},
+    {"DELETE", LEVEL_OBJECT, "uploadId", AUTH_ACTION_WRITE, RKEY_OBJECT, op_abort_multipart},
+    {"GET", LEVEL_OBJECT, "uploadId", AUTH_ACTION_WRITE, RKEY_OBJECT, op_list_parts},
+    {"GET", LEVEL_OBJECT, NULL, AUTH_ACTION_READ, RKEY_OBJECT, op_get_object},
+    {"HEAD", LEVEL_OBJECT, NULL, AUTH_ACTION_READ, RKEY_OBJECT, op_head_object},
+    {"PUT", LEVEL_OBJECT, NULL, AUTH_ACTION_WRITE, RKEY_OBJECT, op_put_object},
+    {"DELETE", LEVEL_OBJECT, NULL, AUTH_ACTION_WRITE, RKEY_OBJECT, op_delete_object},
+};
+
+/* Authorizes route 'rt' for 'r' before its handler runs; responds
+ * AccessDenied and returns false when the policy says no. */
+static bool
+route_authorize(struct s3_req *r, const struct route *rt)
+{
+    struct slice key = SLICE_NULL;
+    const struct s3_param *p;
+    switch (rt->key) {
+    case RKEY_NONE:
+        break;
+    case RKEY_OBJECT:
+        key = r->key;
+        break;
+    case RKEY_PREFIX:
+        p = s3_req_param(r, "prefix");
+        key = p ? p->value : SLICE_NULL;
+        break;
+    case RKEY_EACH:
+        /* Only the level here: the handler checks every key. A prefix
+         * grant's own prefix stands in for "some key under it". */
+        if (!s3_is_allowed(r, rt->action, SLICE_NULL) && r->has_grant)
+            key = slice_from_cstr(r->grant.prefix);
+        break;
+    }
+    r->has_route_action = true;
+    r->route_action = rt->action;
+    r->route_key = key;
+    return s3_authorize(r, rt->action, key);
+}
+
+/* Query parameters that name an S3 sub-resource: a request carrying one
+ * that no route handles is NotImplemented rather than silently treated as
+ * the plain operation. */
+#define SUB(s)                                                                                     \
+    {                                                                                              \
+        s, sizeof(s) - 1                                                                           \
+    }
+static const struct {
+    const char *name;
+    size_t len;
+} subresources[] = {
+    SUB("accelerate"),
+    SUB("acl"),
+    SUB("analytics"),
+    SUB("attributes"),
+    SUB("cors"),
+    SUB("delete"),
+    SUB("encryption"),
+    SUB("intelligent-tiering"),
+    SUB("inventory"),
+    SUB("legal-hold"),
+    SUB("lifecycle"),
+    SUB("location"),
+    SUB("logging"),
+    SUB("metrics"),
+    SUB("notification"),
+    SUB("object-lock"),
+    SUB("ownershipControls"),
+    SUB("policy"),
+    SUB("policyStatus"),
+    SUB("publicAccessBlock"),
+    SUB("replication"),
+    SUB("requestPayment"),
+    SUB("restore"),
+    SUB("retention"),
+    SUB("select"),
+    SUB("tagging"),
+    SUB("torrent"),
+    SUB("uploadId"),
+    SUB("uploads"),
+    SUB("versioning"),
+    SUB("versions"),
+    SUB("website"),
+};
+#undef SUB
+
+/* The first query parameter that names a sub-resource, or NULL. Runs on
+ * every request: lengths are compared before bytes. */
+static const char *
+request_subresource(const struct s3_req *r)
+{
+    for (size_t i = 0; i < r->n_params; i++) {
+        struct slice n = r->params[i].name;
+        if (n.len == 0 || n.ptr[0] < 'a' || n.ptr[0] > 'w')
+            continue; /* all start with a lower-case letter; X-Amz-* never match */
+        for (size_t k = 0; k < ARRAY_LEN(subresources); k++)
+            if (n.len == subresources[k].len && memcmp(n.ptr, subresources[k].name, n.len) == 0)
+                return subresources[k].name;
+    }
+    return NULL;
+}
+
+void
+router_route(struct s3_req *r)
+{
+    enum route_level level = LEVEL_OBJECT;
+    if (r->bucket.len == 0)
+        level = LEVEL_SERVICE;
+    else if (r->key.len == 0)
+        level = LEVEL_BUCKET;
+    if (level != LEVEL_SERVICE && (r->bucket.len > INDEX_MAX_BUCKET || r->bucket.ptr[0] == '_')) {
+        s3_respond_error(r, S3_ERR_INVALID_BUCKET_NAME, NULL);
+        return;
+    }
+    if (r->key.len > INDEX_MAX_KEY) {
+        s3_respond_error(r, S3_ERR_KEY_TOO_LONG, NULL);
+        return;
+    }
+    const char *sub = request_subresource(r);
+    bool has_method = false;
+    for (size_t i = 0; i < ARRAY_LEN(routes); i++) {
+        const struct route *rt = &routes[i];
+        if (rt->level != level || r->method.len != strlen(rt->method) ||
+            memcmp(r->method.ptr, rt->method, r->method.len) != 0)
+            continue;
+        has_method = true;
+        if (rt->subresource ? (sub && !strcmp(sub, rt->subresource)) : !sub) {
+            if (route_authorize(r, rt))
+                rt->handler(r);
+            return;
+        }
+    }
+    if (r->principal.is_anonymous)
+        s3_respond_error(r, S3_ERR_ACCESS_DENIED, NULL);
+    else if (sub || has_method)
+        s3_respond_error(r, S3_ERR_NOT_IMPLEMENTED, NULL);
+    else
+        s3_respond_error(r, S3_ERR_METHOD_NOT_ALLOWED, NULL);
+}
