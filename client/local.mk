@@ -35,7 +35,8 @@ client_libshard_core_la_LIBADD = auth/libauth.la $(LIBCURL_LIBS) $(EXPAT_LIBS)
 
 # shard: cp, cat, ls, rm, mb, rb, bench, admin (installed by make install).
 bin_PROGRAMS += shard
-shard_SOURCES = client/cli.c client/cli_util.c client/cli_util.h client/cli_bench.c
+shard_SOURCES = client/cli.c client/cli_util.c client/cli_util.h client/cli_bench.c \
+	client/cli_admin.c
 shard_CFLAGS = $(AM_CFLAGS) $(LIBCURL_CFLAGS)
 shard_LDADD = client/libshard_core.la -lm
 

@@ -1,7 +1,8 @@
 /*
  * ops.c: the small S3 calls: HEAD, DELETE, DeleteObjects (batches of 1000
  * with Content-MD5), bucket create/delete, ListObjectsV2 paging and a
- * single PUT from memory. Each is one client__perform (retried there).
+ * single PUT from memory, and shard_request (any signed request: the admin
+ * API). Each is one client__perform (retried there).
  */
 #include "config.h"
 
@@ -258,4 +259,67 @@ shard_list_buckets(struct shard_client *c, shard_list_fn fn, void *ctx, struct s
     }
     client__resp_cleanup(&resp);
     return rc;
+}
+
+int
+shard_request(struct shard_client *c, const char *method, const char *path,
+              const struct shard_param *params, size_t n_params, const void *body, size_t body_len,
+              struct shard_response *resp, struct shard_error *err)
+{
+    struct buf q;
+    struct client_resp r;
+    char sha_hex[65];
+    int rc;
+    buf_init(&q);
+    client__resp_init(&r);
+    if (resp != NULL)
+        memset(resp, 0, sizeof(*resp));
+    bool can_have_body = method != NULL && (!strcmp(method, "PUT") || !strcmp(method, "POST"));
+    if (method == NULL || path == NULL || path[0] != '/' || (body_len > 0 && !can_have_body)) {
+        rc = client__err(err, SHARD_ERR_ARG, 0, "InvalidArgument",
+                         "shard_request wants a method, a path from '/', and a body "
+                         "only with PUT or POST");
+        goto fail;
+    }
+    for (size_t i = 0; i < n_params; i++) {
+        if (i > 0)
+            buf_append(&q, "&", 1);
+        client__uri_encode(&q, params[i].name, strlen(params[i].name), false);
+        buf_append(&q, "=", 1);
+        if (params[i].value != NULL)
+            client__uri_encode(&q, params[i].value, strlen(params[i].value), false);
+    }
+    struct client_req req = {.method = method, .path = path, .query = q.ptr};
+    if (body_len > 0) {
+        uint8_t sha[32];
+        auth_sha256(body, body_len, sha);
+        hex_encode(sha, 32, sha_hex);
+        req.payload_hash = sha_hex;
+    }
+    rc = client__perform(c, &req, body, body_len, &r, err);
+    if (resp != NULL) {
+        resp->http_status = r.status;
+        resp->body = xmalloc(r.body.len + 1);
+        if (r.body.len > 0)
+            memcpy(resp->body, r.body.ptr, r.body.len);
+        resp->body[r.body.len] = '\0';
+        resp->body_len = r.body.len;
+    }
+fail:
+    if (r.body.ptr != NULL)
+        auth_wipe(r.body.ptr, r.body.cap);
+    client__resp_cleanup(&r);
+    buf_cleanup(&q);
+    return rc;
+}
+
+void
+shard_response_cleanup(struct shard_response *resp)
+{
+    if (resp == NULL)
+        return;
+    if (resp->body != NULL)
+        auth_wipe(resp->body, resp->body_len);
+    free(resp->body);
+    memset(resp, 0, sizeof(*resp));
 }

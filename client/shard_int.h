@@ -86,6 +86,7 @@ struct client_req {
     const char *method;
     const char *bucket; /* NULL for service-level requests */
     const char *key;    /* NULL or "" for bucket-level */
+    const char *path;   /* instead of bucket and key: raw, from '/' (encoded here) */
     const char *query;  /* NULL or "" */
     const char *payload_hash;
     const char *headers[8];
