@@ -106,7 +106,7 @@ usage_error(const char *fmt, const char *arg)
 static int
 parse_count(const char *s, uint64_t max, uint64_t *out)
 {
-    return shard_parse_size(s, out) == 0 && *out <= max ? 0 : -1;
+    return parse_size(s, out) == 0 && *out <= max ? 0 : -1;
 }
 
 /* Parses argv into 'o'; positional arguments are left in argv[optind..]. */
@@ -142,12 +142,12 @@ parse_options(int argc, char **argv, struct cli_opts *o)
             o->opts.parallel = (unsigned)v;
             break;
         case OPT_PART_SIZE:
-            if (shard_parse_size(optarg, &v) != 0 || v < (5u << 20) || v > (5ull << 30))
+            if (parse_size(optarg, &v) != 0 || v < (5u << 20) || v > (5ull << 30))
                 return usage_error("--part-size wants 5M..5G, not '%s'", optarg);
             o->opts.part_size = v;
             break;
         case OPT_CHUNK_SIZE:
-            if (shard_parse_size(optarg, &v) != 0 || v == 0 || v > (1u << 30))
+            if (parse_size(optarg, &v) != 0 || v == 0 || v > (1u << 30))
                 return usage_error("--chunk-size wants 1..1G, not '%s'", optarg);
             o->opts.chunk_size = v;
             break;
@@ -167,12 +167,12 @@ parse_options(int argc, char **argv, struct cli_opts *o)
             o->prefix = optarg;
             break;
         case OPT_SIZE:
-            if (shard_parse_size(optarg, &o->size) != 0)
+            if (parse_size(optarg, &o->size) != 0)
                 return usage_error("bad --size '%s'", optarg);
             o->has_size = true;
             break;
         case OPT_RANGE_SIZE:
-            if (shard_parse_size(optarg, &o->range_size) != 0 || o->range_size == 0)
+            if (parse_size(optarg, &o->range_size) != 0 || o->range_size == 0)
                 return usage_error("bad --range-size '%s'", optarg);
             break;
         case OPT_OBJECTS:

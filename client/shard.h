@@ -256,9 +256,6 @@ SHARD_API void shard_response_cleanup(struct shard_response *resp);
  * invalid bucket name, key too long).
  */
 SHARD_API int shard_parse_s3_url(const char *url, char bucket[64], char key[1025]);
-/* Parses "123", "64K", "8M", "1G", "2T" (powers of 1024; "0" allowed) into
- * '*out'. Returns 0 or -1 (empty, junk, overflow). */
-SHARD_API int shard_parse_size(const char *s, uint64_t *out);
 /* Name of an error kind ("S3 error", "network error", ...). */
 SHARD_API const char *shard_errkind_name(enum shard_errkind kind);
 
