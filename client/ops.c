@@ -67,6 +67,17 @@ xml_escape(struct buf *b, const char *s)
     }
 }
 
+/* True when 'key' holds a byte XML 1.0 cannot carry even as a reference
+ * (a control character but tab, LF and CR): DeleteObjects cannot name it. */
+static bool
+is_xml_unsafe(const char *key)
+{
+    for (const unsigned char *p = (const unsigned char *)key; *p; p++)
+        if (*p < 0x20 && *p != '\t' && *p != '\n' && *p != '\r')
+            return true;
+    return false;
+}
+
 int
 shard_delete_many(struct shard_client *c, const char *bucket, const char *const *keys, size_t n,
                   struct shard_error *err)
@@ -77,16 +88,32 @@ shard_delete_many(struct shard_client *c, const char *bucket, const char *const 
     buf_init(&body);
     client__resp_init(&resp);
     for (size_t start = 0; start < n; start += 1000) {
-        size_t end = MIN(n, start + 1000);
+        size_t end = MIN(n, start + 1000), n_batch = 0;
         body.len = 0;
         buf_append_str(&body, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>"
                               "<Delete><Quiet>true</Quiet>");
         for (size_t i = start; i < end; i++) {
+            if (is_xml_unsafe(keys[i])) {
+                /* One DeleteObject; an S3 refusal counts as one failed key. */
+                struct shard_error one;
+                int rc = shard_delete(c, bucket, keys[i], &one);
+                if (rc != 0 && err != NULL && (failed == 0 || rc != SHARD_ERR_S3))
+                    *err = one;
+                if (rc != 0 && rc != SHARD_ERR_S3) {
+                    failed = rc;
+                    goto done;
+                }
+                failed += rc != 0;
+                continue;
+            }
             buf_append_str(&body, "<Object><Key>");
             xml_escape(&body, keys[i]);
             buf_append_str(&body, "</Key></Object>");
+            n_batch++;
         }
         buf_append_str(&body, "</Delete>");
+        if (n_batch == 0)
+            continue;
 
         uint8_t md5[AUTH_CK_MAX_DIGEST], sha[32];
         char md5_hdr[64] = "Content-MD5: ", sha_hex[65];
@@ -116,6 +143,7 @@ shard_delete_many(struct shard_client *c, const char *bucket, const char *const 
         }
         failed += bad;
     }
+done:
     buf_cleanup(&body);
     client__resp_cleanup(&resp);
     return failed;
@@ -158,6 +186,32 @@ shard_bucket_delete(struct shard_client *c, const char *bucket, struct shard_err
     return rc;
 }
 
+void
+client__list_query(struct buf *q, const char *prefix, const char *delimiter, unsigned max_keys,
+                   const char *token)
+{
+    /* Parameters in canonical (sorted) order; values URI-encoded. */
+    if (token != NULL && token[0] != '\0') {
+        buf_append_str(q, "continuation-token=");
+        client__uri_encode(q, token, strlen(token), false);
+        buf_append_str(q, "&");
+    }
+    if (delimiter != NULL && delimiter[0] != '\0') {
+        buf_append_str(q, "delimiter=");
+        client__uri_encode(q, delimiter, strlen(delimiter), false);
+        buf_append_str(q, "&");
+    }
+    /* Keys come back URI-encoded: any byte a key may hold (control
+     * characters have no XML 1.0 form) survives the XML page. */
+    buf_append_str(q, "encoding-type=url&list-type=2");
+    if (max_keys > 0)
+        buf_printf(q, "&max-keys=%u", max_keys);
+    if (prefix != NULL && prefix[0] != '\0') {
+        buf_append_str(q, "&prefix=");
+        client__uri_encode(q, prefix, strlen(prefix), false);
+    }
+}
+
 int
 client__list_page(struct shard_client *c, const char *bucket, const char *prefix,
                   const char *delimiter, unsigned max_keys, const char *token,
@@ -165,24 +219,7 @@ client__list_page(struct shard_client *c, const char *bucket, const char *prefix
 {
     struct buf q;
     buf_init(&q);
-    /* Parameters in canonical (sorted) order; values URI-encoded. */
-    if (token != NULL && token[0] != '\0') {
-        buf_append_str(&q, "continuation-token=");
-        client__uri_encode(&q, token, strlen(token), false);
-        buf_append_str(&q, "&");
-    }
-    if (delimiter != NULL && delimiter[0] != '\0') {
-        buf_append_str(&q, "delimiter=");
-        client__uri_encode(&q, delimiter, strlen(delimiter), false);
-        buf_append_str(&q, "&");
-    }
-    buf_append_str(&q, "list-type=2");
-    if (max_keys > 0)
-        buf_printf(&q, "&max-keys=%u", max_keys);
-    if (prefix != NULL && prefix[0] != '\0') {
-        buf_append_str(&q, "&prefix=");
-        client__uri_encode(&q, prefix, strlen(prefix), false);
-    }
+    client__list_query(&q, prefix, delimiter, max_keys, token);
     struct client_req req = {.method = "GET", .bucket = bucket, .query = q.ptr};
     int rc = client__perform(c, &req, NULL, 0, resp, err);
     buf_cleanup(&q);

@@ -111,7 +111,8 @@ SHARD_API int shard_head(struct shard_client *c, const char *bucket, const char 
 SHARD_API int shard_delete(struct shard_client *c, const char *bucket, const char *key,
                            struct shard_error *err);
 /*
- * DeleteObjects of 'keys[0..n)' (any n: sent 1000 at a time, with Content-MD5).
+ * DeleteObjects of 'keys[0..n)' (any n: sent 1000 at a time, with Content-MD5;
+ * a key with a control character XML cannot carry is deleted on its own).
  * Returns the number of keys the server reported as failed (>= 0; the first
  * one's code and message are in 'err'), or a negative error.
  */
@@ -138,6 +139,8 @@ typedef int (*shard_list_fn)(void *ctx, const struct shard_list_entry *e);
 /*
  * ListObjectsV2 of 'bucket' under 'prefix' (NULL or "" for all) grouped by
  * 'delimiter' (NULL for none), every page, entries in the server's order.
+ * Pages are asked for with encoding-type=url and their keys decoded, so a
+ * key holding any byte (a control character, '%', '+') lists as it is.
  * Returns 0, the callback's non-zero value, or a negative error.
  */
 SHARD_API int shard_list(struct shard_client *c, const char *bucket, const char *prefix,

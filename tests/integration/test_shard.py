@@ -175,6 +175,39 @@ def test_cp_recursive_ls_rm_mb_rb(srv):
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+# Keys holding bytes a listing must carry URI-encoded (a control character
+# has no XML 1.0 form at all) or that a sloppy decoder changes ('+', '%').
+ODD_KEYS = ["sp ace", "plus+sign", "pct%41", "pct%", "pct%zz", "uni-\u00e9\u20ac\U0001f600",
+            "ctl\x01x", "tab\tx", "del\x7fx", "xml<&>'\"", "dir x+/f%2B"]
+
+
+def test_odd_keys_ls_cp_recursive(srv):
+    s3 = srv.client()
+    s3.create_bucket(Bucket="oddkeys")
+    for k in ODD_KEYS:
+        s3.put_object(Bucket="oddkeys", Key="d/" + k, Body=k.encode())
+    p = su.run(srv, "ls", "-r", "s3://oddkeys")
+    keys = [line.split(None, 3)[3] for line in p.stdout.split(b"\n") if line]
+    h.eq(sorted(keys), sorted(("d/" + k).encode() for k in ODD_KEYS), "ls -r keys")
+    p = su.run(srv, "ls", "s3://oddkeys/d/")
+    h.check(re.search(rb"^\s+PRE dir x\+/$", p.stdout, re.M) is not None, "ls PRE of a decoded prefix: %r" % p.stdout)
+    h.check(re.search(rb" 6 pct%41$", p.stdout, re.M) is not None, "ls of 'pct%%41': %r" % p.stdout)
+    tmp = tempfile.mkdtemp(prefix="shard-odd-")
+    try:
+        dst = os.path.join(tmp, "dst")
+        su.run(srv, "cp", "-r", "s3://oddkeys/d/", dst)
+        h.eq(tree(dst), {k: k.encode() for k in ODD_KEYS}, "downloaded odd keys")
+        su.run(srv, "mb", "s3://oddkeys2")
+        su.run(srv, "cp", "-r", dst, "s3://oddkeys2/up")
+        got = s3.list_objects_v2(Bucket="oddkeys2")
+        h.eq(sorted(o["Key"] for o in got.get("Contents", [])), sorted("up/" + k for k in ODD_KEYS),
+             "uploaded odd keys (boto3 listing)")
+        su.run(srv, "rm", "-r", "-q", "s3://oddkeys/d")
+        h.eq(s3.list_objects_v2(Bucket="oddkeys").get("KeyCount"), 0, "rm -r of odd keys")
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
 def test_many_keys_rm_recursive(srv):
     s3 = srv.client()
     s3.create_bucket(Bucket="many")
@@ -226,4 +259,4 @@ def test_errors_and_exit_codes(srv):
 
 if __name__ == "__main__":
     h.main([test_stream_combinations, test_read_range_into_buffer, test_upload_file_and_stdin,
-            test_cp_recursive_ls_rm_mb_rb, test_many_keys_rm_recursive, test_errors_and_exit_codes])
+            test_cp_recursive_ls_rm_mb_rb, test_odd_keys_ls_cp_recursive, test_many_keys_rm_recursive, test_errors_and_exit_codes])
