@@ -1,9 +1,10 @@
 """test_shard.py: libshard reads and writes through the shard tool against a
 real server: streamed bytes equal the object for many (size, chunk,
 parallelism) combinations including 0- and 1-byte objects and ranges at the
-ends; shard_read_range into a buffer; multipart uploads from a file and from
-stdin (CRC32 part checksums, ETag of N parts); cp -r both ways, ls, rm -r,
-mb, rb; error messages and exit codes."""
+ends; shard_read_range and shard_reader_read into a buffer (through the
+shared libshard); multipart uploads from a file and from stdin (CRC32 part
+checksums, ETag of N parts); cp -r both ways, ls, rm -r, mb, rb, also of
+keys a listing must URI-encode; error messages and exit codes."""
 import os
 import re
 import shutil
@@ -82,6 +83,18 @@ def test_read_range_into_buffer(srv):
     h.check(b"InvalidRange" in p.stderr, "read_range after the end: %r" % p.stderr)
     p = su.read_range(srv, "rrange", "missing", 0, 20, rc=1)
     h.check(b"NoSuchKey" in p.stderr, "read_range of a missing key: %r" % p.stderr)
+    # shard_reader_read: copies into a caller's buffer of any size, across
+    # chunk boundaries, to the end (LEN 0) or for a range.
+    for off, length, cap, par, chunk in [(0, 0, 1000, 3, 65536), (0, 0, 1 << 20, 8, 1048576),
+                                         (777, 300000, 4093, 2, 4096), (n - 5, 0, 1, 1, 2),
+                                         (0, 0, 10 << 20, None, None)]:
+        p = su.read_range(srv, "rrange", "big", off, length, par, chunk, reader_cap=cap)
+        want = body[off:off + length] if length else body[off:]
+        h.same_bytes(p.stdout, want, "reader_read %d+%d cap %d" % (off, length, cap))
+    p = su.read_range(srv, "rrange", "one", 0, 0, reader_cap=7)
+    h.eq(p.stdout, b"x", "reader_read of a 1-byte object")
+    p = su.read_range(srv, "rrange", "big", n + 10, 0, reader_cap=7, rc=1)
+    h.check(b"InvalidRange" in p.stderr, "reader_read after the end: %r" % p.stderr)
 
 
 def test_upload_file_and_stdin(srv):
