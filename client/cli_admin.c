@@ -1,15 +1,12 @@
 /*
- * cli_admin.c: `shard admin ...` (also run as `shardstore admin ...`, which
- * execs this tool), the client of the shardstore admin API under /_/admin/.
- * Each subcommand is one request through shard_request (signed and sent by
- * libshard); the server does the work, so changes take effect at once.
- *
- * Kept as `shardstore admin` has always behaved: credentials from
- * SHARDSTORE_ACCESS_KEY/SHARDSTORE_SECRET_KEY, else AWS_ACCESS_KEY_ID/
- * AWS_SECRET_ACCESS_KEY; --endpoint (default http://127.0.0.1:9000, no
- * config files), --region (us-east-1), --json for the server's JSON, else
- * one "key=value" line per record. Exit 0, or 1 with the error on stderr
- * (usage errors too). No secret is printed but the one `key add` returns.
+ * cli_admin.c: `shard admin ...` (also `shardstore admin ...`, which execs
+ * it), the client of the admin API under /_/admin/: each subcommand is one
+ * shard_request, so changes take effect at once. It keeps what `shardstore
+ * admin` always did: credentials from SHARDSTORE_ACCESS_KEY/_SECRET_KEY,
+ * else AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY; --endpoint (default
+ * http://127.0.0.1:9000, no config files), --region, --json (else one
+ * "key=value" line per record); exit 0, or 1 with the error on stderr.
+ * No secret is printed but the one `key add` returns.
  */
 #include "config.h"
 
