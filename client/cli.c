@@ -1,8 +1,10 @@
 /*
- * cli.c: the `shard` command line tool on libshard: cp, cat, ls, rm, mb, rb
- * and bench (cli_bench.c). Options may come before or after the subcommand.
- * Exit codes (cli_util.h): 0 ok, 1 S3/HTTP error, 2 usage, 3 credentials or
- * configuration, 4 local I/O. Every message starts with "shard: ".
+ * cli.c: the `shard` command line tool on libshard: cp, cat, ls, rm, mb, rb,
+ * bench (cli_bench.c) and admin (cli_admin.c, which keeps the options and
+ * exit codes of `shardstore admin`). Options may come before or after the
+ * subcommand. Exit codes (cli_util.h): 0 ok, 1 S3/HTTP error, 2 usage, 3
+ * credentials or configuration, 4 local I/O. Every message starts with
+ * "shard: ".
  */
 #include "config.h"
 
@@ -29,6 +31,7 @@ static const char USAGE[] =
     "  rm s3://b/k [-r]          delete a key, or every key under a prefix\n"
     "  mb s3://b | rb s3://b     make / remove a bucket\n"
     "  bench put|get|range|list|head|mixed --bucket B [...]  load generator\n"
+    "  admin ...                 users, keys, grants of a shardstore (shard admin --help)\n"
     "options: --endpoint-url URL --profile P --region R --parallel N (8) --part-size SIZE (8M)\n"
     "         --chunk-size SIZE (1M) -r/--recursive -q/--quiet\n"
     "bench:   --prefix P --size N --objects N --fanout F --concurrency N --duration S\n"
@@ -103,7 +106,7 @@ usage_error(const char *fmt, const char *arg)
 static int
 parse_count(const char *s, uint64_t max, uint64_t *out)
 {
-    return shard_parse_size(s, out) == 0 && *out <= max ? 0 : -1;
+    return parse_size(s, out) == 0 && *out <= max ? 0 : -1;
 }
 
 /* Parses argv into 'o'; positional arguments are left in argv[optind..]. */
@@ -139,12 +142,12 @@ parse_options(int argc, char **argv, struct cli_opts *o)
             o->opts.parallel = (unsigned)v;
             break;
         case OPT_PART_SIZE:
-            if (shard_parse_size(optarg, &v) != 0 || v < (5u << 20) || v > (5ull << 30))
+            if (parse_size(optarg, &v) != 0 || v < (5u << 20) || v > (5ull << 30))
                 return usage_error("--part-size wants 5M..5G, not '%s'", optarg);
             o->opts.part_size = v;
             break;
         case OPT_CHUNK_SIZE:
-            if (shard_parse_size(optarg, &v) != 0 || v == 0 || v > (1u << 30))
+            if (parse_size(optarg, &v) != 0 || v == 0 || v > (1u << 30))
                 return usage_error("--chunk-size wants 1..1G, not '%s'", optarg);
             o->opts.chunk_size = v;
             break;
@@ -164,12 +167,12 @@ parse_options(int argc, char **argv, struct cli_opts *o)
             o->prefix = optarg;
             break;
         case OPT_SIZE:
-            if (shard_parse_size(optarg, &o->size) != 0)
+            if (parse_size(optarg, &o->size) != 0)
                 return usage_error("bad --size '%s'", optarg);
             o->has_size = true;
             break;
         case OPT_RANGE_SIZE:
-            if (shard_parse_size(optarg, &o->range_size) != 0 || o->range_size == 0)
+            if (parse_size(optarg, &o->range_size) != 0 || o->range_size == 0)
                 return usage_error("bad --range-size '%s'", optarg);
             break;
         case OPT_OBJECTS:
@@ -728,6 +731,13 @@ main(int argc, char **argv)
     if (optind >= argc)
         return usage_error("no command given%s", "");
     const char *cmd = argv[optind];
+    /* admin has options of its own (those `shardstore admin` always took). */
+    if (strcmp(cmd, "admin") == 0) {
+        const char *base = strrchr(argv[0], '/');
+        bool is_server = strcmp(base ? base + 1 : argv[0], "shardstore") == 0;
+        return cli_admin(is_server ? "shardstore admin" : "shard admin", &o.cfg, argc - optind,
+                         argv + optind);
+    }
     /* Everything after the command: options again, then the arguments. */
     int sub_argc = argc - optind;
     char **sub_argv = argv + optind;

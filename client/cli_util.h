@@ -54,6 +54,14 @@ struct cli_opts {
     bool is_first_page, is_no_prepare, has_size;
 };
 
+/*
+ * `shard admin ...` (cli_admin.c): argv[0] is "admin"; 'prog' names the tool
+ * in messages ("shard admin", or "shardstore admin" when the server binary
+ * ran it); 'cfg' carries the --endpoint-url/--region given before "admin".
+ * Returns the exit code: 0, or 1 after an error on stderr.
+ */
+int cli_admin(const char *prog, const struct shard_config_in *cfg, int argc, char **argv);
+
 /* `shard bench OP`: args[0] is the op. Returns the exit code. */
 int cli_bench(struct shard_client *c, const struct cli_opts *o, int nargs, char **args);
 

@@ -178,7 +178,12 @@ client__config_resolve(const struct shard_config_in *in, struct client_config *o
     /* Credentials come as a pair from one source: env (unless --profile),
      * then the credentials file, then the config file. */
     const char *ak = env("AWS_ACCESS_KEY_ID"), *sk = env("AWS_SECRET_ACCESS_KEY");
-    if (!is_profile_explicit && ak != NULL && sk != NULL) {
+    if (in->access_key != NULL && in->access_key[0] && in->secret_key != NULL &&
+        in->secret_key[0]) {
+        out->access_key = xstrdup(in->access_key);
+        out->secret_key = xstrdup(in->secret_key);
+        out->session_token = first_of(in->session_token, NULL, NULL, NULL);
+    } else if (!is_profile_explicit && ak != NULL && sk != NULL) {
         out->access_key = xstrdup(ak);
         out->secret_key = xstrdup(sk);
         out->session_token =

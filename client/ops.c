@@ -1,7 +1,8 @@
 /*
  * ops.c: the small S3 calls: HEAD, DELETE, DeleteObjects (batches of 1000
  * with Content-MD5), bucket create/delete, ListObjectsV2 paging and a
- * single PUT from memory. Each is one client__perform (retried there).
+ * single PUT from memory, and shard_request (any signed request: the admin
+ * API). Each is one client__perform (retried there).
  */
 #include "config.h"
 
@@ -66,6 +67,17 @@ xml_escape(struct buf *b, const char *s)
     }
 }
 
+/* True when 'key' holds a byte XML 1.0 cannot carry even as a reference
+ * (a control character but tab, LF and CR): DeleteObjects cannot name it. */
+static bool
+is_xml_unsafe(const char *key)
+{
+    for (const unsigned char *p = (const unsigned char *)key; *p; p++)
+        if (*p < 0x20 && *p != '\t' && *p != '\n' && *p != '\r')
+            return true;
+    return false;
+}
+
 int
 shard_delete_many(struct shard_client *c, const char *bucket, const char *const *keys, size_t n,
                   struct shard_error *err)
@@ -76,16 +88,32 @@ shard_delete_many(struct shard_client *c, const char *bucket, const char *const 
     buf_init(&body);
     client__resp_init(&resp);
     for (size_t start = 0; start < n; start += 1000) {
-        size_t end = MIN(n, start + 1000);
+        size_t end = MIN(n, start + 1000), n_batch = 0;
         body.len = 0;
         buf_append_str(&body, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>"
                               "<Delete><Quiet>true</Quiet>");
         for (size_t i = start; i < end; i++) {
+            if (is_xml_unsafe(keys[i])) {
+                /* One DeleteObject; an S3 refusal counts as one failed key. */
+                struct shard_error one;
+                int rc = shard_delete(c, bucket, keys[i], &one);
+                if (rc != 0 && err != NULL && (failed == 0 || rc != SHARD_ERR_S3))
+                    *err = one;
+                if (rc != 0 && rc != SHARD_ERR_S3) {
+                    failed = rc;
+                    goto done;
+                }
+                failed += rc != 0;
+                continue;
+            }
             buf_append_str(&body, "<Object><Key>");
             xml_escape(&body, keys[i]);
             buf_append_str(&body, "</Key></Object>");
+            n_batch++;
         }
         buf_append_str(&body, "</Delete>");
+        if (n_batch == 0)
+            continue;
 
         uint8_t md5[AUTH_CK_MAX_DIGEST], sha[32];
         char md5_hdr[64] = "Content-MD5: ", sha_hex[65];
@@ -115,6 +143,7 @@ shard_delete_many(struct shard_client *c, const char *bucket, const char *const 
         }
         failed += bad;
     }
+done:
     buf_cleanup(&body);
     client__resp_cleanup(&resp);
     return failed;
@@ -157,6 +186,32 @@ shard_bucket_delete(struct shard_client *c, const char *bucket, struct shard_err
     return rc;
 }
 
+void
+client__list_query(struct buf *q, const char *prefix, const char *delimiter, unsigned max_keys,
+                   const char *token)
+{
+    /* Parameters in canonical (sorted) order; values URI-encoded. */
+    if (token != NULL && token[0] != '\0') {
+        buf_append_str(q, "continuation-token=");
+        client__uri_encode(q, token, strlen(token), false);
+        buf_append_str(q, "&");
+    }
+    if (delimiter != NULL && delimiter[0] != '\0') {
+        buf_append_str(q, "delimiter=");
+        client__uri_encode(q, delimiter, strlen(delimiter), false);
+        buf_append_str(q, "&");
+    }
+    /* Keys come back URI-encoded: any byte a key may hold (control
+     * characters have no XML 1.0 form) survives the XML page. */
+    buf_append_str(q, "encoding-type=url&list-type=2");
+    if (max_keys > 0)
+        buf_printf(q, "&max-keys=%u", max_keys);
+    if (prefix != NULL && prefix[0] != '\0') {
+        buf_append_str(q, "&prefix=");
+        client__uri_encode(q, prefix, strlen(prefix), false);
+    }
+}
+
 int
 client__list_page(struct shard_client *c, const char *bucket, const char *prefix,
                   const char *delimiter, unsigned max_keys, const char *token,
@@ -164,24 +219,7 @@ client__list_page(struct shard_client *c, const char *bucket, const char *prefix
 {
     struct buf q;
     buf_init(&q);
-    /* Parameters in canonical (sorted) order; values URI-encoded. */
-    if (token != NULL && token[0] != '\0') {
-        buf_append_str(&q, "continuation-token=");
-        client__uri_encode(&q, token, strlen(token), false);
-        buf_append_str(&q, "&");
-    }
-    if (delimiter != NULL && delimiter[0] != '\0') {
-        buf_append_str(&q, "delimiter=");
-        client__uri_encode(&q, delimiter, strlen(delimiter), false);
-        buf_append_str(&q, "&");
-    }
-    buf_append_str(&q, "list-type=2");
-    if (max_keys > 0)
-        buf_printf(&q, "&max-keys=%u", max_keys);
-    if (prefix != NULL && prefix[0] != '\0') {
-        buf_append_str(&q, "&prefix=");
-        client__uri_encode(&q, prefix, strlen(prefix), false);
-    }
+    client__list_query(&q, prefix, delimiter, max_keys, token);
     struct client_req req = {.method = "GET", .bucket = bucket, .query = q.ptr};
     int rc = client__perform(c, &req, NULL, 0, resp, err);
     buf_cleanup(&q);
@@ -258,4 +296,67 @@ shard_list_buckets(struct shard_client *c, shard_list_fn fn, void *ctx, struct s
     }
     client__resp_cleanup(&resp);
     return rc;
+}
+
+int
+shard_request(struct shard_client *c, const char *method, const char *path,
+              const struct shard_param *params, size_t n_params, const void *body, size_t body_len,
+              struct shard_response *resp, struct shard_error *err)
+{
+    struct buf q;
+    struct client_resp r;
+    char sha_hex[65];
+    int rc;
+    buf_init(&q);
+    client__resp_init(&r);
+    if (resp != NULL)
+        memset(resp, 0, sizeof(*resp));
+    bool can_have_body = method != NULL && (!strcmp(method, "PUT") || !strcmp(method, "POST"));
+    if (method == NULL || path == NULL || path[0] != '/' || (body_len > 0 && !can_have_body)) {
+        rc = client__err(err, SHARD_ERR_ARG, 0, "InvalidArgument",
+                         "shard_request wants a method, a path from '/', and a body "
+                         "only with PUT or POST");
+        goto fail;
+    }
+    for (size_t i = 0; i < n_params; i++) {
+        if (i > 0)
+            buf_append(&q, "&", 1);
+        client__uri_encode(&q, params[i].name, strlen(params[i].name), false);
+        buf_append(&q, "=", 1);
+        if (params[i].value != NULL)
+            client__uri_encode(&q, params[i].value, strlen(params[i].value), false);
+    }
+    struct client_req req = {.method = method, .path = path, .query = q.ptr};
+    if (body_len > 0) {
+        uint8_t sha[32];
+        auth_sha256(body, body_len, sha);
+        hex_encode(sha, 32, sha_hex);
+        req.payload_hash = sha_hex;
+    }
+    rc = client__perform(c, &req, body, body_len, &r, err);
+    if (resp != NULL) {
+        resp->http_status = r.status;
+        resp->body = xmalloc(r.body.len + 1);
+        if (r.body.len > 0)
+            memcpy(resp->body, r.body.ptr, r.body.len);
+        resp->body[r.body.len] = '\0';
+        resp->body_len = r.body.len;
+    }
+fail:
+    if (r.body.ptr != NULL)
+        auth_wipe(r.body.ptr, r.body.cap);
+    client__resp_cleanup(&r);
+    buf_cleanup(&q);
+    return rc;
+}
+
+void
+shard_response_cleanup(struct shard_response *resp)
+{
+    if (resp == NULL)
+        return;
+    if (resp->body != NULL)
+        auth_wipe(resp->body, resp->body_len);
+    free(resp->body);
+    memset(resp, 0, sizeof(*resp));
 }

@@ -85,10 +85,13 @@ client__prepare(struct shard_client *c, CURL *e, const struct client_req *req,
 
     memset(p, 0, sizeof(*p));
     buf_append_str(&path, c->base_path);
-    buf_append(&path, "/", 1);
-    if (req->bucket != NULL) {
-        buf_append_str(&path, req->bucket);
-        if (req->key != NULL && req->key[0] != '\0') {
+    if (req->path != NULL) {
+        client__uri_encode(&path, req->path, strlen(req->path), true);
+    } else {
+        buf_append(&path, "/", 1);
+        if (req->bucket != NULL)
+            buf_append_str(&path, req->bucket);
+        if (req->bucket != NULL && req->key != NULL && req->key[0] != '\0') {
             buf_append(&path, "/", 1);
             client__uri_encode(&path, req->key, strlen(req->key), true);
         }

@@ -50,7 +50,8 @@ struct shard_error {
  * environment and the shared files like aws-cli does:
  *   profile:     'profile', else $AWS_PROFILE, else "default". An explicit
  *                'profile' makes the environment keys be ignored (botocore).
- *   credentials: $AWS_ACCESS_KEY_ID/$AWS_SECRET_ACCESS_KEY[/$AWS_SESSION_TOKEN],
+ *   credentials: 'access_key'/'secret_key'[/'session_token'] when both are set,
+ *                else $AWS_ACCESS_KEY_ID/$AWS_SECRET_ACCESS_KEY[/$AWS_SESSION_TOKEN],
  *                else [profile] of $AWS_SHARED_CREDENTIALS_FILE (~/.aws/credentials),
  *                else [profile NAME] / [default] of $AWS_CONFIG_FILE (~/.aws/config).
  *   region:      'region', $AWS_REGION, $AWS_DEFAULT_REGION, config 'region', "us-east-1".
@@ -61,6 +62,9 @@ struct shard_config_in {
     const char *endpoint_url;
     const char *profile;
     const char *region;
+    const char *access_key; /* explicit credentials: used when both are set */
+    const char *secret_key;
+    const char *session_token; /* with them; may be NULL */
 };
 
 /* Transfer tuning; zero fields take the defaults shown. */
@@ -107,7 +111,8 @@ SHARD_API int shard_head(struct shard_client *c, const char *bucket, const char 
 SHARD_API int shard_delete(struct shard_client *c, const char *bucket, const char *key,
                            struct shard_error *err);
 /*
- * DeleteObjects of 'keys[0..n)' (any n: sent 1000 at a time, with Content-MD5).
+ * DeleteObjects of 'keys[0..n)' (any n: sent 1000 at a time, with Content-MD5;
+ * a key with a control character XML cannot carry is deleted on its own).
  * Returns the number of keys the server reported as failed (>= 0; the first
  * one's code and message are in 'err'), or a negative error.
  */
@@ -134,6 +139,8 @@ typedef int (*shard_list_fn)(void *ctx, const struct shard_list_entry *e);
 /*
  * ListObjectsV2 of 'bucket' under 'prefix' (NULL or "" for all) grouped by
  * 'delimiter' (NULL for none), every page, entries in the server's order.
+ * Pages are asked for with encoding-type=url and their keys decoded, so a
+ * key holding any byte (a control character, '%', '+') lists as it is.
  * Returns 0, the callback's non-zero value, or a negative error.
  */
 SHARD_API int shard_list(struct shard_client *c, const char *bucket, const char *prefix,
@@ -210,6 +217,40 @@ SHARD_API int shard_put_fd(struct shard_client *c, const char *bucket, const cha
 SHARD_API int shard_put_buffer(struct shard_client *c, const char *bucket, const char *key,
                                const void *data, size_t len, struct shard_error *err);
 
+/* ---- any request ---------------------------------------------------------- */
+
+/* One query parameter, not encoded ('value' NULL for a bare name: "?uploads"). */
+struct shard_param {
+    const char *name;
+    const char *value;
+};
+
+/* The answer of shard_request. */
+struct shard_response {
+    long http_status;
+    char *body; /* the whole body, NUL-terminated; owned (shard_response_cleanup) */
+    size_t body_len;
+};
+
+/*
+ * Sends one signed request for what the calls above do not cover (the
+ * shardstore admin API under /_/admin/, sub-resources): 'method' ("GET",
+ * "PUT", "POST", "DELETE", "HEAD"), 'path' from the endpoint on, starting
+ * with '/' ("/bucket/key", "/_/admin/users"; URI-encoded here, '/' kept),
+ * the query 'params[0..n_params)' (encoded here) and an optional body of
+ * 'body_len' bytes (its SHA-256 is signed). Retried like every call on
+ * network errors and 500/502/503/504 (max_retries). Returns 0 on a 2xx
+ * answer, else a negative error (SHARD_ERR_S3 with the status, code and
+ * message of the answer; SHARD_ERR_ARG for a path without '/'). 'resp'
+ * (may be NULL) gets the last answer in both cases (status 0 when none);
+ * free it with shard_response_cleanup. Answers over 64 MiB are cut.
+ */
+SHARD_API int shard_request(struct shard_client *c, const char *method, const char *path,
+                            const struct shard_param *params, size_t n_params, const void *body,
+                            size_t body_len, struct shard_response *resp, struct shard_error *err);
+/* Wipes and frees the body of 'resp' (it may hold a secret key). NULL is a no-op. */
+SHARD_API void shard_response_cleanup(struct shard_response *resp);
+
 /* ---- helpers shared with the CLI ----------------------------------------- */
 
 /*
@@ -218,9 +259,6 @@ SHARD_API int shard_put_buffer(struct shard_client *c, const char *bucket, const
  * invalid bucket name, key too long).
  */
 SHARD_API int shard_parse_s3_url(const char *url, char bucket[64], char key[1025]);
-/* Parses "123", "64K", "8M", "1G", "2T" (powers of 1024; "0" allowed) into
- * '*out'. Returns 0 or -1 (empty, junk, overflow). */
-SHARD_API int shard_parse_size(const char *s, uint64_t *out);
 /* Name of an error kind ("S3 error", "network error", ...). */
 SHARD_API const char *shard_errkind_name(enum shard_errkind kind);
 

@@ -86,6 +86,7 @@ struct client_req {
     const char *method;
     const char *bucket; /* NULL for service-level requests */
     const char *key;    /* NULL or "" for bucket-level */
+    const char *path;   /* instead of bucket and key: raw, from '/' (encoded here) */
     const char *query;  /* NULL or "" */
     const char *payload_hash;
     const char *headers[8];
@@ -161,7 +162,8 @@ int client__xml_text(const char *xml, size_t len, const char *name, char *out, s
 /*
  * A ListObjectsV2 page parser. With 'fn' NULL it only counts Contents and
  * CommonPrefixes (the fast path of `shard bench list`); otherwise each entry
- * goes to 'fn'. Reusable across pages (client__list_parser_reset).
+ * goes to 'fn', its key (or prefix) URI-decoded ('+' is a space) when the
+ * page says <EncodingType>url</EncodingType>. Reusable across pages.
  */
 struct client_list_parser;
 struct client_list_parser *client__list_parser_create(shard_list_fn fn, void *ctx);
@@ -179,6 +181,14 @@ int client__xml_buckets(const char *xml, size_t len, shard_list_fn fn, void *ctx
 /* Parses a DeleteObjectsResult: number of <Error> entries, the first one's
  * key/code/message. Returns the count or -1. */
 int client__xml_delete_result(const char *xml, size_t len, struct shard_error *first);
+
+/*
+ * Appends the query of a ListObjectsV2 page to 'q' (canonical order, values
+ * encoded; always encoding-type=url). 'prefix', 'delimiter' and 'token' may be
+ * NULL or ""; 'max_keys' 0 leaves the server's default.
+ */
+void client__list_query(struct buf *q, const char *prefix, const char *delimiter, unsigned max_keys,
+                        const char *token);
 
 /*
  * Fetches one ListObjectsV2 page into 'resp' (reused) and parses it with 'p'.

@@ -1,6 +1,6 @@
 /*
- * url.c: the pure string parsers of the client: s3://bucket/key URLs, endpoint
- * URLs and sizes with K/M/G/T suffixes. No I/O, no allocation; unit-tested in
+ * url.c: the pure string parsers of the client: s3://bucket/key URLs and
+ * endpoint URLs (sizes are common/'s parse_size). No I/O, no allocation; unit-tested in
  * tests/unit/client/test_url.c.
  */
 #include "config.h"
@@ -44,60 +44,6 @@ shard_parse_s3_url(const char *url, char bucket[64], char key[1025])
     memcpy(bucket, b, blen);
     bucket[blen] = '\0';
     memcpy(key, k, klen + 1);
-    return 0;
-}
-
-int
-shard_parse_size(const char *s, uint64_t *out)
-{
-    if (s == NULL || *s == '\0')
-        return -1;
-    uint64_t v = 0;
-    const char *p = s;
-    for (; *p >= '0' && *p <= '9'; p++) {
-        uint64_t d = (uint64_t)(*p - '0');
-        if (v > (UINT64_MAX - d) / 10)
-            return -1;
-        v = v * 10 + d;
-    }
-    if (p == s)
-        return -1;
-    unsigned shift = 0;
-    switch (*p) {
-    case '\0':
-        break;
-    case 'k':
-    case 'K':
-        shift = 10;
-        break;
-    case 'm':
-    case 'M':
-        shift = 20;
-        break;
-    case 'g':
-    case 'G':
-        shift = 30;
-        break;
-    case 't':
-    case 'T':
-        shift = 40;
-        break;
-    default:
-        return -1;
-    }
-    if (*p != '\0') {
-        p++;
-        /* "64KiB" and "64KB" mean the same as "64K". */
-        if (*p == 'i' && p[1] == 'B')
-            p += 2;
-        else if (*p == 'B')
-            p++;
-        if (*p != '\0')
-            return -1;
-    }
-    if (shift && v > (UINT64_MAX >> shift))
-        return -1;
-    *out = v << shift;
     return 0;
 }
 

@@ -1,6 +1,7 @@
 /*
  * xml.c: the S3 answers the client reads, parsed with expat: <Error>,
- * single values (UploadId), ListObjectsV2 pages and DeleteObjects results.
+ * single values (UploadId), ListObjectsV2 pages (keys URI-decoded when the
+ * page is url-encoded) and DeleteObjects results.
  * Character data is collected only inside the few elements wanted, into a
  * fixed buffer, so a list page costs one pass of expat and no allocation
  * (the `shard bench list` fast path counts entries and keeps only the token).
@@ -12,7 +13,8 @@
 #include <expat.h>
 #include <stdlib.h>
 
-#define TEXT_CAP 2048
+/* Room for a 1024-byte key URI-encoded (3 bytes each) with its NUL. */
+#define TEXT_CAP 4096
 
 /* ------------------------------------------------------------------------ */
 /* Single values                                                              */
@@ -116,6 +118,7 @@ struct client_list_parser {
     enum list_field field;
     size_t count;
     bool is_truncated;
+    bool is_url; /* the page's keys are URI-encoded */
     int stop_rc;
     struct shard_list_entry entry;
     char key[TEXT_CAP];
@@ -130,6 +133,38 @@ text_copy(char *dst, size_t cap, const char *src, size_t len)
     len = MIN(len, cap - 1);
     memcpy(dst, src, len);
     dst[len] = '\0';
+}
+
+static int
+hex_value(char ch)
+{
+    if (ch >= '0' && ch <= '9')
+        return ch - '0';
+    if (ch >= 'a' && ch <= 'f')
+        return ch - 'a' + 10;
+    if (ch >= 'A' && ch <= 'F')
+        return ch - 'A' + 10;
+    return -1;
+}
+
+/* Copies 'src[0..len)' URI-decoded as S3 encodes listings (form style: '+'
+ * is a space, as botocore decodes them); a '%' without two hex digits stays
+ * as it is. */
+static void
+text_copy_decoded(char *dst, size_t cap, const char *src, size_t len)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < len && n + 1 < cap; i++) {
+        int hi, lo;
+        if (src[i] == '%' && i + 2 < len && (hi = hex_value(src[i + 1])) >= 0 &&
+            (lo = hex_value(src[i + 2])) >= 0) {
+            dst[n++] = (char)(hi << 4 | lo);
+            i += 2;
+        } else {
+            dst[n++] = src[i] == '+' ? ' ' : src[i];
+        }
+    }
+    dst[n] = '\0';
 }
 
 static void XMLCALL
@@ -188,7 +223,10 @@ list_end(void *ud, const XML_Char *name)
         break;
     case F_KEY:
     case F_PREFIX:
-        text_copy(p->key, sizeof(p->key), t, n);
+        if (p->is_url)
+            text_copy_decoded(p->key, sizeof(p->key), t, n);
+        else
+            text_copy(p->key, sizeof(p->key), t, n);
         break;
     case F_SIZE:
         p->entry.info.size = strtoull(t, NULL, 10);
@@ -271,6 +309,11 @@ client__list_parser_page(struct client_list_parser *p, const char *xml, size_t l
     memset(&p->entry, 0, sizeof(p->entry));
     if (len > INT32_MAX)
         return -1;
+    /* S3 may put EncodingType after the entries, so it is looked up before
+     * parsing. A literal '<' in character data is always escaped, so these
+     * bytes can only be the element itself, never part of a key. */
+    static const char URL_TAG[] = "<EncodingType>url</EncodingType>";
+    p->is_url = xml != NULL && memmem(xml, len, URL_TAG, sizeof(URL_TAG) - 1) != NULL;
     enum XML_Status st = XML_Parse(p->xp, xml, (int)len, 1);
     if (p->stop_rc != 0)
         return p->stop_rc;

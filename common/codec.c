@@ -1,6 +1,7 @@
 /*
  * codec.c: base64 (RFC 4648, padded) and lower-case hex. Decoders reject
  * any byte outside the alphabet; they never read past 'len'.
+ * parse_size (last block) is the one size syntax ("64M") of the tree.
  */
 #include "common/common.h"
 
@@ -207,4 +208,33 @@ u64_format(uint64_t v, char *out)
     for (size_t i = 0; i < n; i++)
         out[i] = tmp[n - 1 - i];
     return n;
+}
+
+/* ---- sizes ---------------------------------------------------------------- */
+
+int
+parse_size(const char *s, uint64_t *out)
+{
+    static const char UNITS[] = "KkMmGgTt";
+    uint64_t v;
+    size_t n = strspn(s, "0123456789");
+    if (n == 0 || parse_u64((struct slice){s, n}, UINT64_MAX, &v) != 0)
+        return -1;
+    const char *p = s + n;
+    unsigned shift = 0;
+    if (*p != '\0') {
+        const char *u = strchr(UNITS, *p);
+        if (u == NULL)
+            return -1;
+        shift = 10 * (unsigned)((u - UNITS) / 2 + 1);
+        p++;
+        if (p[0] == 'i' && p[1] == 'B')
+            p += 2;
+        else if (p[0] == 'B')
+            p++;
+        if (*p != '\0' || v > (UINT64_MAX >> shift))
+            return -1;
+    }
+    *out = v << shift;
+    return 0;
 }

@@ -111,6 +111,13 @@ int hex_decode(const char *in, size_t len, void *out);
  * Returns 0, or -1 when empty, not all digits, or larger than 'max'. */
 int parse_u64(struct slice s, uint64_t max, uint64_t *out);
 
+/* Parses a size: decimal digits, then optionally a unit K, M, G or T (either
+ * case; powers of 1024) which may be followed by "B" or "iB" ("64K", "64KB",
+ * "64KiB" are 65536). Nothing else: no sign, space, fraction, bare "B" or
+ * second suffix ("64KBB"). The one rule of the server's config and the shard
+ * tool. Returns 0, or -1 (empty, junk, overflow). */
+int parse_size(const char *s, uint64_t *out);
+
 /* Wall clock in nanoseconds since the epoch, and monotonic nanoseconds. */
 int64_t clock_now_ns(void);
 int64_t clock_mono_ns(void);

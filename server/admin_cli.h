@@ -1,13 +1,14 @@
 /*
- * admin_cli.h: `shardstore admin ...`, the command-line client of the
- * admin API (admin_cli.c). main() dispatches to it before any server
- * startup.
+ * admin_cli.h: `shardstore admin ...`, which runs the admin client `shard
+ * admin ...` (client/cli_admin.c). main() dispatches to it before any
+ * server startup.
  */
 #ifndef SHARD_SERVER_ADMIN_CLI_H
 #define SHARD_SERVER_ADMIN_CLI_H
 
-/* Runs the admin subcommand in argv[0..argc) (argv[0] is "admin").
- * Returns the process exit code (0, or 1 after an error on stderr). */
+/* Execs `shard` with argv[0..argc) (argv[0] is "admin") after a program
+ * name of "shardstore". Returns only on failure: 1, after a message on
+ * stderr. */
 int admin_cli_main(int argc, char **argv);
 
 #endif

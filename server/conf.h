@@ -46,7 +46,5 @@ int config_load_file(struct config *c, const char *path);
 int config_set(struct config *c, const char *key, const char *value);
 /* Parses "ADDR:PORT" into the config. */
 int config_set_listen(struct config *c, const char *addr_port);
-/* Parses sizes like "64M", "4G", "1048576". Returns 0 or -1. */
-int config_parse_size(const char *s, uint64_t *out);
 
 #endif

@@ -92,49 +92,6 @@ config_defaults(struct config *c)
 }
 
 int
-config_parse_size(const char *s, uint64_t *out)
-{
-    char *end = NULL;
-    errno = 0;
-    unsigned long long v = strtoull(s, &end, 10);
-    if (errno || end == s)
-        return -1;
-    uint64_t mul = 1;
-    switch (toupper((unsigned char)*end)) {
-    case '\0':
-        break;
-    case 'K':
-        mul = 1ull << 10;
-        end++;
-        break;
-    case 'M':
-        mul = 1ull << 20;
-        end++;
-        break;
-    case 'G':
-        mul = 1ull << 30;
-        end++;
-        break;
-    case 'T':
-        mul = 1ull << 40;
-        end++;
-        break;
-    default:
-        return -1;
-    }
-    if (*end == 'i' || *end == 'B')
-        end++;
-    if (*end == 'B')
-        end++;
-    if (*end != '\0')
-        return -1;
-    if (v > UINT64_MAX / mul)
-        return -1;
-    *out = v * mul;
-    return 0;
-}
-
-int
 config_set_listen(struct config *c, const char *addr_port)
 {
     const char *colon = strrchr(addr_port, ':');
@@ -170,12 +127,12 @@ config_set(struct config *c, const char *key, const char *value)
             memcpy(field, value, strlen(value) + 1);
             return 0;
         case DIR_SIZE:
-            if (config_parse_size(value, &v) != 0)
+            if (parse_size(value, &v) != 0)
                 return -1;
             memcpy(field, &v, sizeof(v));
             return 0;
         case DIR_SIZE32: {
-            if (config_parse_size(value, &v) != 0 || v > UINT32_MAX || v < 8192)
+            if (parse_size(value, &v) != 0 || v > UINT32_MAX || v < 8192)
                 return -1;
             uint32_t u = (uint32_t)v;
             memcpy(field, &u, sizeof(u));

@@ -5,7 +5,7 @@ TESTS += %D%/replay_ini
 %C%_replay_ini_SOURCES = %D%/replay.c %D%/fuzz_ini.c
 %C%_replay_ini_CPPFLAGS = $(AM_CPPFLAGS) $(LIBCURL_CFLAGS) \
 	-DFUZZ_CORPUS_DIR='"$(abs_top_srcdir)/%D%/corpus/ini"'
-%C%_replay_ini_LDADD = client/libshard.la
+%C%_replay_ini_LDADD = client/libshard_core.la
 
 if FUZZING
 noinst_PROGRAMS += %D%/fuzz_ini

@@ -52,9 +52,11 @@ def run(srv, *args, env=None, input=None, rc=0, timeout=120):
     return p
 
 
-def read_range(srv, bucket, key, off, length, parallel=None, chunk=None, env=None, rc=0):
+def read_range(srv, bucket, key, off, length, parallel=None, chunk=None, env=None, rc=0, reader_cap=None):
+    """Runs the shard_read_range driver: shard_read_range into one buffer, or
+    with 'reader_cap' shard_reader_read into a buffer of that many bytes."""
     exe = os.path.join(builddir(), "tests", "integration", "shard_read_range")
-    argv = [exe, bucket, key, str(off), str(length)]
+    argv = [exe] + (["--reader", str(reader_cap)] if reader_cap else []) + [bucket, key, str(off), str(length)]
     if parallel:
         argv += [str(parallel), str(chunk)]
     p = subprocess.run(argv, capture_output=True, timeout=120,

@@ -1,9 +1,10 @@
 """test_shard.py: libshard reads and writes through the shard tool against a
 real server: streamed bytes equal the object for many (size, chunk,
 parallelism) combinations including 0- and 1-byte objects and ranges at the
-ends; shard_read_range into a buffer; multipart uploads from a file and from
-stdin (CRC32 part checksums, ETag of N parts); cp -r both ways, ls, rm -r,
-mb, rb; error messages and exit codes."""
+ends; shard_read_range and shard_reader_read into a buffer (through the
+shared libshard); multipart uploads from a file and from stdin (CRC32 part
+checksums, ETag of N parts); cp -r both ways, ls, rm -r, mb, rb, also of
+keys a listing must URI-encode; error messages and exit codes."""
 import os
 import re
 import shutil
@@ -82,6 +83,18 @@ def test_read_range_into_buffer(srv):
     h.check(b"InvalidRange" in p.stderr, "read_range after the end: %r" % p.stderr)
     p = su.read_range(srv, "rrange", "missing", 0, 20, rc=1)
     h.check(b"NoSuchKey" in p.stderr, "read_range of a missing key: %r" % p.stderr)
+    # shard_reader_read: copies into a caller's buffer of any size, across
+    # chunk boundaries, to the end (LEN 0) or for a range.
+    for off, length, cap, par, chunk in [(0, 0, 1000, 3, 65536), (0, 0, 1 << 20, 8, 1048576),
+                                         (777, 300000, 4093, 2, 4096), (n - 5, 0, 1, 1, 2),
+                                         (0, 0, 10 << 20, None, None)]:
+        p = su.read_range(srv, "rrange", "big", off, length, par, chunk, reader_cap=cap)
+        want = body[off:off + length] if length else body[off:]
+        h.same_bytes(p.stdout, want, "reader_read %d+%d cap %d" % (off, length, cap))
+    p = su.read_range(srv, "rrange", "one", 0, 0, reader_cap=7)
+    h.eq(p.stdout, b"x", "reader_read of a 1-byte object")
+    p = su.read_range(srv, "rrange", "big", n + 10, 0, reader_cap=7, rc=1)
+    h.check(b"InvalidRange" in p.stderr, "reader_read after the end: %r" % p.stderr)
 
 
 def test_upload_file_and_stdin(srv):
@@ -175,6 +188,39 @@ def test_cp_recursive_ls_rm_mb_rb(srv):
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+# Keys holding bytes a listing must carry URI-encoded (a control character
+# has no XML 1.0 form at all) or that a sloppy decoder changes ('+', '%').
+ODD_KEYS = ["sp ace", "plus+sign", "pct%41", "pct%", "pct%zz", "uni-\u00e9\u20ac\U0001f600",
+            "ctl\x01x", "tab\tx", "del\x7fx", "xml<&>'\"", "dir x+/f%2B"]
+
+
+def test_odd_keys_ls_cp_recursive(srv):
+    s3 = srv.client()
+    s3.create_bucket(Bucket="oddkeys")
+    for k in ODD_KEYS:
+        s3.put_object(Bucket="oddkeys", Key="d/" + k, Body=k.encode())
+    p = su.run(srv, "ls", "-r", "s3://oddkeys")
+    keys = [line.split(None, 3)[3] for line in p.stdout.split(b"\n") if line]
+    h.eq(sorted(keys), sorted(("d/" + k).encode() for k in ODD_KEYS), "ls -r keys")
+    p = su.run(srv, "ls", "s3://oddkeys/d/")
+    h.check(re.search(rb"^\s+PRE dir x\+/$", p.stdout, re.M) is not None, "ls PRE of a decoded prefix: %r" % p.stdout)
+    h.check(re.search(rb" 6 pct%41$", p.stdout, re.M) is not None, "ls of 'pct%%41': %r" % p.stdout)
+    tmp = tempfile.mkdtemp(prefix="shard-odd-")
+    try:
+        dst = os.path.join(tmp, "dst")
+        su.run(srv, "cp", "-r", "s3://oddkeys/d/", dst)
+        h.eq(tree(dst), {k: k.encode() for k in ODD_KEYS}, "downloaded odd keys")
+        su.run(srv, "mb", "s3://oddkeys2")
+        su.run(srv, "cp", "-r", dst, "s3://oddkeys2/up")
+        got = s3.list_objects_v2(Bucket="oddkeys2")
+        h.eq(sorted(o["Key"] for o in got.get("Contents", [])), sorted("up/" + k for k in ODD_KEYS),
+             "uploaded odd keys (boto3 listing)")
+        su.run(srv, "rm", "-r", "-q", "s3://oddkeys/d")
+        h.eq(s3.list_objects_v2(Bucket="oddkeys").get("KeyCount"), 0, "rm -r of odd keys")
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
 def test_many_keys_rm_recursive(srv):
     s3 = srv.client()
     s3.create_bucket(Bucket="many")
@@ -226,4 +272,4 @@ def test_errors_and_exit_codes(srv):
 
 if __name__ == "__main__":
     h.main([test_stream_combinations, test_read_range_into_buffer, test_upload_file_and_stdin,
-            test_cp_recursive_ls_rm_mb_rb, test_many_keys_rm_recursive, test_errors_and_exit_codes])
+            test_cp_recursive_ls_rm_mb_rb, test_odd_keys_ls_cp_recursive, test_many_keys_rm_recursive, test_errors_and_exit_codes])

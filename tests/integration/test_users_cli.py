@@ -1,6 +1,11 @@
 """test_users_cli.py: `shardstore admin ...` against a running server, and
 real clients with one profile per user.
 
+- `shardstore admin` runs `shard admin` (client/cli_admin.c on libshard;
+  the server links no libcurl): the same commands through `shard admin`,
+  query values that need encoding, the program name in messages, and a
+  clear error when no shard tool is found;
+
 - user/key/grant/revoke/bucket public through the CLI, --json and text
   output, exit status 1 with a message on stderr for errors and for a
   non-admin caller;
@@ -33,6 +38,13 @@ def admin(srv, *args, json_out=True, check_rc=True, access_key=None, secret_key=
     if check_rc and json_out:
         return json.loads(p.stdout)
     return p
+
+
+def admin_env(srv):
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "SHARDSTORE_"))}
+    env["SHARDSTORE_ACCESS_KEY"] = srv.access_key
+    env["SHARDSTORE_SECRET_KEY"] = srv.secret_key
+    return env
 
 
 def aws(srv, profile, *args, check_rc=True):
@@ -186,10 +198,49 @@ def test_rclone_purge_by_owner(srv):
     h.eq(s3.get_object(Bucket="rc-keep", Key="k")["Body"].read(), b"k", "object survives a stranger's purge")
 
 
+def test_shard_admin(srv):
+    """`shard admin` is the admin client; `shardstore admin` hands over to it."""
+    shard = os.path.join(os.environ.get("SHARD_BUILDDIR") or os.path.dirname(srv.binary), "shard")
+    if not os.access(shard, os.X_OK):
+        raise h.Failure("shard tool not built next to the server: %s" % shard)
+    env = admin_env(srv)
+    p = h.run_cmd([shard, "--endpoint-url", srv.endpoint, "admin", "--json", "user", "add", "carol"], env=env)
+    h.eq(json.loads(p.stdout)["name"], "carol", "shard admin user add (endpoint before admin)")
+    srv.client().create_bucket(Bucket="enc-bkt")
+    # Query values with characters that need encoding reach the server intact.
+    odd = "data set/a+b%20c/\u00e9&x=y/"
+    h.run_cmd([shard, "admin", "--endpoint", srv.endpoint, "grant", "carol", "enc-bkt", "read",
+               "--prefix", odd], env=env)
+    grants = admin(srv, "grant", "list", "carol")["grants"]
+    h.eq([(g["bucket"], g["prefix"]) for g in grants], [("enc-bkt", odd)], "prefix round trip")
+    text = h.run_cmd([shard, "admin", "--endpoint", srv.endpoint, "user", "list"], env=env).stdout
+    h.check(b"name=carol" in text, "shard admin text output: %r" % text)
+    # Messages name the command the user typed.
+    p = h.run_cmd([shard, "admin", "--endpoint", srv.endpoint, "user", "add", "carol"], env=env, check_rc=False)
+    h.eq(p.returncode, 1, "shard admin error exit status")
+    h.check(p.stderr.startswith(b"shard admin: HTTP 400") and b"already exists" in p.stderr,
+            "shard admin stderr: %r" % p.stderr)
+    p = admin(srv, "user", "add", "carol", check_rc=False)
+    h.check(p.stderr.startswith(b"shardstore admin: HTTP 400"), "shardstore admin stderr: %r" % p.stderr)
+    p = h.run_cmd([shard, "admin", "user", "frobnicate"], env=env, check_rc=False)
+    h.check(p.returncode == 1 and b"usage: shard admin" in p.stderr, "usage: %r" % p.stderr)
+    p = h.run_cmd([shard, "admin", "--endpoint", "http://127.0.0.1:1", "user", "list"], env=env, check_rc=False)
+    h.check(p.returncode == 1 and p.stderr.startswith(b"shard admin: http://127.0.0.1:1"),
+            "unreachable endpoint: %r" % p.stderr)
+    # A shardstore with no shard next to it and none on PATH says so.
+    lone = os.path.join(TMP, "lone")
+    os.makedirs(lone, exist_ok=True)
+    shutil.copy(srv.binary, os.path.join(lone, "shardstore"))
+    env["PATH"] = lone
+    p = h.run_cmd([os.path.join(lone, "shardstore"), "admin", "user", "list"], env=env, check_rc=False)
+    h.check(p.returncode == 1 and b"cannot run the shard tool" in p.stderr, "no shard: %r" % p.stderr)
+
+
 if __name__ == "__main__":
     TMP = tempfile.mkdtemp(prefix="shard-users-cli-")
     try:
-        h.main([test_cli_users_keys_grants, test_awscli_profiles, test_rclone_purge_by_owner],
+        h.main([test_cli_users_keys_grants, test_awscli_profiles, test_rclone_purge_by_owner,
+                test_shard_admin],
                config="log_level = debug\n")
     finally:
         shutil.rmtree(TMP, ignore_errors=True)

@@ -1,8 +1,15 @@
-# unit tests of client/ (pure parts: URLs, sizes, endpoint, config files).
-CLIENT_TESTS = tests/unit/client/test_url tests/unit/client/test_config
+# unit tests of client/ (pure parts: URLs, endpoint, config files, list pages).
+CLIENT_TESTS = tests/unit/client/test_url tests/unit/client/test_config \
+	tests/unit/client/test_list_xml
 check_PROGRAMS += $(CLIENT_TESTS)
 TESTS += $(CLIENT_TESTS)
 tests_unit_client_test_url_CFLAGS = $(AM_CFLAGS) $(LIBCURL_CFLAGS)
-tests_unit_client_test_url_LDADD = client/libshard.la tests/lib/libtest.la
+tests_unit_client_test_url_LDADD = client/libshard_core.la tests/lib/libtest.la
 tests_unit_client_test_config_CFLAGS = $(AM_CFLAGS) $(LIBCURL_CFLAGS)
-tests_unit_client_test_config_LDADD = client/libshard.la tests/lib/libtest.la
+tests_unit_client_test_config_LDADD = client/libshard_core.la tests/lib/libtest.la
+tests_unit_client_test_list_xml_CFLAGS = $(AM_CFLAGS) $(LIBCURL_CFLAGS)
+tests_unit_client_test_list_xml_LDADD = client/libshard_core.la tests/lib/libtest.la
+
+# libshard.so exports the SHARD_API calls of client/shard.h and nothing else.
+TESTS += tests/unit/client/test_exports.sh
+EXTRA_DIST += tests/unit/client/test_exports.sh

@@ -142,6 +142,23 @@ test_resolve(void)
     ASSERT(cfg.session_token == NULL);
     client__config_cleanup(&cfg);
 
+    /* Explicit credentials win over the environment (its session token too)
+     * and the files; half a pair is ignored. */
+    struct shard_config_in keys_in = {.access_key = "inak", .secret_key = "insk"};
+    ASSERT_EQ(client__config_resolve(&keys_in, &cfg, &err), 0);
+    ASSERT_STR_EQ(cfg.access_key, "inak");
+    ASSERT_STR_EQ(cfg.secret_key, "insk");
+    ASSERT(cfg.session_token == NULL);
+    client__config_cleanup(&cfg);
+    keys_in.session_token = "intok";
+    ASSERT_EQ(client__config_resolve(&keys_in, &cfg, &err), 0);
+    ASSERT_STR_EQ(cfg.session_token, "intok");
+    client__config_cleanup(&cfg);
+    keys_in.secret_key = NULL;
+    ASSERT_EQ(client__config_resolve(&keys_in, &cfg, &err), 0);
+    ASSERT_STR_EQ(cfg.access_key, "envak");
+    client__config_cleanup(&cfg);
+
     /* Without env keys: the credentials file, then the config file. */
     unsetenv("AWS_ACCESS_KEY_ID");
     unsetenv("AWS_SECRET_ACCESS_KEY");

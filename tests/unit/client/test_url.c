@@ -1,6 +1,6 @@
 /*
- * test_url.c: the pure parsers of client/url.c: s3:// URLs, sizes with
- * suffixes, endpoint URLs.
+ * test_url.c: the pure parsers of client/url.c: s3:// URLs and endpoint
+ * URLs (sizes: tests/unit/common/test_size.c).
  */
 #include "config.h"
 
@@ -37,41 +37,6 @@ test_s3_url(void)
     memset(long_key, 'k', sizeof(long_key) - 1);
     memcpy(long_key, "s3://b/", 7);
     ASSERT_EQ(shard_parse_s3_url(long_key, b, k), -1);
-}
-
-static void
-test_size(void)
-{
-    uint64_t v;
-    ASSERT_EQ(shard_parse_size("0", &v), 0);
-    ASSERT_UEQ(v, 0);
-    ASSERT_EQ(shard_parse_size("123", &v), 0);
-    ASSERT_UEQ(v, 123);
-    ASSERT_EQ(shard_parse_size("64K", &v), 0);
-    ASSERT_UEQ(v, 65536);
-    ASSERT_EQ(shard_parse_size("64k", &v), 0);
-    ASSERT_UEQ(v, 65536);
-    ASSERT_EQ(shard_parse_size("8M", &v), 0);
-    ASSERT_UEQ(v, 8u << 20);
-    ASSERT_EQ(shard_parse_size("1G", &v), 0);
-    ASSERT_UEQ(v, 1u << 30);
-    ASSERT_EQ(shard_parse_size("2T", &v), 0);
-    ASSERT_UEQ(v, 2ull << 40);
-    ASSERT_EQ(shard_parse_size("5MiB", &v), 0);
-    ASSERT_UEQ(v, 5u << 20);
-    ASSERT_EQ(shard_parse_size("5MB", &v), 0);
-    ASSERT_UEQ(v, 5u << 20);
-    ASSERT_EQ(shard_parse_size("", &v), -1);
-    ASSERT_EQ(shard_parse_size("M", &v), -1);
-    ASSERT_EQ(shard_parse_size("12X", &v), -1);
-    ASSERT_EQ(shard_parse_size("1.5M", &v), -1);
-    ASSERT_EQ(shard_parse_size("-1", &v), -1);
-    ASSERT_EQ(shard_parse_size("8MM", &v), -1);
-    ASSERT_EQ(shard_parse_size("18446744073709551615", &v), 0);
-    ASSERT_UEQ(v, UINT64_MAX);
-    ASSERT_EQ(shard_parse_size("18446744073709551616", &v), -1);
-    ASSERT_EQ(shard_parse_size("17179869184G", &v), -1); /* 2^34 G overflows */
-    ASSERT_EQ(shard_parse_size("16777215T", &v), 0);
 }
 
 static void
@@ -130,7 +95,6 @@ int
 main(void)
 {
     test_s3_url();
-    test_size();
     test_endpoint();
     test_uri_encode();
     return 0;
