@@ -364,6 +364,18 @@ done:
 }
 
 uint64_t
+storage__alloc_room(struct storage *st)
+{
+    pthread_mutex_lock(&st->alloc_lock);
+    uint32_t n_vol = atomic_load_explicit(&st->n_volumes, memory_order_relaxed);
+    uint64_t room = st->free_bytes;
+    if (n_vol < st->max_volumes)
+        room += (uint64_t)(st->max_volumes - n_vol) * st->volume_size;
+    pthread_mutex_unlock(&st->alloc_lock);
+    return room;
+}
+
+uint64_t
 storage__alloc_at(struct storage *st, uint32_t vol, uint64_t off, uint64_t max_len)
 {
     uint64_t got = 0;

@@ -17,7 +17,6 @@
 
 #define STORAGE_STAGE_LEN (512u << 10)  /* one staging buffer */
 #define STORAGE_STAGES_MAX 4            /* staging buffers per writer */
-#define STORAGE_CHUNK_LEN (64ull << 20) /* unknown sizes: allocation step, <= volume/4 */
 #define STORAGE_RING_DEPTH 64
 
 enum storage__fault {
@@ -131,6 +130,9 @@ void storage__alloc_volume_cleanup(struct storage__volume *v);
  * Returns 0 or -ENOSPC (nothing reserved). */
 int storage__alloc(struct storage *st, uint64_t len, bool is_partial_ok,
                    struct storage_extent **ext, uint64_t **alloc_lens, size_t *n, size_t *cap);
+/* The bytes that could still be reserved: free space plus the volumes not
+ * yet created (a bound; nothing is reserved). */
+uint64_t storage__alloc_room(struct storage *st);
 /* Reserves up to 'max_len' bytes starting exactly at 'vol'/'off' when that is
  * the start of a free range. Returns the bytes reserved (0: none). */
 uint64_t storage__alloc_at(struct storage *st, uint32_t vol, uint64_t off, uint64_t max_len);
