@@ -15,8 +15,8 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
-#define STORAGE_STAGE_LEN (512u << 10)  /* one staging buffer */
-#define STORAGE_STAGES_MAX 4            /* staging buffers per writer */
+#define STORAGE_STAGE_LEN (512u << 10) /* one staging buffer */
+#define STORAGE_STAGES_MAX 4           /* staging buffers per writer */
 #define STORAGE_RING_DEPTH 64
 
 enum storage__fault {
