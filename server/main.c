@@ -193,6 +193,7 @@ main(int argc, char **argv)
     srv.committer = committer_create(&srv, srv.cfg.group_commit, srv.cfg.group_commit_max);
     if (!srv.committer)
         goto out;
+    srv.reserves = reserve_table_create(srv.cfg.reserve_max_per_principal);
     if (http_start(&srv) != 0)
         goto out;
     int sig = 0;
@@ -203,6 +204,7 @@ main(int argc, char **argv)
     exit_code = 0;
 out:
     committer_destroy(srv.committer);
+    reserve_table_destroy(srv.reserves);
     storage_close(srv.storage);
     index_close(srv.index);
     log_info("stopped");

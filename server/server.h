@@ -65,6 +65,8 @@ struct config {
     bool thread_per_connection;  /* the older model: no event loop, no pool */
     uint32_t shutdown_grace_s;
     uint64_t max_object_size;
+    uint64_t reserve_max_per_principal; /* space + buffers held by uploads in flight; 0 = no cap */
+    uint64_t max_copy_part_size;        /* UploadPartCopy: largest source range (S3: 5 GiB) */
     uint64_t min_part_size; /* multipart: every part but the last (S3: 5 MiB) */
     uint32_t inline_max;    /* objects up to this size are stored in the index */
     int log_level;
@@ -104,12 +106,14 @@ struct metrics {
 /* ---- the server ---------------------------------------------------------- */
 
 struct committer;
+struct reserve_table;
 
 struct server {
     struct config cfg;
     struct index *index;
     struct storage *storage;
     struct committer *committer;
+    struct reserve_table *reserves; /* what each principal's uploads hold */
     struct MHD_Daemon *daemon;
     struct offload *offload; /* NULL with thread_per_connection */
     struct listener *listener;
@@ -136,6 +140,24 @@ void committer_destroy(struct committer *c);
  * Releases the extents each op freed to storage (deferred for readers).
  */
 int committer_run(struct committer *c, struct index_op *ops, size_t n_ops);
+
+/* ---- what uploads hold, per principal (reserve.c) ---------------------- */
+
+/* Creates the table; 'max_per_principal' 0 disables the cap (and the
+ * bookkeeping). Destroy with reserve_table_destroy (NULL is a no-op). */
+struct reserve_table *reserve_table_create(uint64_t max_per_principal);
+void reserve_table_destroy(struct reserve_table *t);
+/* True when 'principal' (a canonical user id, "" for anonymous) holds less
+ * than the cap, so a new upload may start. Thread-safe. Both functions take
+ * a NULL table as "no cap". */
+bool reserve_has_room(struct reserve_table *t, const char *principal);
+/* Moves one upload's charge for 'principal' from 'old_len' to 'new_len'
+ * bytes. Returns true when done (a decrease always is), false when the
+ * principal's total would pass the cap: nothing changes and the caller
+ * refuses the upload (503 SlowDown) and later uncharges 'old_len'.
+ * Thread-safe. */
+bool reserve_charge(struct reserve_table *t, const char *principal, uint64_t old_len,
+                    uint64_t new_len);
 
 /* ---- blocking work off the event loop (offload.c) ----------------------- */
 
