@@ -319,8 +319,13 @@ writer_room(struct storage_writer *w)
     }
     if (step == 0)
         return -EFBIG;
+    /* Place the extent where the rest of a known size (or another step of
+     * an unknown one) could follow it, so objects stay contiguous. */
+    uint64_t fit_len = w->size_hint == UINT64_MAX
+                           ? WRITER_STEP_MAX
+                           : ALIGN_UP(w->size_hint, STORAGE_ALIGN) - w->reserved_len;
     size_t n_before = w->n_ext;
-    int err = storage__alloc(w->st, step, true, &w->ext, &w->alloc_lens, &w->n_ext, &w->cap_ext);
+    int err = storage__alloc(w->st, step, fit_len, &w->ext, &w->alloc_lens, &w->n_ext, &w->cap_ext);
     if (err < 0)
         return err;
     writer_reserved(w, w->alloc_lens[n_before]);

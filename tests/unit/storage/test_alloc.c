@@ -95,6 +95,12 @@ test_best_fit(const char *dir)
     struct storage_extent y = put_one(st, 9, MIB + 1);
     ASSERT_UEQ(y.offset, x[1].offset);
     ASSERT_UEQ(test_free_bytes(st), free_before - ALIGN_UP(MIB + 1, 4096));
+    /* Space is reserved in steps as bytes arrive, but the first step goes
+     * where the whole object can follow: 3 MiB fits no hole, so it lands in
+     * one extent after x4, not in pieces across the holes. */
+    struct storage_extent z = put_one(st, 10, 3 * MIB);
+    ASSERT_UEQ(z.offset, x[4].offset + ALIGN_UP(x[4].len, 4096));
+    storage_release(st, &z, 1);
     /* Releasing neighbours coalesces back into one range. */
     storage_release(st, &y, 1);
     storage_release(st, x, 1);
