@@ -1,18 +1,13 @@
 /*
  * writer.c: the aligned writer and the staging buffer pool.
  *
- * A writer owns its extents and up to STORAGE_STAGES_MAX staging buffers
- * from the storage-wide pool, and takes both only as bytes arrive: a buffer
- * when the previous ones are full, space in steps that double from one
- * buffer's worth up to WRITER_STEP_MAX (growing the extent in place when the
- * space after it is free), never beyond a known size. So a writer holds at
- * most one step plus its buffers ahead of the bytes it was given, and one
- * that was given nothing holds nothing. Bytes are copied into the current buffer and
- * hashed per STORAGE_BLOCK_LEN block of the extent; a full buffer becomes
- * one O_DIRECT IORING_OP_WRITE at its extent offset while the next buffer
- * fills. Buffers are reused round robin, so the writer waits only when all
- * of them are in flight. Invariant: a buffer is never touched while its
- * io.is_inflight is set (the kernel owns it until the CQE is reaped).
+ * A writer takes staging buffers (up to STORAGE_STAGES_MAX from the bounded
+ * pool) and space (in steps doubling up to WRITER_STEP_MAX, grown in place
+ * when it can) only as bytes arrive: it holds at most one step and its
+ * buffers ahead of its bytes, and nothing (no volume either) before the
+ * first. Bytes are hashed per STORAGE_BLOCK_LEN block of the extent; a full
+ * buffer becomes one O_DIRECT IORING_OP_WRITE while the next one fills.
+ * Invariant: a buffer is never touched while its io.is_inflight is set.
  */
 #define _GNU_SOURCE
 #include "storage/storage_int.h"
