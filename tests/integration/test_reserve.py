@@ -5,9 +5,9 @@ files for it) and take its staging buffers before the first body byte, so
 a few dozen held uploads that sent one byte each filled the store and a
 victim's 12-byte PUT got 507.
 
-(a) Many held PUTs that declared 32 MiB each and sent one byte: a victim's
-    small PUT still succeeds, no volume file was created for them, and once
-    they are dropped the free space is back where it was.
+(a) Many held PUTs and UploadParts that declared 32 MiB each and sent one
+    byte: a victim's small PUT still succeeds, no volume file was created
+    for them, and once they are dropped the free space is back where it was.
 (b) reserve_max_per_principal: one user's held uploads past the cap are
     answered 503 SlowDown, another user's upload is unaffected, and the
     first user can upload again once the held ones are gone.
@@ -34,14 +34,13 @@ STEP = 512 << 10  # the first reservation of an upload (one staging buffer)
 CONFIG = "volume_size = 32M\nmax_volumes = 4\n"
 
 
-def held_put(srv, path, access_key=None, secret_key=None):
-    """Opens a PUT declaring DECLARED bytes, sends one, and keeps it open."""
-    kw = {}
-    if access_key:
-        kw = {"access_key": access_key, "secret_key": secret_key}
-    h = srv.sign("PUT", path, "", {}, b"", payload_hash="UNSIGNED-PAYLOAD", **kw)
+def held_put(srv, path, query=""):
+    """Opens a PUT (or with 'query' an UploadPart) declaring DECLARED bytes,
+    sends one, and keeps it open."""
+    h = srv.sign("PUT", path, query, {}, b"", payload_hash="UNSIGNED-PAYLOAD")
     h["Content-Length"] = str(DECLARED)
-    lines = ["PUT %s HTTP/1.1" % path] + ["%s: %s" % kv for kv in h.items()]
+    target = path + ("?" + query if query else "")
+    lines = ["PUT %s HTTP/1.1" % target] + ["%s: %s" % kv for kv in h.items()]
     s = socket.create_connection(("127.0.0.1", srv.port), timeout=10)
     s.sendall(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + b"x")
     return s
@@ -77,10 +76,16 @@ def test_held_puts_leave_room():
         s3.create_bucket(Bucket="held")
         eq(volume_files(srv), ["vol-0000.dat"], "volume files at start")
         free0 = srv.metric(FREE)
+        uid = s3.create_multipart_upload(Bucket="held", Key="mp")["UploadId"]
         socks = []
         try:
+            # Three quarters PUTs, the rest UploadParts (the same body path).
             for i in range(HELD):
-                socks.append(held_put(srv, "/held/h%02d" % i))
+                if i % 4 == 3:
+                    q = "partNumber=%d&uploadId=%s" % (i + 1, urllib.parse.quote(uid, safe=""))
+                    socks.append(held_put(srv, "/held/mp", q))
+                else:
+                    socks.append(held_put(srv, "/held/h%02d" % i))
             # Wait until the server has taken in the held uploads' bytes: each
             # holds at least one step now (all of its declared size without
             # the fix).
@@ -97,7 +102,9 @@ def test_held_puts_leave_room():
         victim_len = 4096
         wait_for("free bytes to come back", lambda: srv.metric(FREE) == free0 - victim_len)
         for i in range(HELD):
-            eq(srv.request("HEAD", "/held/h%02d" % i).status, 404, "held upload h%02d after the drop" % i)
+            if i % 4 != 3:
+                eq(srv.request("HEAD", "/held/h%02d" % i).status, 404, "held upload h%02d after the drop" % i)
+        eq(s3.list_parts(Bucket="held", Key="mp", UploadId=uid).get("Parts", []), [], "parts after the drop")
 
 
 def admin(srv, method, what, **params):
