@@ -128,18 +128,25 @@ thread_main(void *p)
         uint32_t seed = a->seed * 100 + (uint32_t)round;
         uint64_t size = (uint64_t)(round + 1) * 700000 + a->seed;
         struct storage_writer *w = NULL;
-        int err;
-        /* The pool is small on purpose: back off on -EAGAIN like a client
-         * answered 503 SlowDown. */
-        while ((err = storage_writer_create(a->st, round % 2 ? size : UINT64_MAX, &w)) == -EAGAIN)
-            usleep(1000);
-        ASSERT_EQ(err, 0);
         uint8_t *piece = malloc(65536);
-        for (uint64_t done = 0; done < size;) {
-            size_t len = (size_t)MIN(size - done, 65536u - round);
-            pattern_fill(seed, done, piece, len);
-            ASSERT_EQ(storage_writer_write(w, piece, len), 0);
-            done += len;
+        /* The pool is small on purpose: back off on -EAGAIN (at create, or
+         * at the first byte when another writer took the last buffer in
+         * between) and start over, like a client answered 503 SlowDown. */
+        for (int err = -EAGAIN; err == -EAGAIN;) {
+            storage_writer_destroy(w, false);
+            w = NULL;
+            err = storage_writer_create(a->st, round % 2 ? size : UINT64_MAX, &w);
+            for (uint64_t done = 0; err == 0 && done < size;) {
+                size_t len = (size_t)MIN(size - done, 65536u - round);
+                pattern_fill(seed, done, piece, len);
+                err = storage_writer_write(w, piece, len);
+                ASSERT(err == 0 || (err == -EAGAIN && done == 0));
+                done += len;
+            }
+            if (err == -EAGAIN)
+                usleep(1000);
+            else
+                ASSERT_EQ(err, 0);
         }
         free(piece);
         ASSERT_EQ(storage_writer_finish(w), 0);
