@@ -10,7 +10,8 @@ victim's 12-byte PUT got 507.
     for them, and once they are dropped the free space is back where it was.
 (b) reserve_max_per_principal: one user's held uploads past the cap are
     answered 503 SlowDown, another user's upload is unaffected, and the
-    first user can upload again once the held ones are gone.
+    first user can upload again once the held ones are gone; an upload whose
+    own steps pass the cap is refused mid-body and gives its space back.
 """
 
 import json
@@ -149,6 +150,13 @@ def test_principal_cap():
         wait_for("root's charge to be released",
                  lambda: srv.request("PUT", "/root-b/after", body=b"after the drop").status == 200)
         wait_for("free bytes to come back", lambda: srv.metric(FREE) == free0 - 2 * 4096)
+        # One upload alone whose reservation steps (doubling to 16 MiB) pass
+        # the cap is refused mid-body, and its space is given back.
+        big = harness.random_bytes(24 * MIB, seed=7)
+        r = srv.request("PUT", "/root-b/big", body=big)
+        expect_s3_error(r.status, r.body, 503, "SlowDown", "an upload whose steps pass the cap")
+        eq(srv.request("HEAD", "/root-b/big").status, 404, "the refused upload")
+        eq(srv.metric(FREE), free0 - 2 * 4096, "free bytes after the refused upload")
 
 
 TESTS = [
