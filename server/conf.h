@@ -29,6 +29,11 @@ struct config {
     bool thread_per_connection;  /* the older model: no event loop, no pool */
     uint32_t shutdown_grace_s;
     uint64_t max_object_size;
+    /* Space and staging buffers one user's uploads in flight may hold
+     * ahead of their bytes (reserve.c); 0 = no cap. */
+    uint64_t reserve_max_per_principal;
+    /* UploadPartCopy: the largest source range (S3: 5 GiB). */
+    uint64_t max_copy_part_size;
     uint64_t min_part_size; /* multipart: every part but the last (S3: 5 MiB) */
     uint32_t inline_max;    /* objects up to this size are stored in the index */
     int log_level;

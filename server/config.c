@@ -55,6 +55,8 @@ static const struct directive directives[] = {
     {"shutdown_grace", DIR_U32, FIELD(shutdown_grace_s), 0},
     {"max_object_size", DIR_SIZE, FIELD(max_object_size), 0},
     {"min_part_size", DIR_SIZE, FIELD(min_part_size), 0},
+    {"reserve_max_per_principal", DIR_SIZE, FIELD(reserve_max_per_principal), 0},
+    {"max_copy_part_size", DIR_SIZE, FIELD(max_copy_part_size), 0},
     {"inline_max", DIR_U32, FIELD(inline_max), 0},
     {"log_level", DIR_LOG_LEVEL, FIELD(log_level), 0},
     {"index_nosync", DIR_BOOL, FIELD(index_nosync), 0},
@@ -86,6 +88,8 @@ config_defaults(struct config *c)
     c->shutdown_grace_s = 10;
     c->max_object_size = 5ull << 30;
     c->min_part_size = 5ull << 20;
+    c->reserve_max_per_principal = 2ull << 30;
+    c->max_copy_part_size = 5ull << 30;
     c->inline_max = 0;
     c->log_level = LOG_INFO;
     c->index_nosync = false;

@@ -16,6 +16,7 @@
 #include "server/conf.h"
 #include "server/creds.h"
 #include "server/http.h"
+#include "server/reserve.h"
 #include "server/server.h"
 #include "storage/storage.h"
 
@@ -201,6 +202,7 @@ main(int argc, char **argv)
     srv.committer = committer_create(&srv, srv.cfg.group_commit, srv.cfg.group_commit_max);
     if (!srv.committer)
         goto out;
+    srv.reserves = reserve_table_create(srv.cfg.reserve_max_per_principal);
     if (http_start(&srv) != 0)
         goto out;
     int sig = 0;
@@ -211,6 +213,7 @@ main(int argc, char **argv)
     exit_code = 0;
 out:
     committer_destroy(srv.committer);
+    reserve_table_destroy(srv.reserves);
     storage_close(srv.storage);
     index_close(srv.index);
     log_info("stopped");

@@ -221,6 +221,17 @@ op_upload_part_copy(struct s3_req *r, const struct index_bucket *bk,
                          "bytes to copy");
         return;
     }
+    /* The copy runs to completion within this request: bound it as S3
+     * does (5 GiB), with the size AWS names in its answer. */
+    if (len > r->srv->cfg.max_copy_part_size) {
+        char msg[160];
+        snprintf(msg, sizeof(msg),
+                 "The specified copy source is larger than the maximum allowable size for a copy "
+                 "source: %" PRIu64,
+                 r->srv->cfg.max_copy_part_size);
+        s3_respond_error(r, S3_ERR_INVALID_REQUEST, msg);
+        return;
+    }
     struct storage_writer *w = NULL;
     uint8_t md5[16];
     int rc = s3_copy_range(r->srv, &src, first, len, &w, md5);

@@ -8,7 +8,11 @@
  * matches is the object published, by one group commit (storage sync +
  * one index transaction). Any failure before that destroys the writer
  * uncommitted, which returns its extents: nothing becomes visible and no
- * space is leaked.
+ * space is leaked. The writer takes space and staging buffers only as bytes
+ * arrive; what it holds ahead of them is charged to the caller's principal
+ * (reserve.c) at each reservation step, and a principal past
+ * reserve_max_per_principal gets 503 SlowDown, the upload's space released
+ * at once.
  */
 #include "config.h"
 
@@ -21,6 +25,7 @@
 #include "server/meta.h"
 #include "server/ops.h"
 #include "server/req.h"
+#include "server/reserve.h"
 #include "server/server.h"
 #include "server/util.h"
 #include "storage/storage.h"
@@ -41,6 +46,8 @@ struct put_ctx {
     uint32_t part_number;
     struct index_upload upload;
     struct storage_writer *writer;
+    uint64_t held_charged;  /* charged to the principal (reserve.c) */
+    uint64_t seen_reserved; /* storage_writer_reserved_len at the last charge */
     char *inline_buf;
     size_t inline_len;
     bool is_inline;
@@ -61,14 +68,37 @@ struct put_ctx {
     uint8_t if_match[16];
 };
 
+/* Gives back what the upload holds: the writer's space and buffers (unless
+ * 'is_committed') and its charge to the principal. */
+static void
+put_release(struct s3_req *r, struct put_ctx *c, bool is_committed)
+{
+    storage_writer_destroy(c->writer, is_committed);
+    c->writer = NULL;
+    reserve_charge(r->srv->reserves, r->user_id, c->held_charged, 0);
+    c->held_charged = 0;
+}
+
+/* Re-charges the principal with what the writer holds now, after it
+ * reserved a new step. Returns false when that passes the cap. */
+static bool
+put_recharge(struct s3_req *r, struct put_ctx *c)
+{
+    uint64_t held = storage_writer_held_len(c->writer);
+    if (!reserve_charge(r->srv->reserves, r->user_id, c->held_charged, held))
+        return false;
+    c->held_charged = held;
+    c->seen_reserved = storage_writer_reserved_len(c->writer);
+    return true;
+}
+
 static void
 put_cleanup(struct s3_req *r)
 {
     struct put_ctx *c = r->op_ctx;
     if (!c)
         return;
-    storage_writer_destroy(c->writer, false);
-    c->writer = NULL;
+    put_release(r, c, false);
     if (c->has_md5)
         auth_checksum_cleanup(&c->md5);
     if (c->has_ck)
@@ -90,10 +120,18 @@ put_body(struct s3_req *r, const char *data, size_t len)
         c->inline_len += len;
         return S3_OK;
     }
+    if (!c->writer)
+        return S3_ERR_INTERNAL_ERROR; /* released after an earlier error */
     int rc = storage_writer_write(c->writer, data, len);
     if (rc < 0) {
         log_warn("request %s: write failed: %d", r->request_id, rc);
+        put_release(r, c, false);
         return s3_error_from_errno(rc);
+    }
+    if (storage_writer_reserved_len(c->writer) != c->seen_reserved && !put_recharge(r, c)) {
+        log_warn("request %s: principal over reserve_max_per_principal", r->request_id);
+        put_release(r, c, false);
+        return S3_ERR_SLOW_DOWN;
     }
     return S3_OK;
 }
@@ -231,8 +269,7 @@ put_end_part(struct s3_req *r, struct put_ctx *c, const uint8_t etag[16], struct
         s3_respond_error(r, rc == -ENOENT ? S3_ERR_NO_SUCH_UPLOAD : s3_error_from_errno(rc), NULL);
         return;
     }
-    storage_writer_destroy(c->writer, true);
-    c->writer = NULL;
+    put_release(r, c, true);
     char etag_s[48];
     s3_format_etag(etag, 0, etag_s);
     struct MHD_Response *resp = MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT);
@@ -258,6 +295,9 @@ put_end(struct s3_req *r)
             s3_respond_error(r, s3_error_from_errno(rc), NULL);
             return;
         }
+        /* Finished: it holds no more than the bytes it was given. */
+        reserve_charge(r->srv->reserves, r->user_id, c->held_charged, 0);
+        c->held_charged = 0;
     }
     uint8_t etag[16];
     struct slice ck_b64;
@@ -311,8 +351,7 @@ put_end(struct s3_req *r)
             s3_respond_error(r, s3_error_from_errno(rc), NULL);
         return; /* cleanup destroys the writer uncommitted */
     }
-    storage_writer_destroy(c->writer, true);
-    c->writer = NULL;
+    put_release(r, c, true);
     atomic_fetch_add(&r->srv->metrics.puts, 1);
 
     char etag_s[48];
@@ -406,6 +445,11 @@ put_begin(struct s3_req *r, struct put_ctx *c)
     }
     if (e != S3_OK) {
         s3_respond_error(r, e, NULL);
+        return;
+    }
+    if (!reserve_has_room(r->srv->reserves, r->user_id)) {
+        s3_respond_error(r, S3_ERR_SLOW_DOWN,
+                         "Too many uploads of this user are in flight; retry later.");
         return;
     }
     r->op_ctx = c;

@@ -23,6 +23,7 @@ struct index;
 struct index_extent;
 struct listener;
 struct offload;
+struct reserve_table;
 struct storage;
 struct storage_extent;
 
@@ -48,6 +49,7 @@ struct server {
     struct MHD_Daemon *daemon;
     struct offload *offload; /* NULL with thread_per_connection */
     struct listener *listener;
+    struct reserve_table *reserves; /* what each principal's uploads hold */
     char access_key[129];
     char secret_key[129];
     char owner_id[65]; /* canonical user id of the root user */

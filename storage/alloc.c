@@ -4,12 +4,12 @@
  * Startup: storage_mark_used sets bits in a per-volume bitmap (one bit per
  * 4 KiB, so overlaps are caught at once) and storage_ready turns the clear
  * bits into the free map. At run time each volume's free map is a sorted
- * array of free ranges, always coalesced (no two ranges touch); allocation is
- * best fit over all volumes, then a fresh volume, then largest-first
- * fragments. free_bytes always equals the sum of all free ranges (before
- * ready: total minus marked). Extents released while readers may use them
- * wait on the pending list until every pin of their generation or older is
- * gone.
+ * array of free ranges, always coalesced (no two ranges touch); a writer
+ * reserves in steps, each best fit over all volumes (preferring a range it
+ * can grow in place into), then a fresh volume, then the largest fragment.
+ * free_bytes always equals the sum of all free ranges (before ready: total
+ * minus marked). Extents released while readers may use them wait on the
+ * pending list until every pin of their generation or older is gone.
  */
 #include "storage/storage_int.h"
 
@@ -286,81 +286,54 @@ range_pick(struct storage *st, uint64_t len, bool is_best, uint32_t *vol, size_t
 }
 
 int
-storage__alloc(struct storage *st, uint64_t len, bool is_partial_ok, struct storage_extent **ext,
+storage__alloc(struct storage *st, uint64_t len, uint64_t fit_len, struct storage_extent **ext,
                uint64_t **alloc_lens, size_t *n, size_t *cap)
 {
     int err = 0;
     uint32_t vol;
     size_t idx;
-    size_t n_before = *n;
 
     pthread_mutex_lock(&st->alloc_lock);
     if (!st->is_ready || len == 0 || len % STORAGE_ALIGN != 0) {
         err = -EINVAL;
         goto done;
     }
-    /* One contiguous extent: an existing range, else a new volume. */
-    bool is_found = range_pick(st, len, true, &vol, &idx);
+    /* Where the writer can grow in place for the rest of its object, else
+     * anywhere 'len' fits, else a new volume, else the largest fragment. */
+    bool is_found = fit_len > len && range_pick(st, fit_len, true, &vol, &idx);
+    if (!is_found)
+        is_found = range_pick(st, len, true, &vol, &idx);
     if (!is_found && len <= st->volume_size && storage__volume_add(st) == 0) {
         vol = atomic_load_explicit(&st->n_volumes, memory_order_relaxed) - 1;
         idx = 0;
         is_found = true;
     }
-    if (!is_found)
-        goto fragments;
-    {
-        struct storage__volume *v = st->vols[vol];
-        uint64_t off = v->free[idx].off;
-        range_take(st, v, idx, off, len);
-        ext_push(ext, alloc_lens, n, cap, vol, off, len);
-        goto done;
-    }
-
-fragments:
-    if (is_partial_ok) {
-        if (!range_pick(st, len, false, &vol, &idx)) {
-            err = storage__volume_add(st);
-            if (err < 0)
-                goto done;
-            vol = atomic_load_explicit(&st->n_volumes, memory_order_relaxed) - 1;
-            idx = 0;
-        }
-        struct storage__volume *v = st->vols[vol];
-        uint64_t off = v->free[idx].off, take = MIN(len, v->free[idx].len);
-        range_take(st, v, idx, off, take);
-        ext_push(ext, alloc_lens, n, cap, vol, off, take);
-        goto done;
-    }
-    {
-        uint32_t n_vol = atomic_load_explicit(&st->n_volumes, memory_order_relaxed);
-        uint64_t room = st->free_bytes + (uint64_t)(st->max_volumes - n_vol) * st->volume_size;
-        if (room < len) {
-            err = -ENOSPC;
+    if (!is_found && !range_pick(st, len, false, &vol, &idx)) {
+        err = storage__volume_add(st);
+        if (err < 0)
             goto done;
-        }
+        vol = atomic_load_explicit(&st->n_volumes, memory_order_relaxed) - 1;
+        idx = 0;
     }
-    for (uint64_t left = len; left > 0;) {
-        if (!range_pick(st, len, false, &vol, &idx)) {
-            err = storage__volume_add(st);
-            if (err < 0)
-                goto undo;
-            continue;
-        }
-        struct storage__volume *v = st->vols[vol];
-        uint64_t off = v->free[idx].off, take = MIN(left, v->free[idx].len);
-        range_take(st, v, idx, off, take);
-        ext_push(ext, alloc_lens, n, cap, vol, off, take);
-        left -= take;
-    }
-    goto done;
-
-undo:
-    for (size_t i = n_before; i < *n; i++)
-        range_put(st, st->vols[(*ext)[i].volume], (*ext)[i].offset, (*alloc_lens)[i]);
-    *n = n_before;
+    struct storage__volume *v = st->vols[vol];
+    uint64_t off = v->free[idx].off, take = MIN(len, v->free[idx].len);
+    range_take(st, v, idx, off, take);
+    ext_push(ext, alloc_lens, n, cap, vol, off, take);
 done:
     pthread_mutex_unlock(&st->alloc_lock);
     return err;
+}
+
+uint64_t
+storage__alloc_room(struct storage *st)
+{
+    pthread_mutex_lock(&st->alloc_lock);
+    uint32_t n_vol = atomic_load_explicit(&st->n_volumes, memory_order_relaxed);
+    uint64_t room = st->free_bytes;
+    if (n_vol < st->max_volumes)
+        room += (uint64_t)(st->max_volumes - n_vol) * st->volume_size;
+    pthread_mutex_unlock(&st->alloc_lock);
+    return room;
 }
 
 uint64_t

@@ -65,15 +65,18 @@ int storage_ready(struct storage *st);
 
 /*
  * Creates a writer for an object of 'size_hint' bytes (UINT64_MAX when
- * unknown: extents are then allocated in chunks and the tail trimmed at
- * finish). Reserves space up front when the size is known. Returns 0, or
- * -ENOSPC (no space in any volume), -EAGAIN (staging buffer pool exhausted:
- * 503 SlowDown).
+ * unknown). It takes neither space nor staging buffers yet: see
+ * storage_writer_write. Returns 0, or -ENOSPC (a known size larger than all
+ * free space plus the volumes not yet created), -EAGAIN (the staging buffer
+ * pool is exhausted right now: 503 SlowDown).
  */
 int storage_writer_create(struct storage *st, uint64_t size_hint, struct storage_writer **out);
 /* Appends 'len' bytes. Copies into staging buffers and submits full ones;
- * blocks only when all of the writer's buffers are in flight. Returns 0 or
- * -errno (-ENOSPC, -EIO, -EFBIG when exceeding a known size_hint). */
+ * blocks only when all of the writer's buffers are in flight. Buffers are
+ * taken from the pool and space reserved as the bytes arrive, in steps
+ * (extents grow in place when they can, so an object may span several).
+ * Returns 0 or -errno (-ENOSPC, -EAGAIN: no staging buffer, -EIO, -EFBIG
+ * when exceeding a known size_hint). */
 int storage_writer_write(struct storage_writer *w, const void *buf, size_t len);
 /* Flushes the tail and waits for every write to complete (no fsync).
  * Returns 0 or -errno. */
@@ -90,6 +93,16 @@ uint64_t storage_writer_size(const struct storage_writer *w);
  * (nothing was published). NULL is a no-op.
  */
 void storage_writer_destroy(struct storage_writer *w, bool is_committed);
+
+/* ---- what a writer holds (for per-client caps) --------------------------- */
+
+/* Space reserved so far (bytes). It changes only when a new step is
+ * reserved (or at finish), so a caller can re-check its caps only then. */
+uint64_t storage_writer_reserved_len(const struct storage_writer *w);
+/* What the writer holds beyond the bytes it was given: reserved space not
+ * yet written plus its staging buffers (bytes); 0 once finished. At most
+ * one reservation step (16 MiB) plus STORAGE_STAGES_MAX buffers of 512 KiB. */
+uint64_t storage_writer_held_len(const struct storage_writer *w);
 
 /* Makes all completed writes durable: one fdatasync per volume written
  * since the last sync (group commit calls it once per batch). */

@@ -15,9 +15,8 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
-#define STORAGE_STAGE_LEN (512u << 10)  /* one staging buffer */
-#define STORAGE_STAGES_MAX 4            /* staging buffers per writer */
-#define STORAGE_CHUNK_LEN (64ull << 20) /* unknown sizes: allocation step, <= volume/4 */
+#define STORAGE_STAGE_LEN (512u << 10) /* one staging buffer */
+#define STORAGE_STAGES_MAX 4           /* staging buffers per writer */
 #define STORAGE_RING_DEPTH 64
 
 enum storage__fault {
@@ -125,12 +124,16 @@ int storage__extent_check(struct storage *st, const struct storage_extent *e);
 /* Sets up an empty free map for a new volume (caller holds alloc_lock). */
 void storage__alloc_volume_init(struct storage *st, struct storage__volume *v);
 void storage__alloc_volume_cleanup(struct storage__volume *v);
-/* Reserves exactly 'len' (multiple of 4096) bytes, appending one or more
- * extents (len 0, allocation in '*alloc_lens') to the arrays. With
- * 'is_partial_ok', reserves one extent of up to 'len' bytes instead.
- * Returns 0 or -ENOSPC (nothing reserved). */
-int storage__alloc(struct storage *st, uint64_t len, bool is_partial_ok,
-                   struct storage_extent **ext, uint64_t **alloc_lens, size_t *n, size_t *cap);
+/* Reserves one extent of up to 'len' (a multiple of 4096) bytes and appends
+ * it (len 0, allocation in '*alloc_lens') to the arrays: at the start of the
+ * smallest free range of at least 'fit_len' bytes (room to grow in place),
+ * else of 'len', else in a new volume, else the largest free range.
+ * Returns 0, -EINVAL or -ENOSPC (nothing reserved). */
+int storage__alloc(struct storage *st, uint64_t len, uint64_t fit_len, struct storage_extent **ext,
+                   uint64_t **alloc_lens, size_t *n, size_t *cap);
+/* The bytes that could still be reserved: free space plus the volumes not
+ * yet created (a bound; nothing is reserved). */
+uint64_t storage__alloc_room(struct storage *st);
 /* Reserves up to 'max_len' bytes starting exactly at 'vol'/'off' when that is
  * the start of a free range. Returns the bytes reserved (0: none). */
 uint64_t storage__alloc_at(struct storage *st, uint32_t vol, uint64_t off, uint64_t max_len);

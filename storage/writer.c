@@ -1,14 +1,13 @@
 /*
  * writer.c: the aligned writer and the staging buffer pool.
  *
- * A writer owns its extents (reserved up front for a known size, or in
- * STORAGE_CHUNK_LEN steps) and up to STORAGE_STAGES_MAX staging buffers
- * from the storage-wide pool. Bytes are copied into the current buffer and
- * hashed per STORAGE_BLOCK_LEN block of the extent; a full buffer becomes
- * one O_DIRECT IORING_OP_WRITE at its extent offset while the next buffer
- * fills. Buffers are reused round robin, so the writer waits only when all
- * of them are in flight. Invariant: a buffer is never touched while its
- * io.is_inflight is set (the kernel owns it until the CQE is reaped).
+ * A writer takes staging buffers (up to STORAGE_STAGES_MAX from the bounded
+ * pool) and space (in steps doubling up to WRITER_STEP_MAX, grown in place
+ * when it can) only as bytes arrive: it holds at most one step and its
+ * buffers ahead of its bytes, and nothing (no volume either) before the
+ * first. Bytes are hashed per STORAGE_BLOCK_LEN block of the extent; a full
+ * buffer becomes one O_DIRECT IORING_OP_WRITE while the next one fills.
+ * Invariant: a buffer is never touched while its io.is_inflight is set.
  */
 #define _GNU_SOURCE
 #include "storage/storage_int.h"
@@ -19,6 +18,11 @@
 #include <string.h>
 #include <unistd.h>
 #include <xxhash.h>
+
+/* The largest reservation step (a quarter volume at most): large enough that
+ * a big object takes the allocator lock once per step, small enough to bound
+ * what a stalled upload holds. */
+#define WRITER_STEP_MAX (16ull << 20)
 
 struct writer_stage {
     struct storage__io io; /* first: the completion callback casts back */
@@ -43,10 +47,14 @@ struct storage_writer {
     uint64_t *alloc_lens;       /* reserved bytes of each extent */
     size_t n_ext;
     size_t cap_ext;
-    size_t cur; /* extent being written */
+    size_t cur;            /* extent being written */
+    uint64_t reserved_len; /* sum of alloc_lens */
+    uint64_t step;         /* the next reservation's length */
 
     struct writer_stage stages[STORAGE_STAGES_MAX];
-    size_t n_stages;
+    size_t n_stages;   /* buffers taken so far */
+    size_t max_stages; /* buffers this writer may take */
+    size_t stage_cap;  /* bytes of each */
     size_t next_stage;
     struct writer_stage *filling;
 
@@ -99,6 +107,16 @@ pool_get(struct storage__pool *p, size_t len)
         return NULL;
     }
     return buf;
+}
+
+/* True when the pool could give a 'len'-byte buffer now (nothing is taken). */
+static bool
+pool_has_room(struct storage__pool *p, size_t len)
+{
+    pthread_mutex_lock(&p->lock);
+    bool has_room = p->used_len + len <= p->total_len;
+    pthread_mutex_unlock(&p->lock);
+    return has_room;
 }
 
 /* Returns 'buf' to the pool; full-size buffers are kept for reuse, which
@@ -244,26 +262,48 @@ writer_hash(struct storage_writer *w, const uint8_t *p, size_t len)
     }
 }
 
+/* The next reservation's length: w->step, at most a quarter volume (small
+ * volumes would be hogged by a few writers) and never beyond the known size.
+ * Returns 0 when the known size is reserved in full. */
+static uint64_t
+writer_step_len(const struct storage_writer *w)
+{
+    uint64_t len = MIN(w->step, ALIGN_UP(w->st->volume_size / 4, STORAGE_ALIGN));
+    if (w->size_hint != UINT64_MAX) {
+        uint64_t need = ALIGN_UP(w->size_hint, STORAGE_ALIGN);
+        len = need > w->reserved_len ? MIN(len, need - w->reserved_len) : 0;
+    }
+    return len;
+}
+
+/* Counts a reservation of 'got' bytes and doubles the next step. */
+static void
+writer_reserved(struct storage_writer *w, uint64_t got)
+{
+    w->reserved_len += got;
+    w->step = MIN(w->step * 2, WRITER_STEP_MAX);
+}
+
 /*
  * Makes sure the current extent has room for at least one byte: grows it in
- * place when the space after it is free (unknown size), moves to the next
- * reserved extent, or reserves a new chunk. Returns 0, -ENOSPC or -EFBIG.
+ * place when the space after it is free, or reserves a new step. Called only
+ * with bytes to store, so nothing is reserved (and no volume created) for a
+ * writer that is given none. Returns 0, -ENOSPC or -EFBIG.
  */
 static int
 writer_room(struct storage_writer *w)
 {
-    bool is_chunked = w->size_hint == UINT64_MAX;
-    /* Small volumes (tests, dev boxes) would be hogged by a few writers. */
-    uint64_t chunk_len = MIN(STORAGE_CHUNK_LEN, w->st->volume_size / 4);
+    uint64_t step = writer_step_len(w);
     if (w->cur < w->n_ext) {
         struct storage_extent *e = &w->ext[w->cur];
         if (e->len < w->alloc_lens[w->cur])
             return 0;
-        if (is_chunked) {
+        if (step > 0) {
             uint64_t got =
-                storage__alloc_at(w->st, e->volume, e->offset + w->alloc_lens[w->cur], chunk_len);
+                storage__alloc_at(w->st, e->volume, e->offset + w->alloc_lens[w->cur], step);
             if (got > 0) {
                 w->alloc_lens[w->cur] += got;
+                writer_reserved(w, got);
                 return 0;
             }
         }
@@ -272,24 +312,58 @@ writer_room(struct storage_writer *w)
             writer_sum_emit(w);
         w->cur++;
     }
-    if (w->cur < w->n_ext)
-        return 0;
-    if (!is_chunked)
+    if (step == 0)
         return -EFBIG;
-    return storage__alloc(w->st, chunk_len, true, &w->ext, &w->alloc_lens, &w->n_ext, &w->cap_ext);
+    /* Place the extent where the rest of a known size (or another step of
+     * an unknown one) could follow it, so objects stay contiguous. */
+    uint64_t fit_len = w->size_hint == UINT64_MAX
+                           ? WRITER_STEP_MAX
+                           : ALIGN_UP(w->size_hint, STORAGE_ALIGN) - w->reserved_len;
+    size_t n_before = w->n_ext;
+    int err = storage__alloc(w->st, step, fit_len, &w->ext, &w->alloc_lens, &w->n_ext, &w->cap_ext);
+    if (err < 0)
+        return err;
+    writer_reserved(w, w->alloc_lens[n_before]);
+    return 0;
+}
+
+/* Picks the next staging buffer round robin, taking one more from the pool
+ * while the writer has fewer than it may use (under pressure it runs with
+ * what it has). Returns NULL when it has none and the pool has none. */
+static struct writer_stage *
+writer_stage_pick(struct storage_writer *w)
+{
+    if (w->next_stage == w->n_stages && w->n_stages < w->max_stages) {
+        struct writer_stage *s = &w->stages[w->n_stages];
+        s->buf = pool_get(&w->st->pool, w->stage_cap);
+        if (s->buf) {
+            s->cap = w->stage_cap;
+            s->w = w;
+            s->io.complete_fn = stage_complete;
+            w->n_stages++;
+        }
+    }
+    if (w->n_stages == 0)
+        return NULL;
+    if (w->next_stage >= w->n_stages)
+        w->next_stage = 0;
+    return &w->stages[w->next_stage++];
 }
 
 /* Returns the next staging buffer, aimed at the current extent's next
- * bytes, waiting while it is in flight. Returns NULL and sets w->err. */
+ * bytes, waiting while it is in flight. Returns NULL and sets w->err
+ * (-EAGAIN: no staging buffer; -ENOSPC, -EFBIG, -EIO). */
 static struct writer_stage *
 writer_stage_next(struct storage_writer *w)
 {
-    int err = writer_room(w);
+    int err = -EAGAIN;
+    struct writer_stage *s = writer_stage_pick(w);
+    if (!s)
+        goto fail;
+    err = stage_wait(s);
     if (err < 0)
         goto fail;
-    struct writer_stage *s = &w->stages[w->next_stage];
-    w->next_stage = (w->next_stage + 1) % w->n_stages;
-    err = stage_wait(s);
+    err = writer_room(w);
     if (err < 0)
         goto fail;
     struct storage_extent *e = &w->ext[w->cur];
@@ -313,6 +387,7 @@ storage_writer_create(struct storage *st, uint64_t size_hint, struct storage_wri
     struct storage_writer *w = xcalloc(1, sizeof(*w));
     w->st = st;
     w->size_hint = size_hint;
+    w->step = STORAGE_STAGE_LEN;
     buf_init(&w->sums);
     w->hash = XXH64_createState();
     if (!w->hash)
@@ -324,37 +399,26 @@ storage_writer_create(struct storage *st, uint64_t size_hint, struct storage_wri
         err = -EFBIG;
         goto fail;
     }
-    size_t want = 0, cap = STORAGE_STAGE_LEN;
+    w->stage_cap = STORAGE_STAGE_LEN;
     if (!is_known) {
-        want = STORAGE_STAGES_MAX;
+        w->max_stages = STORAGE_STAGES_MAX;
     } else if (size_hint > 0 && size_hint <= STORAGE_STAGE_LEN) {
-        want = 1;
-        cap = (size_t)ALIGN_UP(size_hint, STORAGE_ALIGN);
+        w->max_stages = 1;
+        w->stage_cap = (size_t)ALIGN_UP(size_hint, STORAGE_ALIGN);
     } else if (size_hint > 0) {
-        want = (size_t)MIN((uint64_t)STORAGE_STAGES_MAX,
-                           (size_hint + STORAGE_STAGE_LEN - 1) / STORAGE_STAGE_LEN);
+        w->max_stages = (size_t)MIN((uint64_t)STORAGE_STAGES_MAX,
+                                    (size_hint + STORAGE_STAGE_LEN - 1) / STORAGE_STAGE_LEN);
     }
-    /* The first buffer is required; more only add overlap, so under
-     * pressure a writer runs with fewer instead of failing. */
-    for (size_t i = 0; i < want; i++) {
-        struct writer_stage *s = &w->stages[i];
-        s->buf = pool_get(&st->pool, cap);
-        if (!s->buf)
-            break;
-        s->cap = cap;
-        s->w = w;
-        s->io.complete_fn = stage_complete;
-        w->n_stages++;
-    }
-    if (want > 0 && w->n_stages == 0) {
+    /* Nothing is taken yet, but what cannot work now is refused before
+     * the caller accepts a body: no buffer left in the pool, or a known
+     * size larger than all the space there is and could be. */
+    if (w->max_stages > 0 && !pool_has_room(&st->pool, w->stage_cap)) {
         err = -EAGAIN;
         goto fail;
     }
-    if (is_known && size_hint > 0) {
-        err = storage__alloc(st, ALIGN_UP(size_hint, STORAGE_ALIGN), false, &w->ext, &w->alloc_lens,
-                             &w->n_ext, &w->cap_ext);
-        if (err < 0)
-            goto fail;
+    if (is_known && ALIGN_UP(size_hint, STORAGE_ALIGN) > storage__alloc_room(st)) {
+        err = -ENOSPC;
+        goto fail;
     }
     *out = w;
     return 0;
@@ -432,6 +496,7 @@ storage_writer_finish(struct storage_writer *w)
         n++;
     }
     w->n_ext = n;
+    w->reserved_len = ALIGN_UP(w->size, STORAGE_ALIGN);
     w->is_finished = true;
     for (size_t i = 0; i < w->n_stages; i++) {
         pool_put(&w->st->pool, w->stages[i].buf, w->stages[i].cap);
@@ -463,6 +528,23 @@ uint64_t
 storage_writer_size(const struct storage_writer *w)
 {
     return w->size;
+}
+
+uint64_t
+storage_writer_reserved_len(const struct storage_writer *w)
+{
+    return w->reserved_len;
+}
+
+uint64_t
+storage_writer_held_len(const struct storage_writer *w)
+{
+    if (w->is_finished)
+        return 0;
+    uint64_t held = w->reserved_len - w->size;
+    for (size_t i = 0; i < w->n_stages; i++)
+        held += w->stages[i].cap;
+    return held;
 }
 
 void

@@ -38,3 +38,7 @@ include %D%/users.mk
 TESTS += %D%/test_list_buckets.py
 EXTRA_DIST += %D%/test_list_buckets.py
 include %D%/list.mk
+
+# Uploads hold space only for the bytes they sent (reserve_max_per_principal).
+TESTS += %D%/test_reserve.py
+EXTRA_DIST += %D%/test_reserve.py

@@ -661,6 +661,36 @@ def test_upload_part_copy(srv):
     s3.abort_multipart_upload(Bucket=b, Key="dst3", UploadId=uid)
 
 
+def test_upload_part_copy_cap(srv):
+    # UploadPartCopy copies its range within the request: it is bounded by
+    # max_copy_part_size (S3: 5 GiB), here 1 MiB so no huge source is needed.
+    from botocore.exceptions import ClientError
+
+    with harness.Server(config=CONFIG + "max_copy_part_size = 1M\n", tag="mp-copy-cap") as small:
+        s3 = small.client()
+        b = bucket(s3, "mp-copy-cap")
+        src = harness.random_bytes(3 * MIB, seed=131)
+        s3.put_object(Bucket=b, Key="src", Body=src)
+        uid = s3.create_multipart_upload(Bucket=b, Key="dst")["UploadId"]
+        free0 = small.metric("shardstore_storage_free_bytes")
+        for rg in ["bytes=0-%d" % MIB, "bytes=%d-%d" % (MIB, 3 * MIB - 1), None]:
+            kw = {"CopySourceRange": rg} if rg else {}
+            try:
+                s3.upload_part_copy(Bucket=b, Key="dst", UploadId=uid, PartNumber=1, CopySource={"Bucket": b, "Key": "src"}, **kw)
+            except ClientError as e:
+                err = e.response["Error"]
+                eq((e.response["ResponseMetadata"]["HTTPStatusCode"], err["Code"]), (400, "InvalidRequest"), "copy of %s past the cap" % rg)
+                check("maximum allowable size for a copy source: 1048576" in err["Message"], "message %r" % err["Message"])
+            else:
+                raise harness.Failure("UploadPartCopy of %s (more than max_copy_part_size) succeeded" % rg)
+        eq(mp.all_parts(s3, b, "dst", uid), [], "parts after refused copies")
+        eq(small.metric("shardstore_storage_free_bytes"), free0, "free bytes after refused copies")
+        # Exactly the cap is allowed.
+        r = s3.upload_part_copy(Bucket=b, Key="dst", UploadId=uid, PartNumber=1, CopySource={"Bucket": b, "Key": "src"}, CopySourceRange="bytes=%d-%d" % (MIB, 2 * MIB - 1))
+        eq(r["CopyPartResult"]["ETag"], mp.part_etag(src[MIB:2 * MIB]), "UploadPartCopy of exactly the cap")
+        s3.abort_multipart_upload(Bucket=b, Key="dst", UploadId=uid)
+
+
 def test_managed_transfer(srv):
     from boto3.s3.transfer import TransferConfig
 
@@ -1046,6 +1076,7 @@ TESTS = [
     test_list_uploads,
     test_get_part_number_and_ranges,
     test_upload_part_copy,
+    test_upload_part_copy_cap,
     test_managed_transfer,
     test_abort_during_part_upload,
     test_complete_during_part_upload,

@@ -95,6 +95,12 @@ test_best_fit(const char *dir)
     struct storage_extent y = put_one(st, 9, MIB + 1);
     ASSERT_UEQ(y.offset, x[1].offset);
     ASSERT_UEQ(test_free_bytes(st), free_before - ALIGN_UP(MIB + 1, 4096));
+    /* Space is reserved in steps as bytes arrive, but the first step goes
+     * where the whole object can follow: 3 MiB fits no hole, so it lands in
+     * one extent after x4, not in pieces across the holes. */
+    struct storage_extent z = put_one(st, 10, 3 * MIB);
+    ASSERT_UEQ(z.offset, x[4].offset + ALIGN_UP(x[4].len, 4096));
+    storage_release(st, &z, 1);
     /* Releasing neighbours coalesces back into one range. */
     storage_release(st, &y, 1);
     storage_release(st, x, 1);
@@ -112,15 +118,22 @@ test_volumes_and_enospc(const char *dir)
 {
     struct storage *st = test_storage_open(dir, VOL, 2, 4 * MIB);
     ASSERT_EQ(storage_ready(st), 0);
-    /* 100 MiB does not fit one volume: fragments over a new second one. */
+    /* 100 MiB does not fit one volume: fragments over a new second one.
+     * A writer given no bytes yet creates no volume and reserves nothing. */
     uint64_t size = 100 * MIB + 5;
+    struct storage_writer *idle = NULL;
+    ASSERT_EQ(storage_writer_create(st, size, &idle), 0);
+    struct storage_stats s;
+    storage_stats_get(st, &s);
+    ASSERT_EQ(s.n_volumes, 1);
+    ASSERT_UEQ(s.free_bytes, VOL);
+    storage_writer_destroy(idle, false);
     struct storage_writer *w = test_write_object(st, 42, size, true, 300000);
     const struct storage_extent *e;
     size_t n = storage_writer_extents(w, &e);
     ASSERT_EQ(n, 2);
     ASSERT(e[0].volume != e[1].volume);
     test_check_writer(st, w, 42, size);
-    struct storage_stats s;
     storage_stats_get(st, &s);
     ASSERT_EQ(s.n_volumes, 2);
     ASSERT_UEQ(s.total_bytes, 2 * VOL);
@@ -132,9 +145,23 @@ test_volumes_and_enospc(const char *dir)
     ASSERT_EQ(storage_writer_create(st, free_before + 1, &w2), -ENOSPC);
     ASSERT_EQ(storage_writer_create(st, 3 * VOL, &w2), -ENOSPC);
     ASSERT_UEQ(test_free_bytes(st), free_before);
-    /* Exactly what is left fits. */
+    /* Exactly what is left fits. Nothing is reserved before the first
+     * byte; then space is taken in steps as the bytes arrive. */
     ASSERT_EQ(storage_writer_create(st, free_before, &w2), 0);
+    ASSERT_UEQ(test_free_bytes(st), free_before);
+    ASSERT_UEQ(storage_writer_held_len(w2), 0);
+    uint8_t *fill = calloc(1, MIB);
+    ASSERT_EQ(storage_writer_write(w2, fill, 1), 0);
+    ASSERT_UEQ(storage_writer_reserved_len(w2), 512 << 10);
+    ASSERT_UEQ(test_free_bytes(st), free_before - (512 << 10));
+    for (uint64_t left = free_before - 1; left > 0;) {
+        size_t len = (size_t)MIN(left, (uint64_t)MIB);
+        ASSERT_EQ(storage_writer_write(w2, fill, len), 0);
+        left -= len;
+    }
+    free(fill);
     ASSERT_UEQ(test_free_bytes(st), 0);
+    ASSERT_EQ(storage_writer_finish(w2), 0);
     storage_writer_destroy(w2, false);
     ASSERT_UEQ(test_free_bytes(st), free_before);
     /* Unknown size: writes until the space runs out, then -ENOSPC. */

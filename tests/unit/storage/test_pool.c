@@ -19,23 +19,41 @@ test_exhaustion(const char *dir)
     uint64_t free0 = test_free_bytes(st);
 
     struct storage_writer *big = NULL, *w = NULL;
-    ASSERT_EQ(storage_writer_create(st, UINT64_MAX, &big), 0); /* takes all 4 */
+    ASSERT_EQ(storage_writer_create(st, UINT64_MAX, &big), 0);
+    /* Buffers are taken as bytes arrive: 1.5 MiB in takes 4. */
+    uint8_t *piece = calloc(1, 3 * STAGE);
+    ASSERT_EQ(storage_writer_write(big, piece, 3 * STAGE), 0);
+    ASSERT_EQ(storage_writer_write(big, piece, 1), 0);
+    free(piece);
     ASSERT_EQ(storage_writer_create(st, UINT64_MAX, &w), -EAGAIN);
     ASSERT_EQ(storage_writer_create(st, 100, &w), -EAGAIN);
     ASSERT_EQ(storage_writer_create(st, 10 * MIB, &w), -EAGAIN);
-    ASSERT_UEQ(test_free_bytes(st), free0); /* a refused writer reserves nothing */
+    /* A refused writer reserves nothing. */
+    ASSERT_UEQ(test_free_bytes(st), free0 - storage_writer_reserved_len(big));
     /* An empty object needs no buffer. */
     ASSERT_EQ(storage_writer_create(st, 0, &w), 0);
     ASSERT_EQ(storage_writer_finish(w), 0);
     storage_writer_destroy(w, false);
     storage_writer_destroy(big, false);
 
-    /* Small writers take one small buffer each: 2 MiB of pool holds 32 of
-     * 64 KiB, the 33rd is refused until one is destroyed. */
+    /* Small writers take one small buffer each at their first byte: 2 MiB
+     * of pool holds 32 of 64 KiB, the 33rd is refused until one is
+     * destroyed. */
     struct storage_writer *small[33];
-    for (int i = 0; i < 32; i++)
+    uint8_t byte = 1;
+    for (int i = 0; i < 32; i++) {
         ASSERT_EQ(storage_writer_create(st, 65536, &small[i]), 0);
+        ASSERT_EQ(storage_writer_write(small[i], &byte, 1), 0);
+        ASSERT_UEQ(storage_writer_held_len(small[i]), 2 * 65536 - 1);
+    }
     ASSERT_EQ(storage_writer_create(st, 65536, &small[32]), -EAGAIN);
+    /* One created while the pool had room finds none at its first byte. */
+    storage_writer_destroy(small[5], false);
+    ASSERT_EQ(storage_writer_create(st, 65536, &small[5]), 0);
+    ASSERT_EQ(storage_writer_create(st, 65536, &small[32]), 0);
+    ASSERT_EQ(storage_writer_write(small[32], &byte, 1), 0);
+    ASSERT_EQ(storage_writer_write(small[5], &byte, 1), -EAGAIN);
+    storage_writer_destroy(small[32], false);
     storage_writer_destroy(small[5], false);
     ASSERT_EQ(storage_writer_create(st, 65536, &small[5]), 0);
     for (int i = 0; i < 32; i++)
@@ -44,8 +62,10 @@ test_exhaustion(const char *dir)
 
     /* Under pressure a writer runs with what is left (here 1 buffer). */
     struct storage_writer *hold[3];
-    for (int i = 0; i < 3; i++)
+    for (int i = 0; i < 3; i++) {
         ASSERT_EQ(storage_writer_create(st, STAGE, &hold[i]), 0);
+        ASSERT_EQ(storage_writer_write(hold[i], &byte, 1), 0);
+    }
     w = test_write_object(st, 4, 9 * MIB + 5, false, 300000);
     test_check_writer(st, w, 4, 9 * MIB + 5);
     storage_writer_destroy(w, false);
@@ -108,18 +128,25 @@ thread_main(void *p)
         uint32_t seed = a->seed * 100 + (uint32_t)round;
         uint64_t size = (uint64_t)(round + 1) * 700000 + a->seed;
         struct storage_writer *w = NULL;
-        int err;
-        /* The pool is small on purpose: back off on -EAGAIN like a client
-         * answered 503 SlowDown. */
-        while ((err = storage_writer_create(a->st, round % 2 ? size : UINT64_MAX, &w)) == -EAGAIN)
-            usleep(1000);
-        ASSERT_EQ(err, 0);
         uint8_t *piece = malloc(65536);
-        for (uint64_t done = 0; done < size;) {
-            size_t len = (size_t)MIN(size - done, 65536u - round);
-            pattern_fill(seed, done, piece, len);
-            ASSERT_EQ(storage_writer_write(w, piece, len), 0);
-            done += len;
+        /* The pool is small on purpose: back off on -EAGAIN (at create, or
+         * at the first byte when another writer took the last buffer in
+         * between) and start over, like a client answered 503 SlowDown. */
+        for (int err = -EAGAIN; err == -EAGAIN;) {
+            storage_writer_destroy(w, false);
+            w = NULL;
+            err = storage_writer_create(a->st, round % 2 ? size : UINT64_MAX, &w);
+            for (uint64_t done = 0; err == 0 && done < size;) {
+                size_t len = (size_t)MIN(size - done, 65536u - round);
+                pattern_fill(seed, done, piece, len);
+                err = storage_writer_write(w, piece, len);
+                ASSERT(err == 0 || (err == -EAGAIN && done == 0));
+                done += len;
+            }
+            if (err == -EAGAIN)
+                usleep(1000);
+            else
+                ASSERT_EQ(err, 0);
         }
         free(piece);
         ASSERT_EQ(storage_writer_finish(w), 0);
