@@ -28,21 +28,28 @@ usage(FILE *f)
                "  see conf/shardstore.conf for every option\n");
 }
 
+/* Creates 'path' and its missing parents; each directory it creates is
+ * made durable in its parent. Returns 0 or -errno. */
 static int
 mkdir_p(const char *path)
 {
     char tmp[4096];
     snprintf(tmp, sizeof(tmp), "%s", path);
-    for (char *p = tmp + 1; *p; p++) {
-        if (*p == '/') {
-            *p = '\0';
-            if (mkdir(tmp, 0700) != 0 && errno != EEXIST)
-                return -errno;
-            *p = '/';
+    size_t len = strlen(tmp);
+    for (char *p = tmp + 1; p <= tmp + len; p++) {
+        if (*p != '/' && *p != '\0')
+            continue;
+        char c = *p;
+        *p = '\0';
+        if (mkdir(tmp, 0700) == 0) {
+            int rc = dir_sync_parent(tmp);
+            if (rc < 0)
+                return rc;
+        } else if (errno != EEXIST) {
+            return -errno;
         }
+        *p = c;
     }
-    if (mkdir(tmp, 0700) != 0 && errno != EEXIST)
-        return -errno;
     return 0;
 }
 

@@ -142,7 +142,8 @@ void storage_stats_get(struct storage *st, struct storage_stats *out);
 bool storage_is_direct(const struct storage *st);
 
 /* Test hook: make the Nth (1-based, counted from now) operation of 'kind'
- * fail with -EIO. n = 0 disarms. Kinds: "submit", "read", "fsync". */
+ * fail with -EIO. n = 0 disarms. Kinds: "submit", "read", "fsync" (every
+ * fsync or fdatasync, of volumes and of the data directory). */
 void storage_fault_inject(struct storage *st, const char *kind, uint64_t n);
 
 #endif

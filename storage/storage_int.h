@@ -120,6 +120,9 @@ struct storage__volume *storage__volume_get(struct storage *st, uint32_t id);
 bool storage__fault_hit(struct storage *st, enum storage__fault kind);
 /* Checks that 'e' lies within its volume; logs corruption otherwise. */
 int storage__extent_check(struct storage *st, const struct storage_extent *e);
+/* fsyncs directory 'dir' (a new entry in it survives a power loss). Counts
+ * as an "fsync" for the fault hook. Returns 0 or -errno. */
+int storage__dir_sync(struct storage *st, const char *dir);
 
 /* ---- alloc.c ---- */
 /* Sets up an empty free map for a new volume (caller holds alloc_lock). */
