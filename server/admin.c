@@ -86,7 +86,7 @@ scrub_one(void *ctx, uint64_t bucket_id, struct slice key, const struct index_ob
     if (obj->n_extents == 0)
         return 0;
     struct storage_extent *se = xcalloc(obj->n_extents, sizeof(*se));
-    s3_extents_to_storage(obj->extents, obj->n_extents, se);
+    extents_from_index(obj->extents, obj->n_extents, se);
     long bad = storage_verify(sc->srv->storage, se, obj->n_extents, obj->sums, obj->sums_len);
     free(se);
     if (bad == 0)

@@ -7,6 +7,7 @@ shardstore_SOURCES = server/main.c server/server.h server/s3_errors.def server/c
 	server/op_copy.c server/op_delete.c server/op_multipart.c server/admin.c server/creds.c \
 	server/creds.h server/access.c server/admin_users.c server/op_versions.c \
 	server/admin_cli.c server/admin_cli.h
+shardstore_SOURCES += server/extents.c
 shardstore_CFLAGS = $(AM_CFLAGS) $(MHD_CFLAGS) $(EXPAT_CFLAGS) $(LIBCURL_CFLAGS)
 shardstore_LDADD = server/libs3parse.la auth/libauth.la index/libindex.la storage/libstorage.la \
 	common/libcommon.la $(MHD_LIBS) $(EXPAT_LIBS) $(OPENSSL_LIBS) $(URING_LIBS) $(LMDB_LIBS) \

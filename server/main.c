@@ -58,7 +58,7 @@ mark_extent(void *ctx, const struct index_extent *e)
 {
     int *rc = ctx;
     struct storage_extent se;
-    s3_extents_to_storage(e, 1, &se);
+    extents_from_index(e, 1, &se);
     extern struct storage *g_storage_for_scan;
     if (*rc == 0 && storage_mark_used(g_storage_for_scan, &se) != 0) {
         log_error("index references an invalid extent (volume %u offset %llu len %llu)", e->volume,

@@ -83,7 +83,7 @@ s3_copy_range(struct server *srv, const struct index_object *src, uint64_t first
     uint64_t ext_start = 0;
     for (uint32_t i = 0; i < src->n_extents && rc == 0 && len > 0; i++) {
         struct storage_extent e;
-        s3_extents_to_storage(&src->extents[i], 1, &e);
+        extents_from_index(&src->extents[i], 1, &e);
         uint64_t ext_end = ext_start + e.len;
         if (first < ext_end) {
             uint64_t off = first - ext_start;

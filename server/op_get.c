@@ -120,7 +120,7 @@ body_response(struct s3_req *r, const struct index_object *obj, uint64_t first, 
     er->n = obj->n_extents;
     er->extents = xcalloc(er->n, sizeof(*er->extents));
     er->starts = xcalloc(er->n, sizeof(*er->starts));
-    s3_extents_to_storage(obj->extents, er->n, er->extents);
+    extents_from_index(obj->extents, er->n, er->extents);
     start = 0;
     for (size_t i = 0; i < er->n; i++) {
         er->starts[i] = start;
@@ -296,20 +296,10 @@ get_or_head(struct s3_req *r, bool is_head)
         }
         if (obj.parts_count) {
             /* The part's byte range, from the part sizes kept at completion. */
-            struct slice sizes = meta_get(&m, META_PART_SIZES);
-            if (sizes.len != (size_t)obj.parts_count * 8) {
+            if (!meta_part_sizes_parse(meta_get(&m, META_PART_SIZES), obj.parts_count, (uint32_t)n,
+                                       &first, &len)) {
                 s3_respond_error(r, S3_ERR_INTERNAL_ERROR, NULL);
                 return;
-            }
-            const uint8_t *sp = (const uint8_t *)sizes.ptr;
-            for (uint64_t i = 0; i < n; i++) {
-                uint64_t v = 0;
-                for (int b = 7; b >= 0; b--)
-                    v = v << 8 | sp[i * 8 + (uint64_t)b];
-                if (i + 1 < n)
-                    first += v;
-                else
-                    len = v;
             }
             status = 206;
             rg.first = first;
@@ -322,16 +312,11 @@ get_or_head(struct s3_req *r, bool is_head)
     }
     enum range_status rs = pn ? RANGE_NONE : range_parse(s3_req_header(r, "range"), obj.size, &rg);
     if (rs == RANGE_UNSATISFIABLE) {
-        struct buf b;
-        buf_init(&b);
-        xml_error(&b, "InvalidRange", "The requested range is not satisfiable", r->raw_path,
-                  r->request_id);
-        struct MHD_Response *resp =
-            MHD_create_response_from_buffer(b.len, b.ptr, MHD_RESPMEM_MUST_FREE);
-        s3_resp_header(resp, "Content-Type", "application/xml");
+        /* As AWS: the error document, and the size in Content-Range. */
+        struct MHD_Response *resp = s3_error_response(r, S3_ERR_INVALID_RANGE, NULL);
         snprintf(content_range, sizeof(content_range), "bytes */%" PRIu64, obj.size);
         s3_resp_header(resp, "Content-Range", content_range);
-        s3_respond(r, 416, resp);
+        s3_respond(r, s3_error_status(S3_ERR_INVALID_RANGE), resp);
         return;
     }
     if (rs == RANGE_OK) {
@@ -365,15 +350,4 @@ void
 op_head_object(struct s3_req *r)
 {
     get_or_head(r, true);
-}
-
-void
-s3_extents_to_storage(const struct index_extent *in, size_t n, struct storage_extent *out)
-{
-    for (size_t i = 0; i < n; i++) {
-        out[i].volume = in[i].volume;
-        out[i].flags = 0;
-        out[i].offset = in[i].offset;
-        out[i].len = in[i].len;
-    }
 }

@@ -432,7 +432,25 @@ enum s3_error meta_from_request(struct s3_req *r, struct meta *out);
 int http_start(struct server *srv);
 void http_stop(struct server *srv);
 
-/* Converts storage extents to index extents and back (same layout). */
-void s3_extents_to_storage(const struct index_extent *in, size_t n, struct storage_extent *out);
+/* ---- extents, part sizes and errors (extents.c, meta.c, errors.c) ----- */
+
+/* Index extents -> storage extents: fills out[0..n). */
+void extents_from_index(const struct index_extent *in, size_t n, struct storage_extent *out);
+/* Storage extents -> index extents, allocated in 'a' (never NULL, even for n = 0). */
+struct index_extent *extents_to_index(struct arena *a, const struct storage_extent *in, size_t n);
+
+/* The META_PART_SIZES value of a multipart object: its 'n' part sizes
+ * (little-endian u64s), allocated in 'a'. */
+struct slice meta_part_sizes_format(struct arena *a, const uint64_t *sizes, size_t n);
+/* Finds part 'number' (1-based, <= n_parts) in the META_PART_SIZES value
+ * 'blob' of an object of 'n_parts' parts: sets '*first' (its object
+ * offset) and '*len'. Returns false when the blob is corrupt. */
+bool meta_part_sizes_parse(struct slice blob, uint32_t n_parts, uint32_t number, uint64_t *first,
+                           uint64_t *len);
+
+/* Builds the S3 error response for 'e' (the table's status and code,
+ * 'message' or the default). Caller queues it with s3_respond and
+ * s3_error_status(e), and may add headers first. */
+struct MHD_Response *s3_error_response(struct s3_req *r, enum s3_error e, const char *message);
 
 #endif
