@@ -89,6 +89,8 @@ open_stores(struct server *srv)
         .max_volumes = srv->cfg.max_volumes,
         .write_buffer_total = srv->cfg.write_buffer_total,
         .is_direct = true,
+        .max_pins = srv->cfg.reader_pins_max,
+        .pin_timeout_ms = MIN(srv->cfg.reader_pin_timeout_s, UINT32_MAX / 1000) * 1000,
     };
     if (rc == 0)
         rc = storage_open(&srv->storage, &sc);

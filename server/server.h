@@ -71,6 +71,8 @@ struct config {
     bool index_nosync;             /* tests only */
     uint32_t test_commit_delay_ms; /* tests only: each commit waits this long first */
     char secret_key_file[4096];    /* key sealing access-key secrets; "" = DATA/secret.key */
+    uint32_t reader_pins_max;      /* reads (GET, copy, scrub) holding storage at once */
+    uint32_t reader_pin_timeout_s; /* a streamed GET idle this long loses its pin; 0: never */
 };
 
 /* Fills 'c' with the embedded defaults. */
@@ -432,7 +434,7 @@ enum s3_error meta_from_request(struct s3_req *r, struct meta *out);
 int http_start(struct server *srv);
 void http_stop(struct server *srv);
 
-/* ---- extents, part sizes and errors (extents.c, meta.c, errors.c) ----- */
+/* ---- extents, part sizes, errors, read pins (extents.c, meta.c, errors.c, op_get.c) */
 
 /* Index extents -> storage extents: fills out[0..n). */
 void extents_from_index(const struct index_extent *in, size_t n, struct storage_extent *out);
@@ -452,5 +454,12 @@ bool meta_part_sizes_parse(struct slice blob, uint32_t n_parts, uint32_t number,
  * 'message' or the default). Caller queues it with s3_respond and
  * s3_error_status(e), and may add headers first. */
 struct MHD_Response *s3_error_response(struct s3_req *r, enum s3_error e, const char *message);
+
+/* Takes the request's reader pin (r->pin, dropped when the request
+ * completes) before an index lookup. On failure (pin table full) responds
+ * 503 SlowDown and returns false. */
+bool s3_req_pin(struct s3_req *r);
+/* Drops the request's pin now (nothing more will be read). */
+void s3_req_unpin(struct s3_req *r);
 
 #endif

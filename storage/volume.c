@@ -225,7 +225,7 @@ storage_open(struct storage **out, const struct storage_config *cfg)
     atomic_init(&st->n_volumes, 0);
     pthread_mutex_init(&st->alloc_lock, NULL);
     pthread_mutex_init(&st->reclaim_lock, NULL);
-    st->gen = 1;
+    storage__reclaim_init(st, cfg->max_pins, cfg->pin_timeout_ms);
     storage__pool_init(&st->pool, cfg->write_buffer_total);
     for (int i = 0; i < STORAGE_FAULT_N; i++)
         atomic_init(&st->fault_left[i], 0);
@@ -311,16 +311,6 @@ storage_sync(struct storage *st)
 
 /* ---- reading helpers, stats, faults ---------------------------------- */
 
-int
-storage_volume_fd(struct storage *st, uint32_t volume)
-{
-    struct storage__volume *v = storage__volume_get(st, volume);
-    if (!v)
-        return -EINVAL;
-    int fd = fcntl(v->rfd, F_DUPFD_CLOEXEC, 0);
-    return fd < 0 ? -errno : fd;
-}
-
 bool
 storage_is_direct(const struct storage *st)
 {
@@ -338,6 +328,7 @@ storage_stats_get(struct storage *st, struct storage_stats *out)
         out->total_bytes += st->vols[i]->len;
     out->free_bytes = st->free_bytes;
     out->pending_bytes = st->pending_bytes;
+    out->n_pins = st->n_active;
     out->n_volumes = n;
     pthread_mutex_unlock(&st->alloc_lock);
     pthread_mutex_unlock(&st->reclaim_lock);

@@ -38,3 +38,7 @@ include %D%/users.mk
 TESTS += %D%/test_list_buckets.py
 EXTRA_DIST += %D%/test_list_buckets.py
 include %D%/list.mk
+
+# Slow readers: what a stalled GET may hold back (issue 16, item 5).
+TESTS += %D%/test_slow_reader.py
+EXTRA_DIST += %D%/test_slow_reader.py
