@@ -106,6 +106,18 @@ pin_holds(const struct storage__pin *p, const struct storage__pending *x)
     return false;
 }
 
+/* True when 'p' holds back any pending extent: only then can dropping or
+ * narrowing it let something go (so the common case skips reclaim_run). */
+static bool
+pin_holds_any(const struct storage *st, const struct storage__pin *p)
+{
+    for (size_t i = 0; i < st->n_pending; i++) {
+        if (pin_holds(p, &st->pending[i]))
+            return true;
+    }
+    return false;
+}
+
 /* Revokes the revocable pins idle past the timeout. */
 static void
 pins_expire(struct storage *st)
@@ -222,6 +234,7 @@ storage__pin_narrow(struct storage *st, uint64_t pin, const struct storage_exten
         err = -ESTALE;
         goto done;
     }
+    bool did_hold = pin_holds_any(st, p);
     p->hold_head = p->n_holds = 0;
     uint64_t start = 0;
     for (size_t i = 0; i < n && start < end; i++) {
@@ -242,7 +255,7 @@ storage__pin_narrow(struct storage *st, uint64_t pin, const struct storage_exten
     p->state = STORAGE_PIN_NARROW;
     p->is_revocable = is_revocable;
     p->touched_ns = clock_mono_ns();
-    if (st->n_pending)
+    if (did_hold)
         reclaim_run(st);
 done:
     pthread_mutex_unlock(&st->reclaim_lock);
@@ -270,11 +283,13 @@ storage__pin_touch(struct storage *st, uint64_t pin, bool is_progress, uint64_t 
         p->is_revocable = false;
     if (is_progress) {
         p->touched_ns = clock_mono_ns();
-        size_t head = p->hold_head;
-        while (p->hold_head < p->n_holds && p->holds[p->hold_head].obj_end <= pos)
-            p->hold_head++;
-        if (p->hold_head != head && st->n_pending)
-            reclaim_run(st);
+        if (p->hold_head < p->n_holds && p->holds[p->hold_head].obj_end <= pos) {
+            bool did_hold = pin_holds_any(st, p);
+            while (p->hold_head < p->n_holds && p->holds[p->hold_head].obj_end <= pos)
+                p->hold_head++;
+            if (did_hold)
+                reclaim_run(st);
+        }
     }
 done:
     pthread_mutex_unlock(&st->reclaim_lock);
@@ -287,8 +302,9 @@ storage_reader_unpin(struct storage *st, uint64_t pin)
     pthread_mutex_lock(&st->reclaim_lock);
     struct storage__pin *p = pin_lookup(st, pin);
     if (p) {
+        bool did_hold = pin_holds_any(st, p);
         pin_free(st, p);
-        if (st->n_pending)
+        if (did_hold)
             reclaim_run(st);
     } else {
         /* Revoked meanwhile (or a bug: nothing to undo either way). */

@@ -89,14 +89,15 @@ storage_reader_create(struct storage *st, uint64_t pin, const struct storage_ext
     err = storage__pin_narrow(st, pin, e, n, first, len, true);
     if (err < 0)
         return err;
-    rd = xcalloc(1, sizeof(*rd));
+    /* One allocation: the reader, then its extents, then their starts. */
+    rd = xcalloc(1, sizeof(*rd) + n * (sizeof(*rd->ext) + sizeof(*rd->starts)));
     rd->st = st;
     rd->pin = pin;
     rd->first = first;
     rd->len = len;
     rd->n = n;
-    rd->ext = xcalloc(n ? n : 1, sizeof(*rd->ext));
-    rd->starts = xcalloc(n ? n : 1, sizeof(*rd->starts));
+    rd->ext = (struct storage_extent *)(rd + 1);
+    rd->starts = (uint64_t *)(rd->ext + n);
     for (size_t i = 0, start = 0; i < n; i++) {
         rd->ext[i] = e[i];
         rd->starts[i] = start;
@@ -110,10 +111,6 @@ storage_reader_create(struct storage *st, uint64_t pin, const struct storage_ext
 void
 storage_reader_destroy(struct storage_reader *rd)
 {
-    if (!rd)
-        return;
-    free(rd->ext);
-    free(rd->starts);
     free(rd);
 }
 
