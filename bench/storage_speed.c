@@ -90,8 +90,11 @@ static void *
 pin_loop(void *arg)
 {
     struct storage *st = arg;
-    for (int i = 0; i < PIN_ROUNDS; i++)
-        storage_reader_unpin(st, storage_reader_pin(st));
+    uint64_t pin;
+    for (int i = 0; i < PIN_ROUNDS; i++) {
+        if (storage_reader_pin(st, &pin) == 0)
+            storage_reader_unpin(st, pin);
+    }
     return NULL;
 }
 

@@ -122,6 +122,14 @@ int parse_size(const char *s, uint64_t *out);
 int64_t clock_now_ns(void);
 int64_t clock_mono_ns(void);
 
+/* ---- durable directory entries (file.c) ---- */
+
+/* fsyncs directory 'dir', so that entries created in it (new files and
+ * directories) survive a power loss. Returns 0 or -errno. */
+int dir_sync(const char *dir);
+/* dir_sync of the directory that holds 'path' ("." for a bare name). */
+int dir_sync_parent(const char *path);
+
 #define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
 #define MIN(a, b) ((a) < (b) ? (a) : (b))
 #define MAX(a, b) ((a) > (b) ? (a) : (b))

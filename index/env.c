@@ -90,6 +90,12 @@ index_open(struct index **out, const char *dir, uint64_t map_size, bool is_nosyn
         log_error("index: open %s: %s", dir, strerror(-rc));
         goto fail;
     }
+    /* LMDB fsyncs data.mdb at each commit but never the directory: make
+     * the file's name durable before the first commit can be acknowledged. */
+    if (!is_nosync && (rc = dir_sync(dir)) != 0) {
+        log_error("index: fsync of directory %s: %s", dir, strerror(-rc));
+        goto fail;
+    }
     if ((rc = index__err(mdb_txn_begin(ix->env, NULL, 0, &txn))) != 0)
         goto fail;
     if ((rc = index__err(open_dbi(txn, "buckets", &ix->dbi_buckets))) != 0 ||

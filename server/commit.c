@@ -17,6 +17,7 @@
 #include "common/common.h"
 #include "index/index.h"
 #include "server/commit.h"
+#include "server/extents.h"
 #include "server/server.h"
 #include "storage/storage.h"
 
@@ -54,7 +55,7 @@ release_freed(struct server *srv, struct index_op *ops, size_t n)
         if (ops[i].result != 0 || ops[i].n_freed == 0)
             continue;
         struct storage_extent *se = xmalloc(sizeof(*se) * ops[i].n_freed);
-        s3_extents_to_storage(ops[i].freed, ops[i].n_freed, se);
+        extents_from_index(ops[i].freed, ops[i].n_freed, se);
         storage_release(srv->storage, se, ops[i].n_freed);
         free(se);
     }

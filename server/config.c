@@ -62,6 +62,8 @@ static const struct directive directives[] = {
     {"index_nosync", DIR_BOOL, FIELD(index_nosync), 0},
     {"test_commit_delay_ms", DIR_U32, FIELD(test_commit_delay_ms), 0},
     {"secret_key_file", DIR_STRING, FIELD(secret_key_file), FIELD_LEN(secret_key_file)},
+    {"reader_pins_max", DIR_U32, FIELD(reader_pins_max), 0},
+    {"reader_pin_timeout", DIR_U32, FIELD(reader_pin_timeout_s), 0},
 };
 
 void
@@ -93,6 +95,8 @@ config_defaults(struct config *c)
     c->inline_max = 0;
     c->log_level = LOG_INFO;
     c->index_nosync = false;
+    c->reader_pins_max = 16384;
+    c->reader_pin_timeout_s = 60;
 }
 
 int

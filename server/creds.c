@@ -4,7 +4,9 @@
  * DATA/credentials, which is generated (random, mode 0600) on first start
  * and printed once on stdout. The seal key (AES-256, for users' secrets in
  * the index) is DATA/secret.key, generated 0600 on first start, or the file
- * named by secret_key_file. Neither secret ever goes to the log.
+ * named by secret_key_file. Neither secret ever goes to the log. Both
+ * generated files appear whole or not at all, and durably (temp file,
+ * fsync, link, directory fsync) before anything sealed with them exists.
  */
 #include "server/creds.h"
 
@@ -27,6 +29,36 @@ random_string(char *out, size_t n, const char *alphabet)
     for (size_t i = 0; i < n; i++)
         out[i] = alphabet[rnd[i] % alen];
     out[n] = '\0';
+}
+
+/*
+ * Creates 'path' holding 'len' bytes of 'data' (mode 0600), durably and at
+ * once: written to 'path'.tmp, fsynced, linked to 'path' (which must not
+ * exist: -EEXIST), then the directory is fsynced, so a crash leaves either
+ * no file or the whole one. Returns 0 or -errno.
+ */
+static int
+file_create_durable(const char *path, const void *data, size_t len)
+{
+    int rc = 0;
+    char tmp[4300];
+    snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (fd < 0)
+        return -errno;
+    errno = 0;
+    if (write(fd, data, len) != (ssize_t)len || fsync(fd) != 0)
+        rc = errno ? -errno : -EIO; /* a short write sets no errno */
+    close(fd);
+    if (rc == 0 && link(tmp, path) != 0)
+        rc = -errno;
+    unlink(tmp);
+    if (rc == 0) {
+        rc = dir_sync_parent(path);
+        if (rc < 0)
+            unlink(path);
+    }
+    return rc;
 }
 
 static int
@@ -69,17 +101,12 @@ creds_load(const char *data_dir, char *ak, size_t akcap, char *sk, size_t skcap)
         return rc;
     random_string(ak, 20, "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789");
     random_string(sk, 40, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/");
-    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0600);
-    if (fd < 0)
-        return -errno;
     char content[300];
     int n = snprintf(content, sizeof(content), "%s\n%s\n", ak, sk);
-    if (write(fd, content, (size_t)n) != n || fsync(fd) != 0) {
-        rc = -errno;
-        close(fd);
+    rc = file_create_durable(path, content, (size_t)n);
+    memset(content, 0, sizeof(content));
+    if (rc < 0)
         return rc;
-    }
-    close(fd);
     printf("shardstore: generated root credentials (stored in %s):\n"
            "  access key: %s\n  secret key: %s\n",
            path, ak, sk);
@@ -102,19 +129,12 @@ creds_load_seal_key(const char *data_dir, const char *path, uint8_t out[32])
         uint8_t key[32];
         if (getrandom(key, sizeof(key), 0) != (ssize_t)sizeof(key))
             return -EIO;
-        fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-        if (fd < 0) {
-            rc = -errno;
+        rc = file_create_durable(path, key, sizeof(key));
+        if (rc < 0) {
+            memset(key, 0, sizeof(key));
             log_error("cannot create %s: %s", path, strerror(-rc));
             return rc;
         }
-        if (write(fd, key, sizeof(key)) != (ssize_t)sizeof(key) || fsync(fd) != 0) {
-            rc = errno ? -errno : -EIO;
-            close(fd);
-            log_error("cannot write %s: %s", path, strerror(-rc));
-            return rc;
-        }
-        close(fd);
         memcpy(out, key, sizeof(key));
         memset(key, 0, sizeof(key));
         log_info("created the secret key %s (keep it with the data: it unseals users' keys)", path);

@@ -1,12 +1,17 @@
 /*
- * errors.c: the table behind s3_errors.def, and the one translation of
- * index/storage errnos into S3 errors.
+ * errors.c: the table behind s3_errors.def, the one translation of
+ * index/storage errnos into S3 errors, and the error response built from
+ * the table (every error answer goes through s3_error_response).
  */
 #include "config.h"
 
 #include "server/errors.h"
+#include "common/common.h"
+#include "server/req.h"
+#include "server/xml_out.h"
 
 #include <errno.h>
+#include <microhttpd.h>
 
 struct s3_error_info {
     int status;
@@ -57,4 +62,17 @@ s3_error_from_errno(int err)
     default:
         return S3_ERR_INTERNAL_ERROR;
     }
+}
+
+struct MHD_Response *
+s3_error_response(struct s3_req *r, enum s3_error e, const char *message)
+{
+    struct buf b;
+    buf_init(&b);
+    xml_error(&b, s3_error_code(e), message ? message : s3_error_message(e), r->raw_path,
+              r->request_id);
+    struct MHD_Response *resp =
+        MHD_create_response_from_buffer(b.len, b.ptr, MHD_RESPMEM_MUST_FREE);
+    MHD_add_response_header(resp, "Content-Type", "application/xml");
+    return resp;
 }

@@ -21,4 +21,11 @@ const char *s3_error_message(enum s3_error e);
 /* Maps a negative errno from index/ or storage/ to an S3 error. */
 enum s3_error s3_error_from_errno(int err);
 
+struct s3_req;
+struct MHD_Response;
+/* Builds the S3 error response for 'e' (the table's status and code,
+ * 'message' or the default). Caller queues it with s3_respond and
+ * s3_error_status(e), and may add headers first. */
+struct MHD_Response *s3_error_response(struct s3_req *r, enum s3_error e, const char *message);
+
 #endif

@@ -15,6 +15,7 @@
 #include "server/commit.h"
 #include "server/conf.h"
 #include "server/creds.h"
+#include "server/extents.h"
 #include "server/http.h"
 #include "server/reserve.h"
 #include "server/server.h"
@@ -37,21 +38,28 @@ usage(FILE *f)
                "  see conf/shardstore.conf for every option\n");
 }
 
+/* Creates 'path' and its missing parents; each directory it creates is
+ * made durable in its parent. Returns 0 or -errno. */
 static int
 mkdir_p(const char *path)
 {
     char tmp[4096];
     snprintf(tmp, sizeof(tmp), "%s", path);
-    for (char *p = tmp + 1; *p; p++) {
-        if (*p == '/') {
-            *p = '\0';
-            if (mkdir(tmp, 0700) != 0 && errno != EEXIST)
-                return -errno;
-            *p = '/';
+    size_t len = strlen(tmp);
+    for (char *p = tmp + 1; p <= tmp + len; p++) {
+        if (*p != '/' && *p != '\0')
+            continue;
+        char c = *p;
+        *p = '\0';
+        if (mkdir(tmp, 0700) == 0) {
+            int rc = dir_sync_parent(tmp);
+            if (rc < 0)
+                return rc;
+        } else if (errno != EEXIST) {
+            return -errno;
         }
+        *p = c;
     }
-    if (mkdir(tmp, 0700) != 0 && errno != EEXIST)
-        return -errno;
     return 0;
 }
 
@@ -60,7 +68,7 @@ mark_extent(void *ctx, const struct index_extent *e)
 {
     int *rc = ctx;
     struct storage_extent se;
-    s3_extents_to_storage(e, 1, &se);
+    extents_from_index(e, 1, &se);
     extern struct storage *g_storage_for_scan;
     if (*rc == 0 && storage_mark_used(g_storage_for_scan, &se) != 0) {
         log_error("index references an invalid extent (volume %u offset %llu len %llu)", e->volume,
@@ -91,6 +99,8 @@ open_stores(struct server *srv)
         .max_volumes = srv->cfg.max_volumes,
         .write_buffer_total = srv->cfg.write_buffer_total,
         .is_direct = true,
+        .max_pins = srv->cfg.reader_pins_max,
+        .pin_timeout_ms = MIN(srv->cfg.reader_pin_timeout_s, UINT32_MAX / 1000) * 1000,
     };
     if (rc == 0)
         rc = storage_open(&srv->storage, &sc);

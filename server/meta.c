@@ -6,7 +6,9 @@
  * Names are lower-case header names: content-type, content-encoding,
  * content-disposition, content-language, cache-control, expires,
  * x-amz-meta-*, x-amz-checksum-<algo>, x-amz-checksum-type,
- * x-amz-storage-class, x-amz-website-redirect-location.
+ * x-amz-storage-class, x-amz-website-redirect-location; and the internal
+ * x-shard-part-sizes (a multipart object's part sizes, little-endian u64s,
+ * written and read only through meta_part_sizes_format/_parse).
  */
 #include "config.h"
 
@@ -171,4 +173,36 @@ meta_from_request(struct s3_req *r, struct meta *out)
     if (user_len > META_MAX_USER)
         return S3_ERR_METADATA_TOO_LARGE;
     return S3_OK;
+}
+
+/* ---- the part sizes of a multipart object (META_PART_SIZES) ------------- */
+
+struct slice
+meta_part_sizes_format(struct arena *a, const uint64_t *sizes, size_t n)
+{
+    uint8_t *p = arena_alloc(a, n ? n * 8 : 1);
+    for (size_t i = 0; i < n; i++)
+        for (int b = 0; b < 8; b++)
+            p[i * 8 + (size_t)b] = (uint8_t)(sizes[i] >> (8 * b));
+    return (struct slice){(const char *)p, n * 8};
+}
+
+bool
+meta_part_sizes_parse(struct slice blob, uint32_t n_parts, uint32_t number, uint64_t *first,
+                      uint64_t *len)
+{
+    if (blob.len != (size_t)n_parts * 8 || number == 0 || number > n_parts)
+        return false;
+    const uint8_t *p = (const uint8_t *)blob.ptr;
+    *first = 0;
+    for (uint32_t i = 0; i < number; i++) {
+        uint64_t v = 0;
+        for (int b = 7; b >= 0; b--)
+            v = v << 8 | p[(size_t)i * 8 + (size_t)b];
+        if (i + 1 < number)
+            *first += v;
+        else
+            *len = v;
+    }
+    return true;
 }

@@ -39,4 +39,13 @@ struct slice meta_get(const struct meta *m, const char *name);
  * Returns S3_OK or an error (metadata too large). */
 enum s3_error meta_from_request(struct s3_req *r, struct meta *out);
 
+/* The META_PART_SIZES value of a multipart object: its 'n' part sizes
+ * (little-endian u64s), allocated in 'a'. */
+struct slice meta_part_sizes_format(struct arena *a, const uint64_t *sizes, size_t n);
+/* Finds part 'number' (1-based, <= n_parts) in the META_PART_SIZES value
+ * 'blob' of an object of 'n_parts' parts: sets '*first' (its object
+ * offset) and '*len'. Returns false when the blob is corrupt. */
+bool meta_part_sizes_parse(struct slice blob, uint32_t n_parts, uint32_t number, uint64_t *first,
+                           uint64_t *len);
+
 #endif

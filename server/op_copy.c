@@ -6,8 +6,8 @@
  * index/extref.c), so deleting either object frees only what nobody else
  * holds. The commit re-checks inside its transaction that the source still
  * holds those extents (it may have been overwritten since we read it) and
- * we start over when it does not. The request's reader pin keeps the
- * source's extents from being reused meanwhile. The new record is
+ * we start over when it does not. The request's reader pin, narrowed to
+ * the source's extents, keeps them from being reused meanwhile. The new record is
  * published by one group commit like any PUT.
  *
  * UploadPartCopy copies a byte range into the part's own extents through a
@@ -21,6 +21,7 @@
 #include "server/access.h"
 #include "server/commit.h"
 #include "server/errors.h"
+#include "server/extents.h"
 #include "server/meta.h"
 #include "server/ops.h"
 #include "server/req.h"
@@ -97,7 +98,7 @@ s3_copy_range(struct server *srv, const struct index_object *src, uint64_t first
     uint64_t ext_start = 0;
     for (uint32_t i = 0; i < src->n_extents && rc == 0 && len > 0; i++) {
         struct storage_extent e;
-        s3_extents_to_storage(&src->extents[i], 1, &e);
+        extents_from_index(&src->extents[i], 1, &e);
         uint64_t ext_end = ext_start + e.len;
         if (first < ext_end) {
             uint64_t off = first - ext_start;
@@ -155,13 +156,21 @@ s3_copy_source_lookup(struct s3_req *r, struct index_bucket *src_bk, struct slic
      * is a separate permission on (possibly) another bucket. */
     if (!s3_authorize_bucket(r, src_bk, AUTH_ACTION_READ, *src_key))
         return false;
-    if (!r->has_pin) {
-        r->pin = storage_reader_pin(r->srv->storage);
-        r->has_pin = true;
-    }
+    /* A fresh pin for each lookup (a retry looks again), narrowed at once
+     * to the source found, so a long copy holds back nothing else. */
+    s3_req_unpin(r);
+    if (!s3_req_pin(r))
+        return false;
     int rc = index_object_get(r->srv->index, src_bk->id, *src_key, r->arena, src);
     if (rc < 0) {
         s3_respond_error(r, rc == -ENOENT ? S3_ERR_NO_SUCH_KEY : S3_ERR_INTERNAL_ERROR, NULL);
+        return false;
+    }
+    struct storage_extent *se = arena_calloc(r->arena, src->n_extents + 1, sizeof(*se));
+    extents_from_index(src->extents, src->n_extents, se);
+    rc = storage_reader_narrow(r->srv->storage, r->pin, se, src->n_extents, 0, UINT64_MAX);
+    if (rc < 0) {
+        s3_respond_error(r, S3_ERR_INTERNAL_ERROR, NULL);
         return false;
     }
     enum s3_error e = copy_conditions(r, src);

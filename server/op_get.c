@@ -1,12 +1,17 @@
 /*
  * op_get.c: GetObject and HeadObject.
  *
- * The reader pins storage before the index lookup, so the extents it finds
- * cannot be reused until the request completes, even if the object is
- * overwritten or deleted meanwhile (deferred reclaim). A range inside one
- * extent (every single-PUT object is one extent when space allows) goes
- * out zero-copy: MHD sendfile()s from a dup of the volume fd. A range that
- * crosses extents is streamed through a bounded buffer with read-ahead.
+ * The request pins storage before the index lookup, so the extents it
+ * finds cannot be reused while it reads them, even if the object is
+ * overwritten or deleted meanwhile (deferred reclaim). Once the bytes to
+ * send are known the pin is narrowed to them (or dropped when none come
+ * from storage), so a slow client holds back its own object's space and
+ * nothing else; the request drops it on completion. storage/ maps the
+ * range: when it is one span (every single-PUT object is one extent when
+ * space allows) it goes out zero-copy, MHD sendfile()ing from a dup of the
+ * span's fd; otherwise it is streamed through a bounded buffer by a
+ * storage reader, whose pin follows the stream and is revoked if the
+ * client stops reading for reader_pin_timeout.
  */
 #include "config.h"
 
@@ -14,6 +19,7 @@
 #include "index/index.h"
 #include "server/access.h"
 #include "server/errors.h"
+#include "server/extents.h"
 #include "server/meta.h"
 #include "server/ops.h"
 #include "server/range.h"
@@ -24,6 +30,7 @@
 #include "storage/storage.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <microhttpd.h>
 #include <stdio.h>
@@ -31,61 +38,25 @@
 #include <unistd.h>
 
 #define GET_BLOCK_LEN (256 * 1024)
-#define GET_READAHEAD_LEN (8u << 20)
 
-/* State of a multi-extent body; owned by the MHD response (freed by its
- * free callback), so it does not depend on the request's arena. */
-struct extent_reader {
-    struct storage *storage;
-    uint64_t base;            /* object offset of the first byte served */
-    uint64_t readahead_until; /* object offset already hinted */
-    size_t n;
-    struct storage_extent *extents;
-    uint64_t *starts; /* object offset of each extent */
-    uint64_t object_size;
-};
-
+/* A streamed body reads through a storage reader, owned by the MHD response
+ * (freed by its free callback), so it does not depend on the request's
+ * arena. */
 static ssize_t
-extent_read_cb(void *cls, uint64_t pos, char *buf, size_t max)
+reader_cb(void *cls, uint64_t pos, char *buf, size_t max)
 {
-    struct extent_reader *er = cls;
-    uint64_t off = er->base + pos;
-    if (off >= er->object_size)
+    ssize_t n = storage_reader_read(cls, pos, buf, max);
+    if (n == 0)
         return MHD_CONTENT_READER_END_OF_STREAM;
-    size_t lo = 0, hi = er->n;
-    while (hi - lo > 1) { /* last extent with start <= off */
-        size_t mid = (lo + hi) / 2;
-        if (er->starts[mid] <= off)
-            lo = mid;
-        else
-            hi = mid;
-    }
-    const struct storage_extent *e = &er->extents[lo];
-    uint64_t in_ext = off - er->starts[lo];
-    if (off + GET_READAHEAD_LEN / 2 > er->readahead_until) {
-        uint64_t from = MAX(off, er->readahead_until);
-        uint64_t len = MIN(GET_READAHEAD_LEN, e->len - (from - er->starts[lo]));
-        if (from >= er->starts[lo] && from < er->starts[lo] + e->len) {
-            storage_readahead(er->storage, e, from - er->starts[lo], len);
-            er->readahead_until = from + len;
-        }
-    }
-    size_t want = (size_t)MIN((uint64_t)max, e->len - in_ext);
-    ssize_t n = storage_read(er->storage, e, in_ext, buf, want);
-    if (n <= 0)
+    if (n < 0)
         return MHD_CONTENT_READER_END_WITH_ERROR;
     return n;
 }
 
 static void
-extent_reader_free(void *cls)
+reader_free(void *cls)
 {
-    struct extent_reader *er = cls;
-    if (!er)
-        return;
-    free(er->extents);
-    free(er->starts);
-    free(er);
+    storage_reader_destroy(cls);
 }
 
 static ssize_t
@@ -98,11 +69,40 @@ no_body_cb(void *cls, uint64_t pos, char *buf, size_t max)
     return MHD_CONTENT_READER_END_OF_STREAM;
 }
 
-/* Makes the response body for bytes [first, first+len) of 'obj'. */
+bool
+s3_req_pin(struct s3_req *r)
+{
+    if (r->has_pin)
+        return true;
+    int rc = storage_reader_pin(r->srv->storage, &r->pin);
+    if (rc < 0) {
+        s3_respond_error(r, s3_error_from_errno(rc), NULL);
+        return false;
+    }
+    r->has_pin = true;
+    return true;
+}
+
+void
+s3_req_unpin(struct s3_req *r)
+{
+    if (!r->has_pin)
+        return;
+    storage_reader_unpin(r->srv->storage, r->pin);
+    r->has_pin = false;
+}
+
+/* Makes the response body for bytes [first, first+len) of 'obj'. A body
+ * read from storage keeps the request's pin, narrowed to those bytes;
+ * otherwise the pin is dropped here. */
 static struct MHD_Response *
 body_response(struct s3_req *r, const struct index_object *obj, uint64_t first, uint64_t len,
               bool is_head)
 {
+    struct MHD_Response *resp = NULL;
+    struct storage_reader *rd = NULL;
+    if (is_head || len == 0 || obj->inline_len)
+        s3_req_unpin(r);
     if (is_head)
         return MHD_create_response_from_callback(len, 4096, no_body_cb, NULL, NULL);
     if (len == 0)
@@ -110,41 +110,37 @@ body_response(struct s3_req *r, const struct index_object *obj, uint64_t first, 
     if (obj->inline_len)
         return MHD_create_response_from_buffer(len, (void *)(obj->inline_data + first),
                                                MHD_RESPMEM_MUST_COPY);
-    /* Single extent holding the whole range: zero copy. */
-    uint64_t start = 0;
-    for (uint32_t i = 0; i < obj->n_extents; i++) {
-        const struct index_extent *e = &obj->extents[i];
-        if (first >= start && first + len <= start + e->len) {
-            int fd = storage_volume_fd(r->srv->storage, e->volume);
+    struct storage_extent *se = arena_calloc(r->arena, obj->n_extents + 1, sizeof(*se));
+    extents_from_index(obj->extents, obj->n_extents, se);
+    int rc = storage_reader_create(r->srv->storage, r->pin, se, obj->n_extents, first, len, &rd);
+    if (rc < 0)
+        goto fail;
+    if (storage_reader_is_one_span(rd)) {
+        /* Zero copy: MHD sendfile()s from its own dup of storage's fd. */
+        struct storage_send_span span;
+        rc = storage_reader_span(rd, 0, &span);
+        if (rc == 0) {
+            storage_reader_destroy(rd);
+            rd = NULL;
+            int fd = fcntl(span.fd, F_DUPFD_CLOEXEC, 0);
             if (fd < 0)
-                return NULL;
-            struct MHD_Response *resp =
-                MHD_create_response_from_fd_at_offset64(len, fd, e->offset + (first - start));
+                goto fail;
+            resp = MHD_create_response_from_fd_at_offset64(len, fd, (int64_t)span.offset);
             if (!resp)
                 close(fd);
             return resp;
         }
-        start += e->len;
+        if (rc != -ENOTSUP)
+            goto fail;
     }
-    struct extent_reader *er = xcalloc(1, sizeof(*er));
-    er->storage = r->srv->storage;
-    er->base = first;
-    er->n = obj->n_extents;
-    er->extents = xcalloc(er->n, sizeof(*er->extents));
-    er->starts = xcalloc(er->n, sizeof(*er->starts));
-    s3_extents_to_storage(obj->extents, er->n, er->extents);
-    start = 0;
-    for (size_t i = 0; i < er->n; i++) {
-        er->starts[i] = start;
-        start += er->extents[i].len;
-    }
-    er->object_size = first + len;
-    er->readahead_until = first;
-    struct MHD_Response *resp = MHD_create_response_from_callback(
-        len, GET_BLOCK_LEN, extent_read_cb, er, extent_reader_free);
+    resp = MHD_create_response_from_callback(len, GET_BLOCK_LEN, reader_cb, rd, reader_free);
     if (!resp)
-        extent_reader_free(er);
+        goto fail;
     return resp;
+
+fail:
+    storage_reader_destroy(rd);
+    return NULL;
 }
 
 static bool
@@ -259,20 +255,18 @@ static void
 get_or_head(struct s3_req *r, bool is_head)
 {
     struct index_bucket bk;
-    if (!s3_bucket_lookup(r, &bk))
+    if (!s3_bucket_lookup(r, &bk) || !s3_req_pin(r))
         return;
-    r->pin = storage_reader_pin(r->srv->storage);
-    r->has_pin = true;
     struct index_object obj;
     int rc = index_object_get(r->srv->index, bk.id, r->key, r->arena, &obj);
     if (rc == -ENOENT) {
         s3_respond_error(r, S3_ERR_NO_SUCH_KEY, NULL);
-        return;
+        goto unpin;
     }
     struct meta m;
     if (rc < 0 || !meta_decode(r->arena, obj.meta, obj.meta_len, &m)) {
         s3_respond_error(r, S3_ERR_INTERNAL_ERROR, NULL);
-        return;
+        goto unpin;
     }
     enum s3_error e = get_conditions(r, &obj);
     if (e == S3_ERR_NOT_MODIFIED) {
@@ -284,11 +278,11 @@ get_or_head(struct s3_req *r, bool is_head)
         s3_resp_header(resp, "ETag", etag);
         s3_resp_header(resp, "Last-Modified", date);
         s3_respond(r, 304, resp);
-        return;
+        goto unpin;
     }
     if (e != S3_OK) {
         s3_respond_error(r, e, NULL);
-        return;
+        goto unpin;
     }
     uint64_t first = 0, len = obj.size;
     int status = 200;
@@ -300,28 +294,18 @@ get_or_head(struct s3_req *r, bool is_head)
         if (parse_u64(pn->value, INDEX_MAX_PARTS, &n) != 0 || n == 0) {
             s3_respond_error(r, S3_ERR_INVALID_ARGUMENT,
                              "Part number must be an integer between 1 and 10000, inclusive");
-            return;
+            goto unpin;
         }
         if (n > MAX(obj.parts_count, 1u)) {
             s3_respond_error(r, S3_ERR_INVALID_PART_NUMBER, NULL);
-            return;
+            goto unpin;
         }
         if (obj.parts_count) {
             /* The part's byte range, from the part sizes kept at completion. */
-            struct slice sizes = meta_get(&m, META_PART_SIZES);
-            if (sizes.len != (size_t)obj.parts_count * 8) {
+            if (!meta_part_sizes_parse(meta_get(&m, META_PART_SIZES), obj.parts_count, (uint32_t)n,
+                                       &first, &len)) {
                 s3_respond_error(r, S3_ERR_INTERNAL_ERROR, NULL);
-                return;
-            }
-            const uint8_t *sp = (const uint8_t *)sizes.ptr;
-            for (uint64_t i = 0; i < n; i++) {
-                uint64_t v = 0;
-                for (int b = 7; b >= 0; b--)
-                    v = v << 8 | sp[i * 8 + (uint64_t)b];
-                if (i + 1 < n)
-                    first += v;
-                else
-                    len = v;
+                goto unpin;
             }
             status = 206;
             rg.first = first;
@@ -334,17 +318,12 @@ get_or_head(struct s3_req *r, bool is_head)
     }
     enum range_status rs = pn ? RANGE_NONE : range_parse(s3_req_header(r, "range"), obj.size, &rg);
     if (rs == RANGE_UNSATISFIABLE) {
-        struct buf b;
-        buf_init(&b);
-        xml_error(&b, "InvalidRange", "The requested range is not satisfiable", r->raw_path,
-                  r->request_id);
-        struct MHD_Response *resp =
-            MHD_create_response_from_buffer(b.len, b.ptr, MHD_RESPMEM_MUST_FREE);
-        s3_resp_header(resp, "Content-Type", "application/xml");
+        /* As AWS: the error document, and the size in Content-Range. */
+        struct MHD_Response *resp = s3_error_response(r, S3_ERR_INVALID_RANGE, NULL);
         snprintf(content_range, sizeof(content_range), "bytes */%" PRIu64, obj.size);
         s3_resp_header(resp, "Content-Range", content_range);
-        s3_respond(r, 416, resp);
-        return;
+        s3_respond(r, s3_error_status(S3_ERR_INVALID_RANGE), resp);
+        goto unpin;
     }
     if (rs == RANGE_OK) {
         first = rg.first;
@@ -355,7 +334,7 @@ get_or_head(struct s3_req *r, bool is_head)
     struct MHD_Response *resp = body_response(r, &obj, first, len, is_head);
     if (!resp) {
         s3_respond_error(r, S3_ERR_INTERNAL_ERROR, NULL);
-        return;
+        goto unpin;
     }
     object_headers(r, resp, &obj, &m, status == 200);
     if (status == 206)
@@ -365,6 +344,11 @@ get_or_head(struct s3_req *r, bool is_head)
         atomic_fetch_add(&r->srv->metrics.bytes_out, len);
     }
     s3_respond(r, status, resp);
+    return;
+
+unpin:
+    /* Answered without reading from storage: hold nothing back. */
+    s3_req_unpin(r);
 }
 
 void
@@ -377,15 +361,4 @@ void
 op_head_object(struct s3_req *r)
 {
     get_or_head(r, true);
-}
-
-void
-s3_extents_to_storage(const struct index_extent *in, size_t n, struct storage_extent *out)
-{
-    for (size_t i = 0; i < n; i++) {
-        out[i].volume = in[i].volume;
-        out[i].flags = 0;
-        out[i].offset = in[i].offset;
-        out[i].len = in[i].len;
-    }
 }

@@ -24,6 +24,7 @@
 #include "server/body.h"
 #include "server/commit.h"
 #include "server/errors.h"
+#include "server/extents.h"
 #include "server/meta.h"
 #include "server/ops.h"
 #include "server/req.h"
@@ -246,17 +247,10 @@ op_upload_part_copy(struct s3_req *r, const struct index_bucket *bk,
     part.size = len;
     part.mtime_ns = clock_now_ns();
     memcpy(part.etag, md5, 16);
-    struct index_extent *ie = NULL;
     if (w) {
         const struct storage_extent *se;
         size_t n = storage_writer_extents(w, &se);
-        ie = arena_calloc(r->arena, n ? n : 1, sizeof(*ie));
-        for (size_t i = 0; i < n; i++) {
-            ie[i].volume = se[i].volume;
-            ie[i].offset = se[i].offset;
-            ie[i].len = se[i].len;
-        }
-        part.extents = ie;
+        part.extents = extents_to_index(r->arena, se, n);
         part.n_extents = (uint32_t)n;
         part.sums = storage_writer_sums(w, &part.sums_len);
     }
@@ -470,10 +464,7 @@ complete_end(struct s3_req *r)
             memcpy(sums + so, used[i]->sums, used[i]->sums_len);
         so += used[i]->sums_len;
         auth_checksum_update(&md5, used[i]->etag, 16);
-        uint8_t le[8];
-        for (int b = 0; b < 8; b++)
-            le[b] = (uint8_t)(used[i]->size >> (8 * b));
-        memcpy(&sizes[i], le, 8);
+        sizes[i] = used[i]->size;
     }
     uint8_t dig[AUTH_CK_MAX_DIGEST];
     auth_checksum_final(&md5, dig);
@@ -502,7 +493,7 @@ complete_end(struct s3_req *r)
         }
     }
     fm.entries[fm.n].name = SLICE_LIT(META_PART_SIZES);
-    fm.entries[fm.n++].value = (struct slice){(const char *)sizes, n_used * sizeof(uint64_t)};
+    fm.entries[fm.n++].value = meta_part_sizes_format(r->arena, sizes, n_used);
     meta_encode(r->arena, &fm, &obj.meta, &obj.meta_len);
 
     struct index_op op = {

@@ -22,6 +22,7 @@
 #include "server/access.h"
 #include "server/commit.h"
 #include "server/errors.h"
+#include "server/extents.h"
 #include "server/meta.h"
 #include "server/ops.h"
 #include "server/req.h"
@@ -229,13 +230,7 @@ writer_extents(struct s3_req *r, struct storage_writer *w, const struct index_ex
         return;
     const struct storage_extent *se;
     size_t n = storage_writer_extents(w, &se);
-    struct index_extent *ie = arena_calloc(r->arena, n ? n : 1, sizeof(*ie));
-    for (size_t i = 0; i < n; i++) {
-        ie[i].volume = se[i].volume;
-        ie[i].offset = se[i].offset;
-        ie[i].len = se[i].len;
-    }
-    *out = ie;
+    *out = extents_to_index(r->arena, se, n);
     *n_out = (uint32_t)n;
     *sums = storage_writer_sums(w, sums_len);
 }

@@ -80,21 +80,14 @@ s3_respond_empty(struct s3_req *r, int status)
 void
 s3_respond_error(struct s3_req *r, enum s3_error e, const char *message)
 {
-    struct buf b;
-    buf_init(&b);
     int status = s3_error_status(e);
     if (status == 304) {
         s3_respond_empty(r, status);
         return;
     }
-    xml_error(&b, s3_error_code(e), message ? message : s3_error_message(e), r->raw_path,
-              r->request_id);
     log_debug("request %s: %.*s %.*s -> %d %s", r->request_id, (int)r->method.len, r->method.ptr,
               (int)r->raw_path.len, r->raw_path.ptr, status, s3_error_code(e));
-    struct MHD_Response *resp =
-        MHD_create_response_from_buffer(b.len, b.ptr, MHD_RESPMEM_MUST_FREE);
-    MHD_add_response_header(resp, "Content-Type", "application/xml");
-    s3_respond(r, status, resp);
+    s3_respond(r, status, s3_error_response(r, e, message));
 }
 
 /* ======================================================================

@@ -130,4 +130,11 @@ void s3_respond_empty(struct s3_req *r, int status);
 /* Adds a header to a response (name and value copied by MHD). */
 void s3_resp_header(struct MHD_Response *resp, const char *name, const char *value);
 
+/* Takes the request's reader pin (r->pin, dropped when the request
+ * completes) before an index lookup. On failure (pin table full) responds
+ * 503 SlowDown and returns false. */
+bool s3_req_pin(struct s3_req *r);
+/* Drops the request's pin now (nothing more will be read). */
+void s3_req_unpin(struct s3_req *r);
+
 #endif

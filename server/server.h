@@ -20,12 +20,10 @@
 struct MHD_Daemon;
 struct committer;
 struct index;
-struct index_extent;
 struct listener;
 struct offload;
 struct reserve_table;
 struct storage;
-struct storage_extent;
 
 struct metrics {
     atomic_uint_fast64_t requests;
@@ -60,8 +58,5 @@ struct server {
     atomic_uint_fast64_t request_seq;
     atomic_uint_fast64_t in_flight;
 };
-
-/* Converts storage extents to index extents and back (same layout). */
-void s3_extents_to_storage(const struct index_extent *in, size_t n, struct storage_extent *out);
 
 #endif

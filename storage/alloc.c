@@ -8,8 +8,8 @@
  * reserves in steps, each best fit over all volumes (preferring a range it
  * can grow in place into), then a fresh volume, then the largest fragment.
  * free_bytes always equals the sum of all free ranges (before ready: total
- * minus marked). Extents released while readers may use them wait on the
- * pending list until every pin of their generation or older is gone.
+ * minus marked). Extents released while readers may use them
+ * come back through storage__free once pin.c lets them go.
  */
 #include "storage/storage_int.h"
 
@@ -285,9 +285,9 @@ range_pick(struct storage *st, uint64_t len, bool is_best, uint32_t *vol, size_t
     return is_found;
 }
 
-int
-storage__alloc(struct storage *st, uint64_t len, uint64_t fit_len, struct storage_extent **ext,
-               uint64_t **alloc_lens, size_t *n, size_t *cap)
+static int
+alloc_once(struct storage *st, uint64_t len, uint64_t fit_len, struct storage_extent **ext,
+           uint64_t **alloc_lens, size_t *n, size_t *cap)
 {
     int err = 0;
     uint32_t vol;
@@ -321,6 +321,18 @@ storage__alloc(struct storage *st, uint64_t len, uint64_t fit_len, struct storag
     ext_push(ext, alloc_lens, n, cap, vol, off, take);
 done:
     pthread_mutex_unlock(&st->alloc_lock);
+    return err;
+}
+
+int
+storage__alloc(struct storage *st, uint64_t len, uint64_t fit_len, struct storage_extent **ext,
+               uint64_t **alloc_lens, size_t *n, size_t *cap)
+{
+    int err = alloc_once(st, len, fit_len, ext, alloc_lens, n, cap);
+    /* Space held back by a reader that stalled past its deadline is only
+     * reclaimed when someone looks: look now rather than fail. */
+    if (err == -ENOSPC && storage__reclaim_poll(st) > 0)
+        err = alloc_once(st, len, fit_len, ext, alloc_lens, n, cap);
     return err;
 }
 
@@ -364,116 +376,4 @@ storage__free(struct storage *st, uint32_t vol, uint64_t off, uint64_t len)
     if (!v || range_put(st, v, off, len) < 0)
         CORRUPT_BKPT("freeing space that is already free");
     pthread_mutex_unlock(&st->alloc_lock);
-}
-
-/* ---- deferred reclaim ---------------------------------------------------- */
-
-/* Moves pending extents no pinned reader can still see to the free map.
- * Caller holds reclaim_lock. */
-static void
-reclaim_run(struct storage *st)
-{
-    while (st->pin_head < st->n_pins && st->pins[st->pin_head].n == 0)
-        st->pin_head++;
-    if (st->pin_head == st->n_pins)
-        st->pin_head = st->n_pins = 0;
-    uint64_t min_gen = st->pin_head < st->n_pins ? st->pins[st->pin_head].gen : UINT64_MAX;
-    if (st->pend_head == st->n_pending || st->pending[st->pend_head].gen >= min_gen)
-        return;
-
-    pthread_mutex_lock(&st->alloc_lock);
-    while (st->pend_head < st->n_pending && st->pending[st->pend_head].gen < min_gen) {
-        struct storage__pending *p = &st->pending[st->pend_head++];
-        struct storage__volume *v = storage__volume_get(st, p->volume);
-        if (!v || range_put(st, v, p->off, p->len) < 0)
-            CORRUPT_BKPT("released extent overlaps free space");
-        st->pending_bytes -= p->len;
-    }
-    pthread_mutex_unlock(&st->alloc_lock);
-    if (st->pend_head == st->n_pending)
-        st->pend_head = st->n_pending = 0;
-}
-
-void
-storage_release(struct storage *st, const struct storage_extent *e, size_t n)
-{
-    pthread_mutex_lock(&st->reclaim_lock);
-    for (size_t i = 0; i < n; i++) {
-        uint64_t alloc_len = ALIGN_UP(e[i].len, STORAGE_ALIGN);
-        if (alloc_len == 0 || storage__extent_check(st, &e[i]) < 0)
-            continue;
-        if (st->n_pending == st->cap_pending) {
-            if (st->pend_head > 0) {
-                memmove(st->pending, st->pending + st->pend_head,
-                        (st->n_pending - st->pend_head) * sizeof(*st->pending));
-                st->n_pending -= st->pend_head;
-                st->pend_head = 0;
-            } else {
-                st->cap_pending = st->cap_pending ? st->cap_pending * 2 : 64;
-                st->pending = xrealloc(st->pending, st->cap_pending * sizeof(*st->pending));
-            }
-        }
-        st->pending[st->n_pending++] = (struct storage__pending){
-            .volume = e[i].volume, .off = e[i].offset, .len = alloc_len, .gen = st->gen};
-        st->pending_bytes += alloc_len;
-    }
-    st->gen++;
-    reclaim_run(st);
-    pthread_mutex_unlock(&st->reclaim_lock);
-}
-
-uint64_t
-storage_reader_pin(struct storage *st)
-{
-    pthread_mutex_lock(&st->reclaim_lock);
-    uint64_t gen = st->gen;
-    if (st->n_pins > st->pin_head && st->pins[st->n_pins - 1].gen == gen) {
-        st->pins[st->n_pins - 1].n++;
-    } else {
-        if (st->n_pins == st->cap_pins) {
-            if (st->pin_head > 0) {
-                memmove(st->pins, st->pins + st->pin_head,
-                        (st->n_pins - st->pin_head) * sizeof(*st->pins));
-                st->n_pins -= st->pin_head;
-                st->pin_head = 0;
-            } else {
-                st->cap_pins = st->cap_pins ? st->cap_pins * 2 : 64;
-                st->pins = xrealloc(st->pins, st->cap_pins * sizeof(*st->pins));
-            }
-        }
-        st->pins[st->n_pins++] = (struct storage__pin_gen){.gen = gen, .n = 1};
-    }
-    pthread_mutex_unlock(&st->reclaim_lock);
-    return gen;
-}
-
-void
-storage_reader_unpin(struct storage *st, uint64_t pin)
-{
-    pthread_mutex_lock(&st->reclaim_lock);
-    size_t lo = st->pin_head, hi = st->n_pins;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (st->pins[mid].gen < pin)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    if (lo == st->n_pins || st->pins[lo].gen != pin || st->pins[lo].n == 0) {
-        log_error("storage: unpin of unknown pin %" PRIu64, pin);
-    } else {
-        st->pins[lo].n--;
-        if (lo == st->pin_head && st->pins[lo].n == 0)
-            reclaim_run(st);
-    }
-    pthread_mutex_unlock(&st->reclaim_lock);
-}
-
-void
-storage__reclaim_cleanup(struct storage *st)
-{
-    free(st->pins);
-    free(st->pending);
-    st->pins = NULL;
-    st->pending = NULL;
 }

@@ -2,9 +2,13 @@
  * reader.c: reads, read-ahead and scrubbing of extents.
  *
  * Reads use pread(2) on the volume's buffered read-only fd, bounded by the
- * extent's logical length (padding is never returned). Scrubbing re-reads
- * every STORAGE_BLOCK_LEN block and compares its XXH64 with the sums the
- * index kept (layout in extent_format.h), counting every mismatch.
+ * extent's logical length (padding is never returned). A storage_reader
+ * maps a byte range of an object onto its extents, for zero-copy spans or
+ * reads with read-ahead, and keeps its pin narrowed to what is left to
+ * read; its extents are checked against their volumes at creation.
+ * Scrubbing re-reads every STORAGE_BLOCK_LEN block and compares its XXH64
+ * with the sums the index kept (layout in extent_format.h), counting every
+ * mismatch.
  */
 #define _GNU_SOURCE
 #include "storage/storage_int.h"
@@ -55,14 +59,134 @@ storage_read(struct storage *st, const struct storage_extent *e, uint64_t off, v
     return err < 0 ? err : (ssize_t)n;
 }
 
-void
-storage_readahead(struct storage *st, const struct storage_extent *e, uint64_t off, uint64_t len)
+/* ---- readers of an object's byte range ---------------------------------- */
+
+struct storage_reader {
+    struct storage *st;
+    uint64_t pin;   /* borrowed */
+    uint64_t first; /* object offset of byte 0 of the reader */
+    uint64_t len;
+    size_t n;
+    struct storage_extent *ext;
+    uint64_t *starts;         /* object offset of each extent */
+    uint64_t readahead_until; /* object offset already hinted */
+};
+
+int
+storage_reader_create(struct storage *st, uint64_t pin, const struct storage_extent *e, size_t n,
+                      uint64_t first, uint64_t len, struct storage_reader **out)
 {
-    struct storage__volume *v = storage__volume_get(st, e->volume);
-    if (!v || off >= e->len)
-        return;
-    len = MIN(len, e->len - off);
-    posix_fadvise(v->rfd, (off_t)(e->offset + off), (off_t)len, POSIX_FADV_WILLNEED);
+    int err = 0;
+    struct storage_reader *rd = NULL;
+    uint64_t total = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (storage__extent_check(st, &e[i]) < 0)
+            return -EIO;
+        total += e[i].len;
+    }
+    if (first > total || len > total - first)
+        return -ERANGE;
+    err = storage__pin_narrow(st, pin, e, n, first, len, true);
+    if (err < 0)
+        return err;
+    /* One allocation: the reader, then its extents, then their starts. */
+    rd = xcalloc(1, sizeof(*rd) + n * (sizeof(*rd->ext) + sizeof(*rd->starts)));
+    rd->st = st;
+    rd->pin = pin;
+    rd->first = first;
+    rd->len = len;
+    rd->n = n;
+    rd->ext = (struct storage_extent *)(rd + 1);
+    rd->starts = (uint64_t *)(rd->ext + n);
+    for (size_t i = 0, start = 0; i < n; i++) {
+        rd->ext[i] = e[i];
+        rd->starts[i] = start;
+        start += e[i].len;
+    }
+    rd->readahead_until = first;
+    *out = rd;
+    return 0;
+}
+
+void
+storage_reader_destroy(struct storage_reader *rd)
+{
+    free(rd);
+}
+
+/* Returns the extent holding object offset 'off' (< the object's end): the
+ * last one starting at or before it (empty extents share the next start). */
+static size_t
+reader_extent_at(const struct storage_reader *rd, uint64_t off)
+{
+    size_t lo = 0, hi = rd->n;
+    while (hi - lo > 1) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (rd->starts[mid] <= off)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+bool
+storage_reader_is_one_span(const struct storage_reader *rd)
+{
+    if (rd->len == 0)
+        return true;
+    size_t i = reader_extent_at(rd, rd->first);
+    return rd->first + rd->len <= rd->starts[i] + rd->ext[i].len;
+}
+
+int
+storage_reader_span(struct storage_reader *rd, uint64_t pos, struct storage_send_span *out)
+{
+    if (pos >= rd->len)
+        return -ERANGE;
+    int err = storage__pin_touch(rd->st, rd->pin, false, 0, true);
+    if (err < 0)
+        return err;
+    uint64_t off = rd->first + pos;
+    size_t i = reader_extent_at(rd, off);
+    const struct storage_extent *e = &rd->ext[i];
+    uint64_t in_ext = off - rd->starts[i];
+    out->fd = storage__volume_get(rd->st, e->volume)->rfd;
+    out->offset = e->offset + in_ext;
+    out->len = MIN(e->len - in_ext, rd->len - pos);
+    return 0;
+}
+
+ssize_t
+storage_reader_read(struct storage_reader *rd, uint64_t pos, void *buf, size_t len)
+{
+    if (pos >= rd->len)
+        return 0;
+    uint64_t off = rd->first + pos;
+    size_t i = reader_extent_at(rd, off);
+    const struct storage_extent *e = &rd->ext[i];
+    struct storage__volume *v = storage__volume_get(rd->st, e->volume);
+    uint64_t in_ext = off - rd->starts[i];
+    uint64_t ext_left = e->len - in_ext;
+    if (off + STORAGE_READAHEAD_LEN / 2 > rd->readahead_until) {
+        uint64_t from = MAX(off, rd->readahead_until);
+        if (from < rd->starts[i] + e->len) {
+            uint64_t ra = MIN((uint64_t)STORAGE_READAHEAD_LEN, rd->starts[i] + e->len - from);
+            posix_fadvise(v->rfd, (off_t)(e->offset + (from - rd->starts[i])), (off_t)ra,
+                          POSIX_FADV_WILLNEED);
+            rd->readahead_until = from + ra;
+        }
+    }
+    size_t n = (size_t)MIN(MIN((uint64_t)len, ext_left), rd->len - pos);
+    if (n > SSIZE_MAX)
+        n = SSIZE_MAX;
+    int err = volume_pread(rd->st, v, e->offset + in_ext, buf, n);
+    if (err < 0)
+        return err;
+    /* Checked after the read: a pin still held now was held all along, so
+     * the bytes are the object's even if it was overwritten meanwhile. */
+    err = storage__pin_touch(rd->st, rd->pin, true, off + n, false);
+    return err < 0 ? err : (ssize_t)n;
 }
 
 size_t

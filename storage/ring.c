@@ -174,19 +174,6 @@ storage__io_wait(struct storage__io *io)
     pthread_mutex_unlock(&r->lock);
 }
 
-bool
-storage__io_is_inflight(struct storage__io *io)
-{
-    struct storage__ring *r = io->ring;
-    if (!r)
-        return false;
-    pthread_mutex_lock(&r->lock);
-    ring_reap(r, false);
-    bool is_inflight = io->is_inflight;
-    pthread_mutex_unlock(&r->lock);
-    return is_inflight;
-}
-
 void
 storage__ring_thread_release(void)
 {

@@ -5,14 +5,14 @@
  * directory. Writes go through io_uring with O_DIRECT from aligned staging
  * buffers; every STORAGE_BLOCK_LEN block of an extent carries an xxHash64
  * checksum kept by the caller (in the index record). Reads are either
- * zero-copy (storage_read_fd + sendfile) or buffered reads.
+ * zero-copy (a storage_send_span for sendfile) or buffered reads.
  *
  * Space: the allocator is in memory. At startup the caller marks every
  * extent the index references (storage_mark_used) and then calls
  * storage_ready(); everything else is free. So a crash can never leak
  * space: reserved-but-uncommitted extents are simply free after restart.
- * Freed extents are reused only after every reader pinned before the free
- * has unpinned (deferred reclaim).
+ * Freed extents are reused only when no reader pin holds them back
+ * (deferred reclaim, below).
  *
  * No io_uring type appears here. Functions return 0 / a byte count, or a
  * negative errno. Thread-safety: a storage is shared by all threads; a
@@ -47,7 +47,11 @@ struct storage_config {
     uint32_t max_volumes;        /* new volumes are created on demand up to this */
     uint64_t write_buffer_total; /* bound on all staging buffers together (bytes) */
     bool is_direct;              /* O_DIRECT writes (false only where the fs refuses it) */
+    uint32_t max_pins;           /* reader pins held at once; 0: STORAGE_PINS_DEFAULT */
+    uint32_t pin_timeout_ms;     /* a revocable pin idle this long is revoked; 0: never */
 };
+
+#define STORAGE_PINS_DEFAULT 16384u
 
 /* Opens the volumes in cfg->dir (creating vol-0000 if none exists).
  * Returns 0 and sets '*out', or -errno. */
@@ -110,25 +114,92 @@ int storage_sync(struct storage *st);
 
 /* ---- freeing and reader pins ------------------------------------------- */
 
-/* Returns extents to the allocator once no reader pinned before this call
- * is still active (deferred reclaim). */
+/*
+ * Deferred reclaim. A reader takes a pin before it looks up extents (in the
+ * index), so that an extent released after the pin (an overwrite or delete
+ * committed meanwhile) is not reused while the reader may still read it.
+ * A new pin is wide: it holds back every extent released after it was
+ * taken. Once the reader knows the bytes it will read it narrows the pin
+ * (storage_reader_narrow, storage_reader_create): from then on the pin
+ * holds back only the extents holding bytes still to be read, so a slow
+ * reader delays the reuse of its own object's space and of nothing else.
+ *
+ * The pin table is bounded (storage_config.max_pins). A pin narrowed by
+ * storage_reader_create is revocable until a zero-copy span is taken from
+ * it: when it makes no progress (no storage_reader_read) for
+ * storage_config.pin_timeout_ms it is revoked, holds nothing back any more,
+ * and reads through it fail with -ESTALE.
+ */
+
+/* Returns extents to the allocator once no pin holds them back (see above). */
 void storage_release(struct storage *st, const struct storage_extent *e, size_t n);
-/* A reader pins before it looks up extents and unpins when done with them. */
-uint64_t storage_reader_pin(struct storage *st);
+/* Takes a wide pin; sets '*pin' (a handle for the calls below). Returns 0,
+ * or -EAGAIN when the pin table is full (503 SlowDown). Thread-safe. */
+int storage_reader_pin(struct storage *st, uint64_t *pin);
+/*
+ * Narrows 'pin' to bytes [first, first+len) of the object whose extents are
+ * e[0..n) (in object order; bytes past the extents are ignored). 'e' is not
+ * kept. The pin stays unrevocable. Returns 0, or -ESTALE when 'pin' is not
+ * held (unpinned or revoked). Narrowing twice keeps the second range.
+ */
+int storage_reader_narrow(struct storage *st, uint64_t pin, const struct storage_extent *e,
+                          size_t n, uint64_t first, uint64_t len);
+/* Drops 'pin' (a revoked pin is dropped silently). Thread-safe. */
 void storage_reader_unpin(struct storage *st, uint64_t pin);
 
 /* ---- reading ------------------------------------------------------------ */
 
-/* A new (dup'd) buffered read-only fd of 'volume' for sendfile; the caller
- * closes it. Returns the fd or -errno. */
-int storage_volume_fd(struct storage *st, uint32_t volume);
+struct storage_reader;
+
+/*
+ * What a zero-copy send of part of an object needs: 'len' bytes at
+ * 'offset' of file 'fd'. The fd is borrowed from storage (valid until
+ * storage_close); dup it to hand it to something that closes it.
+ */
+struct storage_send_span {
+    int fd;
+    uint64_t offset;
+    uint64_t len;
+};
+
+/*
+ * Creates a reader of bytes [first, first+len) of the object whose extents
+ * are e[0..n) (copied), under 'pin' (borrowed: the caller unpins only after
+ * the last read), which it narrows to those bytes and makes revocable.
+ * Checks every extent against its volume. Returns 0 and sets '*out' (free
+ * it with storage_reader_destroy), -ERANGE (the range exceeds the
+ * extents), -EIO (an extent lies outside its volume: corruption), -ESTALE
+ * ('pin' is not held).
+ */
+int storage_reader_create(struct storage *st, uint64_t pin, const struct storage_extent *e,
+                          size_t n, uint64_t first, uint64_t len, struct storage_reader **out);
+/* Frees the reader (not its pin); NULL is a no-op. */
+void storage_reader_destroy(struct storage_reader *rd);
+/* True when the reader's bytes lie in one span (storage_reader_span at 0
+ * returns them all). */
+bool storage_reader_is_one_span(const struct storage_reader *rd);
+/*
+ * The zero-copy span holding byte 'pos' (counted from the reader's first
+ * byte) and the bytes after it up to the end of its extent or of the
+ * reader. The pin becomes unrevocable, since the caller now reads outside
+ * storage. Iterate by adding out->len to 'pos'. Returns 0,
+ * -ERANGE when 'pos' is at or past the end, -ENOTSUP when this storage has
+ * no file to send from (use storage_reader_read), -ESTALE (pin revoked).
+ */
+int storage_reader_span(struct storage_reader *rd, uint64_t pos, struct storage_send_span *out);
+/*
+ * Reads up to 'len' bytes at 'pos' (counted from the reader's first byte)
+ * into 'buf', stopping at an extent end, and hints read-ahead. Counts as
+ * progress of the pin and advances it: extents wholly before 'pos' are no
+ * longer held back. Returns the bytes read (0 at the end), -ESTALE when
+ * the pin was revoked, or -errno.
+ */
+ssize_t storage_reader_read(struct storage_reader *rd, uint64_t pos, void *buf, size_t len);
+
 /* Reads 'len' bytes at 'off' within extent 'e' into 'buf'. Returns the
  * bytes read (len unless past the extent end) or -errno. */
 ssize_t storage_read(struct storage *st, const struct storage_extent *e, uint64_t off, void *buf,
                      size_t len);
-/* Hints the kernel to read ahead [off, off+len) of extent 'e'. */
-void storage_readahead(struct storage *st, const struct storage_extent *e, uint64_t off,
-                       uint64_t len);
 
 /*
  * Scrub: re-reads 'n' extents and compares each block against 'sums'
@@ -144,8 +215,9 @@ size_t storage_sums_len(const struct storage_extent *e, size_t n);
 
 struct storage_stats {
     uint64_t total_bytes;   /* all volumes */
-    uint64_t free_bytes;    /* free in the allocator (including pending reclaim? no: excludes it) */
+    uint64_t free_bytes;    /* free in the allocator (excludes pending reclaim) */
     uint64_t pending_bytes; /* freed, waiting for readers */
+    uint32_t n_pins;        /* reader pins held */
     uint32_t n_volumes;
 };
 void storage_stats_get(struct storage *st, struct storage_stats *out);
@@ -155,7 +227,8 @@ void storage_stats_get(struct storage *st, struct storage_stats *out);
 bool storage_is_direct(const struct storage *st);
 
 /* Test hook: make the Nth (1-based, counted from now) operation of 'kind'
- * fail with -EIO. n = 0 disarms. Kinds: "submit", "read", "fsync". */
+ * fail with -EIO. n = 0 disarms. Kinds: "submit", "read", "fsync" (every
+ * fsync or fdatasync, of volumes and of the data directory). */
 void storage_fault_inject(struct storage *st, const char *kind, uint64_t n);
 
 #endif

@@ -1,8 +1,8 @@
 /*
  * storage_int.h: private structures shared by the files of storage/.
  *
- * volume.c owns struct storage and the volume files, alloc.c the free map
- * and deferred reclaim, ring.c the thread-local io_uring rings, writer.c the
+ * volume.c owns struct storage and the volume files, alloc.c the free map,
+ * pin.c reader pins and deferred reclaim, ring.c the thread-local io_uring rings, writer.c the
  * staging buffer pool and writers, reader.c reads and scrubbing. Nothing here
  * leaves storage/; <liburing.h> is included by ring.c and writer.c only.
  */
@@ -18,6 +18,7 @@
 #define STORAGE_STAGE_LEN (512u << 10) /* one staging buffer */
 #define STORAGE_STAGES_MAX 4           /* staging buffers per writer */
 #define STORAGE_RING_DEPTH 64
+#define STORAGE_READAHEAD_LEN (8u << 20) /* storage_reader_read hints this far ahead */
 
 enum storage__fault {
     STORAGE_FAULT_SUBMIT,
@@ -53,10 +54,34 @@ struct storage__volume {
     pthread_mutex_t sync_lock;
 };
 
-/* A set of active reader pins of one generation. */
-struct storage__pin_gen {
-    uint64_t gen;
-    uint64_t n;
+/* A byte range of a volume that a narrowed pin still holds back; 'obj_end'
+ * is the object offset just past it (holds are in object order). */
+struct storage__hold {
+    uint32_t volume;
+    uint64_t off;
+    uint64_t len;
+    uint64_t obj_end;
+};
+
+enum storage__pin_state {
+    STORAGE_PIN_FREE,
+    STORAGE_PIN_WIDE,  /* holds back everything released since 'gen' */
+    STORAGE_PIN_NARROW /* holds back only what overlaps holds[hold_head..n_holds) */
+};
+
+/* A slot of the pin table. A handle is (serial << 32 | slot index); the
+ * serial changes whenever the slot is freed, so a stale handle is refused. */
+struct storage__pin {
+    uint32_t serial;
+    enum storage__pin_state state;
+    bool is_revocable;
+    uint64_t gen;       /* st->gen when taken */
+    int64_t touched_ns; /* last progress (monotonic) */
+    struct storage__hold *holds;
+    size_t hold_head;
+    size_t n_holds;
+    size_t cap_holds;
+    uint32_t active_pos; /* index in st->active while taken */
 };
 
 /* An extent freed while readers may still use it. */
@@ -64,7 +89,7 @@ struct storage__pending {
     uint32_t volume;
     uint64_t off;
     uint64_t len; /* allocation length */
-    uint64_t gen;
+    uint64_t gen; /* st->gen when released */
 };
 
 /* The bounded pool of aligned staging buffers (writer.c). */
@@ -92,15 +117,20 @@ struct storage {
     uint64_t free_bytes;
     bool is_ready;
 
-    /* Deferred reclaim, guarded by reclaim_lock (taken before alloc_lock). */
+    /* Deferred reclaim (pin.c), guarded by reclaim_lock (taken before
+     * alloc_lock). pins[max_pins] is the bounded pin table; free_slots is a
+     * stack of the free slots, active[0..n_active) lists the taken ones.
+     * pending[0..n_pending) is unordered. */
     pthread_mutex_t reclaim_lock;
-    uint64_t gen;
-    struct storage__pin_gen *pins; /* ordered by gen, pins[pin_head..n_pins) */
-    size_t pin_head;
-    size_t n_pins;
-    size_t cap_pins;
-    struct storage__pending *pending; /* ordered by gen, pending[pend_head..n_pending) */
-    size_t pend_head;
+    uint64_t gen; /* bumped by every storage_release */
+    struct storage__pin *pins;
+    uint32_t max_pins;
+    uint32_t *free_slots;
+    uint32_t n_free_slots;
+    uint32_t *active;
+    uint32_t n_active;
+    int64_t pin_timeout_ns; /* 0: pins are never revoked */
+    struct storage__pending *pending;
     size_t n_pending;
     size_t cap_pending;
     uint64_t pending_bytes;
@@ -119,6 +149,9 @@ struct storage__volume *storage__volume_get(struct storage *st, uint32_t id);
 bool storage__fault_hit(struct storage *st, enum storage__fault kind);
 /* Checks that 'e' lies within its volume; logs corruption otherwise. */
 int storage__extent_check(struct storage *st, const struct storage_extent *e);
+/* fsyncs directory 'dir' (a new entry in it survives a power loss). Counts
+ * as an "fsync" for the fault hook. Returns 0 or -errno. */
+int storage__dir_sync(struct storage *st, const char *dir);
 
 /* ---- alloc.c ---- */
 /* Sets up an empty free map for a new volume (caller holds alloc_lock). */
@@ -139,7 +172,22 @@ uint64_t storage__alloc_room(struct storage *st);
 uint64_t storage__alloc_at(struct storage *st, uint32_t vol, uint64_t off, uint64_t max_len);
 /* Returns [off, off+len) of 'vol' to the free map at once. */
 void storage__free(struct storage *st, uint32_t vol, uint64_t off, uint64_t len);
+
+/* ---- pin.c ---- */
+/* Sets up the pin table of 'max_pins' slots and the pending list. */
+void storage__reclaim_init(struct storage *st, uint32_t max_pins, uint32_t pin_timeout_ms);
 void storage__reclaim_cleanup(struct storage *st);
+/* Revokes the pins idle past the timeout and reclaims what no pin holds
+ * back any more. Returns the bytes it returned to the free map. */
+uint64_t storage__reclaim_poll(struct storage *st);
+/* Checks that 'pin' is held and, when 'is_progress', renews its deadline
+ * and drops the holds wholly before object offset 'pos'; 'is_sent' makes
+ * the pin unrevocable. Returns 0 or -ESTALE. */
+int storage__pin_touch(struct storage *st, uint64_t pin, bool is_progress, uint64_t pos,
+                       bool is_sent);
+/* Narrows 'pin' (see storage_reader_narrow), making it revocable or not. */
+int storage__pin_narrow(struct storage *st, uint64_t pin, const struct storage_extent *e, size_t n,
+                        uint64_t first, uint64_t len, bool is_revocable);
 
 /* ---- writer.c ---- */
 void storage__pool_init(struct storage__pool *p, uint64_t total_len);
@@ -169,8 +217,6 @@ struct io_uring_sqe *storage__ring_prep(struct storage__ring *r, struct storage_
 int storage__ring_submit(struct storage__ring *r);
 /* Reaps completions of io's ring (any owner's) until 'io' is done. */
 void storage__io_wait(struct storage__io *io);
-/* True while 'io' is in flight (takes its ring's lock). */
-bool storage__io_is_inflight(struct storage__io *io);
 /* Drains and closes the calling thread's ring (storage_close; thread exit
  * does the same through a key destructor). */
 void storage__ring_thread_release(void);

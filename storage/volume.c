@@ -7,6 +7,8 @@
  * max_volumes; the vols[] slots are published with a release store of
  * n_volumes and never change afterwards. storage_sync is a group commit: one
  * fdatasync per volume covers every write completed before it started.
+ * A volume file created here is fsynced with its directory before it is
+ * published, so no extent is ever committed into a file a crash can lose.
  */
 #define _GNU_SOURCE
 #include "storage/storage_int.h"
@@ -94,6 +96,20 @@ volume_open(struct storage *st, uint32_t id, bool is_create, struct storage__vol
             goto fail;
         }
     }
+    /* A new volume is durable (its size and its name in the directory)
+     * before any extent in it can be published. */
+    if (is_created) {
+        if (storage__fault_hit(st, STORAGE_FAULT_FSYNC))
+            err = -EIO;
+        else if (fsync(wfd) < 0)
+            err = -errno;
+        if (err == 0)
+            err = storage__dir_sync(st, st->dir);
+        if (err < 0) {
+            log_error("storage: cannot make %s durable: %s", path, strerror(-err));
+            goto fail;
+        }
+    }
     rfd = open(path, O_RDONLY | O_CLOEXEC);
     if (rfd < 0) {
         err = -errno;
@@ -177,6 +193,14 @@ storage__extent_check(struct storage *st, const struct storage_extent *e)
     return 0;
 }
 
+int
+storage__dir_sync(struct storage *st, const char *dir)
+{
+    if (storage__fault_hit(st, STORAGE_FAULT_FSYNC))
+        return -EIO;
+    return dir_sync(dir);
+}
+
 /* ---- open and close ----------------------------------------------------- */
 
 int
@@ -188,7 +212,8 @@ storage_open(struct storage **out, const struct storage_config *cfg)
     if (!cfg || !cfg->dir || cfg->volume_size == 0 || cfg->volume_size % STORAGE_BLOCK_LEN != 0 ||
         cfg->max_volumes == 0)
         return -EINVAL;
-    if (mkdir(cfg->dir, 0755) < 0 && errno != EEXIST)
+    bool is_dir_created = mkdir(cfg->dir, 0755) == 0;
+    if (!is_dir_created && errno != EEXIST)
         return -errno;
 
     st = xcalloc(1, sizeof(*st));
@@ -200,10 +225,15 @@ storage_open(struct storage **out, const struct storage_config *cfg)
     atomic_init(&st->n_volumes, 0);
     pthread_mutex_init(&st->alloc_lock, NULL);
     pthread_mutex_init(&st->reclaim_lock, NULL);
-    st->gen = 1;
+    storage__reclaim_init(st, cfg->max_pins, cfg->pin_timeout_ms);
     storage__pool_init(&st->pool, cfg->write_buffer_total);
     for (int i = 0; i < STORAGE_FAULT_N; i++)
         atomic_init(&st->fault_left[i], 0);
+    if (is_dir_created) {
+        err = storage__fault_hit(st, STORAGE_FAULT_FSYNC) ? -EIO : dir_sync_parent(cfg->dir);
+        if (err < 0)
+            goto fail;
+    }
 
     for (uint32_t id = 0; id < cfg->max_volumes; id++) {
         struct storage__volume *v;
@@ -281,16 +311,6 @@ storage_sync(struct storage *st)
 
 /* ---- reading helpers, stats, faults ---------------------------------- */
 
-int
-storage_volume_fd(struct storage *st, uint32_t volume)
-{
-    struct storage__volume *v = storage__volume_get(st, volume);
-    if (!v)
-        return -EINVAL;
-    int fd = fcntl(v->rfd, F_DUPFD_CLOEXEC, 0);
-    return fd < 0 ? -errno : fd;
-}
-
 bool
 storage_is_direct(const struct storage *st)
 {
@@ -308,6 +328,7 @@ storage_stats_get(struct storage *st, struct storage_stats *out)
         out->total_bytes += st->vols[i]->len;
     out->free_bytes = st->free_bytes;
     out->pending_bytes = st->pending_bytes;
+    out->n_pins = st->n_active;
     out->n_volumes = n;
     pthread_mutex_unlock(&st->alloc_lock);
     pthread_mutex_unlock(&st->reclaim_lock);

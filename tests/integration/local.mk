@@ -42,3 +42,7 @@ include %D%/list.mk
 # Uploads hold space only for the bytes they sent (reserve_max_per_principal).
 TESTS += %D%/test_reserve.py
 EXTRA_DIST += %D%/test_reserve.py
+
+# Slow readers: what a stalled GET may hold back (issue 16, item 5).
+TESTS += %D%/test_slow_reader.py
+EXTRA_DIST += %D%/test_slow_reader.py

@@ -1,7 +1,7 @@
 /*
  * storage_test.h: helpers shared by the storage/ unit tests: a temp store,
  * a deterministic byte pattern, and writing then checking an object
- * (contents through storage_read and a dup'd fd, and the block sums against
+ * (contents through storage_read and a zero-copy span, and the block sums against
  * an independent XXH64 of each 1 MiB block).
  */
 #ifndef SHARD_TEST_STORAGE_H
@@ -45,6 +45,15 @@ test_storage_open(const char *dir, uint64_t volume_size, uint32_t max_volumes, u
     struct storage *st = NULL;
     ASSERT_EQ(storage_open(&st, &cfg), 0);
     return st;
+}
+
+/* A wide reader pin (the table must have room). */
+static inline uint64_t
+test_pin(struct storage *st)
+{
+    uint64_t pin = 0;
+    ASSERT_EQ(storage_reader_pin(st, &pin), 0);
+    return pin;
 }
 
 static inline uint64_t
@@ -95,8 +104,18 @@ test_check_object(struct storage *st, const struct storage_extent *e, size_t n, 
     uint8_t *got = malloc(MIB), *want = malloc(MIB);
     uint64_t pos = 0;
     const uint8_t *sum = sums;
+    uint64_t pin = test_pin(st);
     for (size_t i = 0; i < n; i++) {
-        int fd = storage_volume_fd(st, e[i].volume);
+        /* Each extent is one zero-copy span. */
+        struct storage_reader *rd = NULL;
+        ASSERT_EQ(storage_reader_create(st, pin, e, n, pos, e[i].len, &rd), 0);
+        ASSERT(storage_reader_is_one_span(rd));
+        struct storage_send_span span;
+        ASSERT_EQ(storage_reader_span(rd, 0, &span), 0);
+        ASSERT_UEQ(span.len, e[i].len);
+        ASSERT_UEQ(span.offset, e[i].offset);
+        storage_reader_destroy(rd);
+        int fd = span.fd;
         ASSERT(fd >= 0);
         for (uint64_t off = 0; off < e[i].len; off += MIB) {
             size_t len = (size_t)MIN(MIB, e[i].len - off);
@@ -105,16 +124,16 @@ test_check_object(struct storage *st, const struct storage_extent *e, size_t n, 
             ASSERT_EQ(storage_read(st, &e[i], off, got, MIB), (ssize_t)len);
             ASSERT_MEM_EQ(got, want, len);
             memset(got, 0xEE, len);
-            ASSERT_EQ(pread(fd, got, len, (off_t)(e[i].offset + off)), (ssize_t)len);
+            ASSERT_EQ(pread(fd, got, len, (off_t)(span.offset + off)), (ssize_t)len);
             ASSERT_MEM_EQ(got, want, len);
             uint64_t h = XXH64(want, len, 0);
             for (int k = 0; k < 8; k++)
                 ASSERT_EQ(sum[k], (uint8_t)(h >> (8 * k)));
             sum += 8;
         }
-        close(fd);
         pos += e[i].len;
     }
+    storage_reader_unpin(st, pin);
     ASSERT_EQ(storage_verify(st, e, n, sums, sums_len), 0);
     free(got);
     free(want);

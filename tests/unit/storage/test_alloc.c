@@ -209,7 +209,7 @@ test_deferred_reclaim(const char *dir)
     uint64_t free0 = test_free_bytes(st);
     struct storage_stats s;
 
-    uint64_t p1 = storage_reader_pin(st);
+    uint64_t p1 = test_pin(st);
     storage_release(st, &a, 1);
     storage_stats_get(st, &s);
     ASSERT_UEQ(s.free_bytes, free0);
@@ -218,14 +218,14 @@ test_deferred_reclaim(const char *dir)
     struct storage_writer *w = NULL;
     ASSERT_EQ(storage_writer_create(st, free0 + 4096, &w), -ENOSPC);
 
-    uint64_t p2 = storage_reader_pin(st); /* after a's release */
+    uint64_t p2 = test_pin(st); /* after a's release */
     storage_release(st, &b, 1);
-    uint64_t p3 = storage_reader_pin(st); /* after b's release */
+    uint64_t p3 = test_pin(st); /* after b's release */
     storage_reader_unpin(st, p3);
     storage_reader_unpin(st, p2); /* a still waits for p1 */
     storage_stats_get(st, &s);
     ASSERT_UEQ(s.pending_bytes, 30 * MIB);
-    p2 = storage_reader_pin(st);  /* newer than both releases */
+    p2 = test_pin(st);            /* newer than both releases */
     storage_reader_unpin(st, p1); /* a and b: no older pin left */
     storage_stats_get(st, &s);
     ASSERT_UEQ(s.pending_bytes, 0);
@@ -236,14 +236,14 @@ test_deferred_reclaim(const char *dir)
      * p1 and p2. */
     a = put_one(st, 1, 10 * MIB);
     b = put_one(st, 2, 20 * MIB);
-    p1 = storage_reader_pin(st);
+    p1 = test_pin(st);
     storage_release(st, &a, 1);
-    p2 = storage_reader_pin(st);
+    p2 = test_pin(st);
     storage_release(st, &b, 1);
     storage_reader_unpin(st, p2);
     storage_stats_get(st, &s);
     ASSERT_UEQ(s.pending_bytes, 30 * MIB);
-    p2 = storage_reader_pin(st);
+    p2 = test_pin(st);
     storage_reader_unpin(st, p1);
     storage_stats_get(st, &s);
     ASSERT_UEQ(s.pending_bytes, 0);
@@ -251,9 +251,9 @@ test_deferred_reclaim(const char *dir)
     storage_reader_unpin(st, p2);
     a = put_one(st, 1, 10 * MIB);
     b = put_one(st, 2, 20 * MIB);
-    p1 = storage_reader_pin(st);
+    p1 = test_pin(st);
     storage_release(st, &a, 1);
-    p2 = storage_reader_pin(st);
+    p2 = test_pin(st);
     storage_release(st, &b, 1);
     storage_reader_unpin(st, p1);
     storage_stats_get(st, &s);

@@ -151,7 +151,7 @@ thread_main(void *p)
         free(piece);
         ASSERT_EQ(storage_writer_finish(w), 0);
         ASSERT_EQ(storage_sync(a->st), 0);
-        uint64_t pin = storage_reader_pin(a->st);
+        uint64_t pin = test_pin(a->st);
         test_check_writer(a->st, w, seed, size);
         const struct storage_extent *e;
         size_t n = storage_writer_extents(w, &e);

@@ -44,7 +44,6 @@ test_sizes(const char *dir)
     ASSERT_EQ(buf[999], pattern_byte(5, 4999));
     ASSERT_EQ(storage_read(st, e, 5000, buf, sizeof(buf)), 0);
     ASSERT_EQ(storage_read(st, e, 9000, buf, sizeof(buf)), 0);
-    storage_readahead(st, e, 0, 5000);
     /* A known size is a limit. */
     struct storage_writer *w2;
     ASSERT_EQ(storage_writer_create(st, 10, &w2), 0);
