@@ -3,6 +3,7 @@ include server/parse.mk
 bin_PROGRAMS += shardstore
 shardstore_SOURCES = server/main.c server/server.h server/s3_errors.def server/config.c \
 	server/errors.c server/util.c server/xml_out.c server/meta.c server/commit.c server/offload.c server/listener.c \
+	server/guard.c server/guard.h \
 	server/http.c server/op_bucket.c server/op_list.c server/op_put.c server/op_get.c \
 	server/op_copy.c server/op_delete.c server/op_multipart.c server/admin.c server/creds.c \
 	server/creds.h server/access.c server/admin_users.c server/op_versions.c \
