@@ -290,8 +290,11 @@ guard_conn_phase(struct guard_conn *c, enum guard_phase phase)
 {
     if (!c)
         return;
-    /* Only the connection's own thread writes after admission. */
+    /* Only the connection's own thread writes after admission. The same
+     * phase again is no new phase (its window goes on). */
     unsigned w = atomic_load_explicit(&c->phase_word, memory_order_relaxed);
+    if ((w & 3u) == (unsigned)phase)
+        return;
     atomic_store_explicit(&c->phase_word, (((w >> 2) + 1) << 2) | (unsigned)phase,
                           memory_order_release);
 }
@@ -400,14 +403,15 @@ log_summary(struct guard *g, int64_t now)
         total += g->dropped[i];
     if (!total)
         return;
-    log_info(
-        "guard: dropped %llu (headers late %llu, upload slow %llu, reader stalled %llu, "
-        "evicted %llu), refused %llu (per-address cap %llu, full %llu) in the last %lld s",
-        (unsigned long long)(total - g->refused_ip - g->refused_full),
-        (unsigned long long)g->dropped[DROP_HEADERS], (unsigned long long)g->dropped[DROP_BODY],
-        (unsigned long long)g->dropped[DROP_SEND], (unsigned long long)g->dropped[DROP_EVICT],
-        (unsigned long long)(g->refused_ip + g->refused_full), (unsigned long long)g->refused_ip,
-        (unsigned long long)g->refused_full, (long long)(GUARD_LOG_PERIOD_NS / 1000000000));
+    log_info("guard: dropped %llu connections (headers late %llu, upload slow %llu, reader "
+             "stalled %llu, evicted at the limit %llu, at shutdown %llu), refused %llu "
+             "(per-address cap %llu, full %llu) since the last such line",
+             (unsigned long long)(total - g->refused_ip - g->refused_full),
+             (unsigned long long)g->dropped[DROP_HEADERS],
+             (unsigned long long)g->dropped[DROP_BODY], (unsigned long long)g->dropped[DROP_SEND],
+             (unsigned long long)g->dropped[DROP_EVICT], (unsigned long long)g->dropped[DROP_STOP],
+             (unsigned long long)(g->refused_ip + g->refused_full),
+             (unsigned long long)g->refused_ip, (unsigned long long)g->refused_full);
     memset(g->dropped, 0, sizeof(g->dropped));
     g->refused_ip = 0;
     g->refused_full = 0;

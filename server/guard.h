@@ -67,8 +67,9 @@ struct guard_conn *guard_conn_started(struct guard *g, int fd);
 /* MHD_CONNECTION_NOTIFY_CLOSED, before MHD closes the socket: 'c' is
  * invalid afterwards. Accepts NULL. */
 void guard_conn_closed(struct guard *g, struct guard_conn *c);
-/* Reports the phase of the connection's current request. A store, no lock:
- * cheap enough for every request. Accepts NULL. */
+/* Reports the phase of the connection's current request (reporting the
+ * phase it is in already changes nothing). A store, no lock: cheap enough
+ * for every request and every body chunk. Accepts NULL. */
 void guard_conn_phase(struct guard_conn *c, enum guard_phase phase);
 
 /* Shuts down (SHUT_RDWR) the connections selected by 'what' so that MHD

@@ -692,19 +692,6 @@ job_finish(void *arg)
     MHD_resume_connection(conn);
 }
 
-/* Suspends the connection and runs 'fn' on a worker; the response it
- * leaves in r->deferred_resp is queued by the next on_access call. */
-static void
-offload_step(struct s3_req *r, void (*fn)(void *))
-{
-    r->is_offloaded = true;
-    atomic_fetch_add(&r->srv->metrics.offloaded, 1);
-    r->job.fn = fn;
-    r->job.arg = r;
-    MHD_suspend_connection(r->conn);
-    offload_submit(r->srv->offload, &r->job);
-}
-
 /* Tells the guard where the request of 'conn' is (guard.c). */
 static void
 conn_phase(struct MHD_Connection *conn, enum guard_phase phase)
@@ -713,6 +700,21 @@ conn_phase(struct MHD_Connection *conn, enum guard_phase phase)
         MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
     if (ci)
         guard_conn_phase(ci->socket_context, phase);
+}
+
+/* Suspends the connection and runs 'fn' on a worker; the response it
+ * leaves in r->deferred_resp is queued by the next on_access call. */
+static void
+offload_step(struct s3_req *r, void (*fn)(void *))
+{
+    r->is_offloaded = true;
+    atomic_fetch_add(&r->srv->metrics.offloaded, 1);
+    /* Suspended, the connection reads nothing: no upload rate applies. */
+    conn_phase(r->conn, GUARD_PHASE_BUSY);
+    r->job.fn = fn;
+    r->job.arg = r;
+    MHD_suspend_connection(r->conn);
+    offload_submit(r->srv->offload, &r->job);
 }
 
 static enum MHD_Result
@@ -754,6 +756,7 @@ on_access(void *cls, struct MHD_Connection *conn, const char *url, const char *m
     if (*upload_data_size) {
         size_t n = *upload_data_size;
         *upload_data_size = 0;
+        conn_phase(conn, GUARD_PHASE_BODY); /* again after a suspension */
         if (!r->is_responded)
             feed_body(r, upload_data, n);
         return MHD_YES;
