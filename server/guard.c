@@ -517,6 +517,25 @@ guard_drop(struct guard *g, enum guard_drop_what what)
     pthread_mutex_unlock(&g->lock);
 }
 
+bool
+guard_wait_closed(struct guard *g, uint32_t timeout_ms)
+{
+    int64_t deadline = clock_mono_ns() + (int64_t)timeout_ms * 1000000;
+    for (;;) {
+        uint32_t n_active = 0;
+        pthread_mutex_lock(&g->lock);
+        for (int fd = 0; fd < g->fd_hi; fd++)
+            n_active += g->conns[fd].state == CONN_ACTIVE;
+        pthread_mutex_unlock(&g->lock);
+        if (n_active == 0)
+            return true;
+        if (clock_mono_ns() >= deadline)
+            return false;
+        struct timespec ts = {0, 5 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+}
+
 void
 guard_exit_after(struct guard *g, uint32_t seconds)
 {

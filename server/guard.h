@@ -75,6 +75,9 @@ void guard_conn_phase(struct guard_conn *c, enum guard_phase phase);
 /* Shuts down (SHUT_RDWR) the connections selected by 'what' so that MHD
  * closes them; used while stopping. */
 void guard_drop(struct guard *g, enum guard_drop_what what);
+/* Waits until MHD has closed every connection it started, at most
+ * 'timeout_ms'. Returns true when none is left. */
+bool guard_wait_closed(struct guard *g, uint32_t timeout_ms);
 /* Makes the watchdog end the process with _exit(1), after an error log
  * line, if the guard is still alive 'seconds' from now: the last resort
  * that bounds shutdown whatever blocks it. */
