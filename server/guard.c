@@ -106,12 +106,14 @@ struct guard {
  * Connections per client address: open addressing, linear probing
  * ====================================================================== */
 
+/* The slot where the probe for 'ip' starts (Fibonacci hashing). */
 static uint32_t
 ip_home(const struct guard *g, uint32_t ip)
 {
     return (ip * 2654435761u) & g->ip_mask;
 }
 
+/* The slot holding 'ip', or the empty slot where it would go. */
 static struct ip_slot *
 ip_find(struct guard *g, uint32_t ip)
 {
@@ -120,6 +122,7 @@ ip_find(struct guard *g, uint32_t ip)
             return &g->ips[i];
 }
 
+/* Empties slot 's'. */
 static void
 ip_remove(struct guard *g, struct ip_slot *s)
 {
@@ -143,6 +146,8 @@ ip_remove(struct guard *g, struct ip_slot *s)
  * The table
  * ====================================================================== */
 
+/* Frees the entry 'c' and its count for its address. Called with the mutex
+ * held. */
 static void
 conn_release(struct guard *g, struct guard_conn *c)
 {
@@ -169,6 +174,7 @@ conn_drop(struct guard *g, struct guard_conn *c, enum drop_reason why)
     log_debug("guard: dropped connection %d: %s", c->fd, drop_names[why]);
 }
 
+/* The phase 'c' is in; '*word' gets the phase word it was read from. */
 static enum guard_phase
 conn_phase(const struct guard_conn *c, unsigned *word)
 {
@@ -418,6 +424,8 @@ log_summary(struct guard *g, int64_t now)
     g->log_at_ns = now + GUARD_LOG_PERIOD_NS;
 }
 
+/* The watchdog thread: a scan every scan_ns until guard_destroy, and the
+ * forced exit armed by guard_exit_after. */
 static void *
 watchdog_main(void *arg)
 {
@@ -488,15 +496,17 @@ guard_create(const struct config *cfg, size_t stack_len)
     if (g->body_min_bytes)
         shortest = MIN(shortest, g->body_window_ns / 4);
     g->scan_ns = MAX(shortest, 100LL * 1000 * 1000);
-    if (server_thread_start(&g->thread, stack_len, watchdog_main, g) < 0) {
-        pthread_cond_destroy(&g->wake);
-        pthread_mutex_destroy(&g->lock);
-        free(g->ips);
-        free(g->conns);
-        free(g);
-        return NULL;
-    }
+    if (server_thread_start(&g->thread, stack_len, watchdog_main, g) < 0)
+        goto fail;
     return g;
+
+fail:
+    pthread_cond_destroy(&g->wake);
+    pthread_mutex_destroy(&g->lock);
+    free(g->ips);
+    free(g->conns);
+    free(g);
+    return NULL;
 }
 
 void
