@@ -17,8 +17,10 @@ applies to them and not to the health checks from 127.0.0.1).
 (f) SIGTERM after hostile inputs (slow header senders, a half-sent upload,
     an over-size upload refused mid-body, requests held in their commit)
     ends the process within shutdown_grace plus a few seconds, and what was
-    acknowledged before is there after a restart; when a commit blocks past
-    that, the process still ends, and still keeps what was acknowledged.
+    acknowledged before is there after a restart; connections that only
+    wait for a request do not hold the stop for the grace; when a commit
+    blocks past the grace, the process still ends, and still keeps what was
+    acknowledged.
 (g) Out of file descriptors, the accept thread backs off, logs a line now
     and then rather than a flood, and accepts again once descriptors free.
 """
@@ -331,6 +333,34 @@ def test_shutdown_bounded():
         srv.cleanup()
 
 
+def test_shutdown_not_held_by_waiting_clients():
+    # Connections that wait for a request (slow header senders, idle
+    # keep-alive ones) have nothing to finish: they must not hold SIGTERM
+    # for the whole grace.
+    grace_s = 8
+    config = CONFIG.replace("shutdown_grace = %d" % GRACE_S, "shutdown_grace = %d" % grace_s)
+    srv = harness.Server(config=config, tag="slow-i")
+    socks = []
+    try:
+        srv.start()
+        for _ in range(5):
+            s = conn_from(srv, "127.0.0.8")
+            s.send(ENDLESS_HEAD)
+            socks.append(s)
+        for _ in range(3):
+            s = conn_from(srv, "127.0.0.9")
+            eq(health_on(s), 200, "keep-alive request")
+            socks.append(s)
+        time.sleep(0.3)
+        t0 = time.monotonic()
+        problems = srv.stop_within(grace_s / 2)
+        check(not problems, "SIGTERM with only waiting clients (%.1f s):\n%s" % (time.monotonic() - t0, "\n".join(problems)))
+    finally:
+        for s in socks:
+            s.close()
+        srv.cleanup()
+
+
 def test_shutdown_last_resort():
     srv = harness.Server(config=CONFIG, tag="slow-g", allowed_errors=[r"stopping: still not done"])
     stop = threading.Event()
@@ -414,6 +444,7 @@ TESTS = [
     test_stalled_reader_dropped,
     test_per_ip_cap,
     test_shutdown_bounded,
+    test_shutdown_not_held_by_waiting_clients,
     test_shutdown_last_resort,
     test_accept_out_of_descriptors,
 ]
