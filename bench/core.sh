@@ -154,7 +154,8 @@ echo "RESULT env date=$(date -u +%Y-%m-%dT%H:%M:%SZ) host=$(hostname) cores=$(np
 ss_start() { # ss_start DATADIR GROUP_COMMIT
   local dir=$1 gc=$2
   rm -rf "$dir"; mkdir -p "$dir"
-  printf 'volume_size = %s\ngroup_commit = %s\nconnection_memory = %s\ninline_max = 0\nlog_level = warn\n' \
+  # All benchmark clients share one address: lift the per-address cap.
+  printf 'volume_size = %s\ngroup_commit = %s\nconnection_memory = %s\ninline_max = 0\nlog_level = warn\nconnection_limit_per_ip = 0\n' \
     "${BENCH_VOLUME_SIZE:-8G}" "$gc" "$CONN_MEMORY" > "$dir.conf"
   [ -z "${BENCH_EXTRA_CONF:-}" ] || printf '%b\n' "$BENCH_EXTRA_CONF" >> "$dir.conf"
   ss_launch "$dir" "$dir.conf"

@@ -24,9 +24,15 @@ struct config {
     uint32_t connection_memory; /* bytes of MHD's per-connection buffer pool */
     uint32_t connection_limit;
     uint32_t connection_timeout_s;
-    uint32_t http_threads;       /* event-loop threads; 0 = cores + 1 */
-    uint32_t worker_threads_max; /* offload pool for blocking steps */
-    bool thread_per_connection;  /* the older model: no event loop, no pool */
+    /* Slow clients (guard.c); 0 turns each off. */
+    uint32_t header_timeout_s;        /* request headers complete within this */
+    uint64_t min_body_rate;           /* bytes/s an upload keeps up, averaged over: */
+    uint32_t body_rate_window_s;      /* this many seconds */
+    uint32_t send_timeout_s;          /* a client reading nothing this long is dropped */
+    uint32_t connection_limit_per_ip; /* connections from one client address */
+    uint32_t http_threads;            /* event-loop threads; 0 = cores + 1 */
+    uint32_t worker_threads_max;      /* offload pool for blocking steps */
+    bool thread_per_connection;       /* the older model: no event loop, no pool */
     uint32_t shutdown_grace_s;
     uint64_t max_object_size;
     /* Space and staging buffers one user's uploads in flight may hold

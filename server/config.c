@@ -49,6 +49,11 @@ static const struct directive directives[] = {
     {"connection_memory", DIR_SIZE32, FIELD(connection_memory), 0},
     {"connection_limit", DIR_U32, FIELD(connection_limit), 0},
     {"connection_timeout", DIR_U32, FIELD(connection_timeout_s), 0},
+    {"header_timeout", DIR_U32, FIELD(header_timeout_s), 0},
+    {"min_body_rate", DIR_SIZE, FIELD(min_body_rate), 0},
+    {"body_rate_window", DIR_U32, FIELD(body_rate_window_s), 0},
+    {"send_timeout", DIR_U32, FIELD(send_timeout_s), 0},
+    {"connection_limit_per_ip", DIR_U32, FIELD(connection_limit_per_ip), 0},
     {"http_threads", DIR_U32, FIELD(http_threads), 0},
     {"worker_threads_max", DIR_U32, FIELD(worker_threads_max), 0},
     {"thread_per_connection", DIR_BOOL, FIELD(thread_per_connection), 0},
@@ -84,6 +89,11 @@ config_defaults(struct config *c)
     c->connection_memory = 32 * 1024;
     c->connection_limit = 4096;
     c->connection_timeout_s = 60;
+    c->header_timeout_s = 15;
+    c->min_body_rate = 1024;
+    c->body_rate_window_s = 30;
+    c->send_timeout_s = 60;
+    c->connection_limit_per_ip = 256;
     c->http_threads = 0;
     c->worker_threads_max = 512;
     c->thread_per_connection = false;

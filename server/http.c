@@ -38,6 +38,7 @@
 #include "server/server.h"
 #include "server/util.h"
 #include "storage/storage.h"
+#include "server/guard.h"
 
 #include <errno.h>
 #include <microhttpd.h>
@@ -58,6 +59,10 @@
 #else
 #define SERVER_THREAD_STACK ((size_t)(512 * 1024))
 #endif
+
+/* Seconds past shutdown_grace after which a stop still blocked (a stuck
+ * disk, a deadlock) ends the process anyway. */
+#define HTTP_STOP_MARGIN_S 5
 
 /* ======================================================================
  * Parsing the request line and headers
@@ -239,6 +244,16 @@ job_finish(void *arg)
     MHD_resume_connection(conn);
 }
 
+/* Tells the guard where the request of 'conn' is (guard.c). */
+static void
+conn_phase(struct MHD_Connection *conn, enum guard_phase phase)
+{
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    if (ci)
+        guard_conn_phase(ci->socket_context, phase);
+}
+
 /* Suspends the connection and runs 'fn' on a worker; the response it
  * leaves in r->deferred_resp is queued by the next on_access call. */
 static void
@@ -246,6 +261,8 @@ offload_step(struct s3_req *r, void (*fn)(void *))
 {
     r->is_offloaded = true;
     atomic_fetch_add(&r->srv->metrics.offloaded, 1);
+    /* Suspended, the connection reads nothing: no upload rate applies. */
+    conn_phase(r->conn, GUARD_PHASE_BUSY);
     r->job.fn = fn;
     r->job.arg = r;
     MHD_suspend_connection(r->conn);
@@ -265,7 +282,9 @@ on_access(void *cls, struct MHD_Connection *conn, const char *url, const char *m
     r->conn = conn;
     if (!r->method.ptr) {
         r->is_first_call = true;
-        if (dispatch_parse(r, method)) {
+        bool is_parsed = dispatch_parse(r, method);
+        conn_phase(conn, r->has_request_body ? GUARD_PHASE_BODY : GUARD_PHASE_BUSY);
+        if (is_parsed) {
             if (!r->has_request_body && is_blocking(r)) {
                 /* The worker owns r from submit on (and sets the flag again). */
                 r->is_first_call = false;
@@ -289,10 +308,12 @@ on_access(void *cls, struct MHD_Connection *conn, const char *url, const char *m
     if (*upload_data_size) {
         size_t n = *upload_data_size;
         *upload_data_size = 0;
+        conn_phase(conn, GUARD_PHASE_BODY); /* again after a suspension */
         if (!r->is_responded)
             body_feed(r, upload_data, n);
         return MHD_YES;
     }
+    conn_phase(conn, GUARD_PHASE_BUSY);
     if (!r->is_responded) {
         if (is_blocking(r))
             offload_step(r, job_finish);
@@ -306,12 +327,12 @@ static void
 on_completed(void *cls, struct MHD_Connection *conn, void **req_cls,
              enum MHD_RequestTerminationCode toe)
 {
-    (void)conn;
     struct server *srv = cls;
     struct s3_req *r = *req_cls;
     if (!r)
         return;
     *req_cls = NULL;
+    conn_phase(conn, GUARD_PHASE_IDLE);
     if (r->deferred_resp)
         MHD_destroy_response(r->deferred_resp);
     if (r->on_cleanup)
@@ -330,6 +351,23 @@ on_completed(void *cls, struct MHD_Connection *conn, void **req_cls,
     arena_destroy(r->arena);
 }
 
+/* MHD_OPTION_NOTIFY_CONNECTION: the guard follows each connection from
+ * start to close; its handle is the socket context. */
+static void
+on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
+              enum MHD_ConnectionNotificationCode code)
+{
+    struct server *srv = cls;
+    if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+        const union MHD_ConnectionInfo *ci =
+            MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+        *socket_context = ci ? guard_conn_started(srv->guard, ci->connect_fd) : NULL;
+    } else {
+        guard_conn_closed(srv->guard, *socket_context);
+        *socket_context = NULL;
+    }
+}
+
 static void
 on_mhd_log(void *cls, const char *fmt, va_list ap)
 {
@@ -346,15 +384,22 @@ on_mhd_log(void *cls, const char *fmt, va_list ap)
  * Start and stop
  * ====================================================================== */
 
-/* The listener's callback: MHD takes the socket (and closes it, also when
- * it refuses it at the connection limit). */
+/* The listener's callback: the guard admits the socket (per-address cap,
+ * room at the limit), then MHD takes it (and closes it, also when it
+ * refuses it). */
 static void
 add_connection(void *ctx, int fd, const struct sockaddr *sa, socklen_t len)
 {
     struct server *srv = ctx;
-    if (MHD_add_connection(srv->daemon, fd, sa, len) != MHD_YES)
+    if (!guard_admit(srv->guard, fd, sa, len)) {
+        close(fd);
+        return;
+    }
+    if (MHD_add_connection(srv->daemon, fd, sa, len) != MHD_YES) {
+        guard_forget(srv->guard, fd);
         log_debug("connection refused (limit %u reached or out of memory)",
                   srv->cfg.connection_limit);
+    }
 }
 
 int
@@ -398,6 +443,11 @@ http_start(struct server *srv)
         flags |= MHD_ALLOW_SUSPEND_RESUME;
         srv->offload = offload_create(srv->cfg.worker_threads_max, stack);
     }
+    srv->guard = guard_create(&srv->cfg, stack);
+    if (!srv->guard) {
+        log_error("cannot start the connection guard");
+        goto fail;
+    }
     /* The pool size goes in only when there is a pool: MHD warns about 0. */
     struct MHD_OptionItem pool[] = {
         {threads > 1 ? MHD_OPTION_THREAD_POOL_SIZE : MHD_OPTION_END, (intptr_t)threads, NULL},
@@ -406,10 +456,12 @@ http_start(struct server *srv)
     srv->daemon = MHD_start_daemon(
         flags, 0, NULL, NULL, on_access, srv, MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, srv,
         MHD_OPTION_THREAD_STACK_SIZE, stack, MHD_OPTION_ARRAY, pool, MHD_OPTION_CONNECTION_LIMIT,
-        srv->cfg.connection_limit, MHD_OPTION_CONNECTION_TIMEOUT, srv->cfg.connection_timeout_s,
-        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)srv->cfg.connection_memory,
-        MHD_OPTION_CONNECTION_MEMORY_INCREMENT, (size_t)(4 * 1024), MHD_OPTION_NOTIFY_COMPLETED,
-        on_completed, srv, MHD_OPTION_URI_LOG_CALLBACK, on_uri, srv, MHD_OPTION_END);
+        srv->cfg.connection_limit + GUARD_CONNECTION_SLACK, MHD_OPTION_CONNECTION_TIMEOUT,
+        srv->cfg.connection_timeout_s, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
+        (size_t)srv->cfg.connection_memory, MHD_OPTION_CONNECTION_MEMORY_INCREMENT,
+        (size_t)(4 * 1024), MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv,
+        MHD_OPTION_NOTIFY_CONNECTION, on_connection, srv, MHD_OPTION_URI_LOG_CALLBACK, on_uri, srv,
+        MHD_OPTION_END);
     if (!srv->daemon) {
         log_error("cannot start the HTTP daemon");
         goto fail;
@@ -439,6 +491,8 @@ fail:
     srv->daemon = NULL;
     offload_destroy(srv->offload);
     srv->offload = NULL;
+    guard_destroy(srv->guard);
+    srv->guard = NULL;
     return -1;
 }
 
@@ -447,19 +501,39 @@ http_stop(struct server *srv)
 {
     if (!srv->daemon)
         return;
+    /* Whatever clients do, and whatever blocks below, the process ends
+     * HTTP_STOP_MARGIN_S after the grace at the latest. */
+    guard_exit_after(srv->guard, srv->cfg.shutdown_grace_s + HTTP_STOP_MARGIN_S);
     listener_stop(srv->listener);
+    /* Connections waiting for a request (slow header senders included,
+     * which would hold the wait below for the whole grace) have nothing to
+     * finish: close them, and the keep-alive ones as they go idle. */
     int64_t deadline = clock_mono_ns() + (int64_t)srv->cfg.shutdown_grace_s * 1000000000;
-    while (atomic_load(&srv->in_flight) > 0 && clock_mono_ns() < deadline) {
+    for (unsigned i = 0; atomic_load(&srv->in_flight) > 0 && clock_mono_ns() < deadline; i++) {
+        if (i % 10 == 0)
+            guard_drop(srv->guard, GUARD_DROP_IDLE);
         struct timespec ts = {0, 10 * 1000 * 1000};
         nanosleep(&ts, NULL);
     }
+    /* Past the grace, what is left is dropped: slow uploads and readers,
+     * requests whose step still runs (their clients get no answer, so
+     * nothing they were told is lost). MHD closes them at its next turn. */
+    guard_drop(srv->guard, GUARD_DROP_ALL);
     /* Workers finish their steps and resume their connections before the
-     * daemon goes; a step started after this runs on the event thread. */
+     * daemon goes (MHD must not stop with a connection suspended); a step
+     * started after this runs on the event thread. */
     offload_stop(srv->offload);
+    /* Let the event loops close every connection at their own pace, so that
+     * MHD_stop_daemon only joins idle threads: closing connections while
+     * stopping is MHD's least exercised path. */
+    if (!guard_wait_closed(srv->guard, 2000))
+        log_warn("stopping: connections still open; MHD closes them");
     MHD_stop_daemon(srv->daemon);
     srv->daemon = NULL;
     offload_destroy(srv->offload);
     srv->offload = NULL;
     listener_close(srv->listener);
     srv->listener = NULL;
+    guard_destroy(srv->guard);
+    srv->guard = NULL;
 }

@@ -8,6 +8,10 @@
  * Here one thread accepts and hands each socket to MHD_add_connection(),
  * which spreads connections over the pool by socket number, i.e. evenly.
  *
+ * accept() failing never ends the thread: it backs off (out of descriptors
+ * or memory, the backlog waits until some close) and retries, logging one
+ * line per LISTENER_LOG_PERIOD_NS with a count rather than one per failure.
+ *
  * Stopping: listener_close() shuts the socket down, which wakes accept(),
  * joins the thread and closes the socket. Accepted sockets belong to the
  * add callback (MHD closes them).
@@ -27,6 +31,12 @@
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
+
+/* At most one log line about failing accept() calls per this period. */
+#define LISTENER_LOG_PERIOD_NS (10LL * 1000 * 1000 * 1000)
+/* Backoff after a failed accept(): doubles from the first to the last. */
+#define LISTENER_BACKOFF_MIN_NS (10LL * 1000 * 1000)
+#define LISTENER_BACKOFF_MAX_NS (200LL * 1000 * 1000)
 
 struct listener {
     int fd;
@@ -74,32 +84,68 @@ fail:
     return err;
 }
 
+/* Whether accept() failing with 'err' concerns only the connection it was
+ * taking (the client gave up, or its network did), so the next call may
+ * follow at once. */
+static bool
+is_transient(int err)
+{
+    switch (err) {
+    case EINTR:
+    case EAGAIN:
+    case ECONNABORTED:
+    case EPROTO:
+    case ENETDOWN:
+    case ENETUNREACH:
+    case EHOSTDOWN:
+    case EHOSTUNREACH:
+    case ENONET:
+    case ENOPROTOOPT:
+    case EOPNOTSUPP:
+    case ETIMEDOUT:
+        return true;
+    default:
+        return false;
+    }
+}
+
 static void *
 accept_main(void *arg)
 {
     struct listener *l = arg;
+    int64_t backoff_ns = 0;
+    int64_t log_at_ns = 0;
+    uint64_t n_failed = 0; /* since the last log line */
     while (!atomic_load(&l->is_stopping)) {
         struct sockaddr_storage ss;
         socklen_t len = sizeof(ss);
         int fd = accept4(l->fd, (struct sockaddr *)&ss, &len, SOCK_CLOEXEC);
-        if (fd < 0) {
-            int err = errno;
-            if (atomic_load(&l->is_stopping))
-                break;
-            if (err == EINTR || err == ECONNABORTED || err == EPROTO)
-                continue;
-            if (err == EMFILE || err == ENFILE || err == ENOBUFS || err == ENOMEM) {
-                /* Out of descriptors or memory: the connections in the
-                 * backlog wait until some close, rather than spin here. */
-                log_warn("accept: %s; pausing 10 ms", strerror(err));
-                struct timespec ts = {0, 10 * 1000 * 1000};
-                nanosleep(&ts, NULL);
-                continue;
-            }
-            log_error("accept: %s; no longer accepting", strerror(err));
-            break;
+        if (fd >= 0) {
+            backoff_ns = 0;
+            l->add(l->ctx, fd, (struct sockaddr *)&ss, len);
+            continue;
         }
-        l->add(l->ctx, fd, (struct sockaddr *)&ss, len);
+        int err = errno;
+        if (atomic_load(&l->is_stopping))
+            break;
+        if (is_transient(err))
+            continue;
+        /* Out of descriptors (EMFILE, ENFILE) or memory, or anything else:
+         * the connections in the backlog wait until some close. Back off
+         * rather than spin, and never stop accepting for good. */
+        n_failed++;
+        int64_t now = clock_mono_ns();
+        if (now >= log_at_ns) {
+            log_warn("accept: %s; backing off and retrying (%llu failures since the last "
+                     "such line)",
+                     strerror(err), (unsigned long long)n_failed);
+            n_failed = 0;
+            log_at_ns = now + LISTENER_LOG_PERIOD_NS;
+        }
+        backoff_ns =
+            backoff_ns ? MIN(2 * backoff_ns, LISTENER_BACKOFF_MAX_NS) : LISTENER_BACKOFF_MIN_NS;
+        struct timespec ts = {(time_t)(backoff_ns / 1000000000), (long)(backoff_ns % 1000000000)};
+        nanosleep(&ts, NULL);
     }
     return NULL;
 }

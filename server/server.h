@@ -19,6 +19,7 @@
 
 struct MHD_Daemon;
 struct committer;
+struct guard;
 struct index;
 struct listener;
 struct offload;
@@ -47,6 +48,7 @@ struct server {
     struct MHD_Daemon *daemon;
     struct offload *offload; /* NULL with thread_per_connection */
     struct listener *listener;
+    struct guard *guard;            /* slow-client rules (guard.c) */
     struct reserve_table *reserves; /* what each principal's uploads hold */
     char access_key[129];
     char secret_key[129];

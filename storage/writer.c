@@ -416,7 +416,11 @@ storage_writer_create(struct storage *st, uint64_t size_hint, struct storage_wri
         err = -EAGAIN;
         goto fail;
     }
-    if (is_known && ALIGN_UP(size_hint, STORAGE_ALIGN) > storage__alloc_room(st)) {
+    /* Space held back by a stalled reader past its deadline comes back
+     * only when someone looks (pin.c): look before refusing. */
+    uint64_t need = ALIGN_UP(size_hint, STORAGE_ALIGN);
+    if (is_known && need > storage__alloc_room(st) &&
+        (storage__reclaim_poll(st) == 0 || need > storage__alloc_room(st))) {
         err = -ENOSPC;
         goto fail;
     }

@@ -410,6 +410,24 @@ class Server:
         self.problems += problems
         return problems
 
+    def stop_within(self, limit_s):
+        """stop(), but a problem also when the process is still alive
+        'limit_s' seconds after SIGTERM (it is then killed): shutdown must be
+        bounded (shutdown_grace plus a few seconds) whatever clients are
+        doing. Call it at teardown after hostile inputs. Returns the list of
+        problems (also kept in self.problems)."""
+        late = []
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=limit_s)
+            except subprocess.TimeoutExpired:
+                late.append("server still running %.1f s after SIGTERM" % limit_s)
+                self.proc.kill()
+                self.proc.wait(timeout=10)
+        self.problems += late
+        return late + self.stop()
+
     def kill(self):
         """kill -9 the server (no checks on exit status; sanitizer output so
         far is still checked by the next stop() through self.problems)."""

@@ -28,6 +28,11 @@ TESTS += %D%/test_curl
 %C%_test_curl_CFLAGS = $(AM_CFLAGS) $(LIBCURL_CFLAGS)
 %C%_test_curl_LDADD = tests/lib/libtest.la $(LIBCURL_LIBS)
 
+# Slow and hostile clients (slowloris, slow uploads and readers, per-address
+# cap, bounded shutdown, accept() out of descriptors).
+TESTS += %D%/test_slow_clients.py
+EXTRA_DIST += %D%/test_slow_clients.py
+
 # Admin endpoints: health, metrics, scrub.
 TESTS += %D%/test_admin.py
 EXTRA_DIST += %D%/test_admin.py
