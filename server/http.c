@@ -15,9 +15,12 @@
  *   completion         -> on_cleanup, reader unpin, arena destroyed
  *
  * Connections run on a few event-loop threads (MHD's poll loop, one thread
- * per core by default). A step that may block (a request without body that
- * is not a GET or HEAD, and the final call of any request with a body:
- * commits, fdatasync, scrub) is not run there: the connection is suspended,
+ * per core by default). A step that may block (commits, fdatasync, copies,
+ * scrub) is not run there; the route table (router.c) says which: the
+ * handler of a route without body (DELETE, CopyObject, multipart create and
+ * abort, scrub, ...) or the end step of a route with one (PUT, complete
+ * multipart, ...), never whether a body came. A body sent to a route that
+ * takes none is refused. For a blocking step the connection is suspended,
  * the step runs on a worker of offload.c, which leaves its response in
  * r->deferred_resp and resumes the connection; MHD then calls on_access
  * again, which queues it (req.c). Only /_/health runs before authentication.
@@ -191,16 +194,13 @@ dispatch_parse(struct s3_req *r, const char *method)
     return true;
 }
 
-/* Second half: admin endpoints, addressing, authentication, routing. */
+/* Second half: authentication and the route's handler (admin endpoints
+ * authenticate themselves: health needs no signature). */
 static void
 dispatch_route(struct s3_req *r)
 {
-    if (slice_has_prefix(r->raw_path, SLICE_LIT("/_/"))) {
+    if (r->is_admin) {
         op_admin(r);
-        return;
-    }
-    if (!router_resolve_address(r)) {
-        s3_respond_error(r, S3_ERR_INVALID_REQUEST, "Bad request path");
         return;
     }
     if (!s3_authenticate_or_anonymous(r))
@@ -209,13 +209,13 @@ dispatch_route(struct s3_req *r)
     router_route(r);
 }
 
-/* Whether a step of 'r' may block (commit, fdatasync, scrub) and so must
- * run on a worker: everything but GET and HEAD, which only read. */
+/* Whether the route's step 'flag' (ROUTE_BLOCKS: the handler,
+ * ROUTE_END_BLOCKS: the end step) may block and so must run on a worker.
+ * Decided by the route alone, never by whether a body came. */
 static bool
-is_blocking(const struct s3_req *r)
+is_blocking(const struct s3_req *r, unsigned flag)
 {
-    return r->srv->offload && !slice_eq(r->method, SLICE_LIT("GET")) &&
-           !slice_eq(r->method, SLICE_LIT("HEAD"));
+    return r->srv->offload && (r->route_flags & flag);
 }
 
 static void
@@ -265,14 +265,20 @@ on_access(void *cls, struct MHD_Connection *conn, const char *url, const char *m
     r->conn = conn;
     if (!r->method.ptr) {
         r->is_first_call = true;
-        if (dispatch_parse(r, method)) {
-            if (!r->has_request_body && is_blocking(r)) {
+        if (dispatch_parse(r, method) && router_prepare(r)) {
+            if (r->has_request_body && !(r->route_flags & ROUTE_BODY)) {
+                /* Refused, not discarded: nothing of it is read, and the
+                 * connection closes after the answer. */
+                r->must_close = true;
+                s3_respond_error(r, S3_ERR_UNEXPECTED_CONTENT, NULL);
+            } else if (is_blocking(r, ROUTE_BLOCKS)) {
                 /* The worker owns r from submit on (and sets the flag again). */
                 r->is_first_call = false;
                 offload_step(r, job_dispatch);
                 return MHD_YES;
+            } else {
+                dispatch_route(r);
             }
-            dispatch_route(r);
         }
         r->is_first_call = false;
         return MHD_YES;
@@ -294,7 +300,7 @@ on_access(void *cls, struct MHD_Connection *conn, const char *url, const char *m
         return MHD_YES;
     }
     if (!r->is_responded) {
-        if (is_blocking(r))
+        if (is_blocking(r, ROUTE_BLOCKS | ROUTE_END_BLOCKS))
             offload_step(r, job_finish);
         else
             body_finish(r);

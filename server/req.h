@@ -20,6 +20,7 @@
 
 struct MHD_Connection;
 struct MHD_Response;
+struct route;
 struct server;
 
 struct s3_param {
@@ -59,6 +60,10 @@ struct s3_req {
     struct slice bucket; /* decoded */
     struct slice key;    /* decoded; empty for bucket/service ops */
     bool is_virtual_host;
+    /* Chosen by router_prepare before authentication. */
+    bool is_admin;             /* a path under /_/ (op_admin) */
+    const struct route *route; /* NULL: no route matches */
+    unsigned route_flags;      /* ROUTE_* of router.h */
 
     struct auth_verdict auth;
     bool is_authenticated;
