@@ -40,10 +40,12 @@
 #include "server/router.h"
 #include "server/server.h"
 #include "server/util.h"
+#include "server/xml_out.h"
 #include "storage/storage.h"
 
 #include <errno.h>
 #include <microhttpd.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/socket.h>
@@ -252,6 +254,48 @@ offload_step(struct s3_req *r, void (*fn)(void *))
     offload_submit(r->srv->offload, &r->job);
 }
 
+/* Answers 'e' in the middle of the body and has MHD close the connection
+ * (the caller returns MHD_NO), so not one more body byte is read. MHD
+ * (0.9.75) refuses to queue a response while it receives a body, so the
+ * answer is written to the socket directly: nothing of this response was
+ * sent yet, and after a body MHD sends nothing more before closing. The
+ * write end is shut down after it, so the client reads the answer before
+ * the close. Plain TCP only. */
+static void
+answer_and_close(struct s3_req *r, enum s3_error e)
+{
+    int status = s3_error_status(e);
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(r->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+    struct buf body, head;
+    buf_init(&body);
+    buf_init(&head);
+    xml_error(&body, s3_error_code(e), s3_error_message(e), r->raw_path, r->request_id);
+    buf_printf(&head,
+               "HTTP/1.1 %d %s\r\nContent-Type: application/xml\r\nContent-Length: %zu\r\n"
+               "x-amz-request-id: %s\r\nx-amz-id-2: %s\r\nServer: shardstore\r\n"
+               "Connection: close\r\n\r\n",
+               status, MHD_get_reason_phrase_for((unsigned int)status), body.len, r->request_id,
+               r->request_id);
+    buf_append(&head, body.ptr, body.len);
+    log_debug("request %s: %.*s %.*s -> %d %s (connection closed)", r->request_id,
+              (int)r->method.len, r->method.ptr, (int)r->raw_path.len, r->raw_path.ptr, status,
+              s3_error_code(e));
+    if (ci) {
+        /* Best effort: the socket buffer of a connection that has only
+         * received takes a small answer whole. */
+        ssize_t n = send(ci->connect_fd, head.ptr, head.len, MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (n != (ssize_t)head.len)
+            log_debug("request %s: answer not sent whole before closing", r->request_id);
+        shutdown(ci->connect_fd, SHUT_WR);
+    }
+    buf_cleanup(&head);
+    buf_cleanup(&body);
+    r->is_responded = true;
+    r->status = status;
+    atomic_fetch_add(status >= 500 ? &r->srv->metrics.errors_5xx : &r->srv->metrics.errors_4xx, 1);
+}
+
 static enum MHD_Result
 on_access(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
           const char *version, const char *upload_data, size_t *upload_data_size, void **req_cls)
@@ -295,8 +339,10 @@ on_access(void *cls, struct MHD_Connection *conn, const char *url, const char *m
     if (*upload_data_size) {
         size_t n = *upload_data_size;
         *upload_data_size = 0;
-        if (!r->is_responded)
-            body_feed(r, upload_data, n);
+        if (!r->is_responded && !body_feed(r, upload_data, n)) {
+            answer_and_close(r, r->body_error);
+            return MHD_NO;
+        }
         return MHD_YES;
     }
     if (!r->is_responded) {

@@ -91,6 +91,7 @@ struct s3_req {
     bool verify_payload_sha;
     uint64_t body_received;   /* raw bytes off the wire */
     uint64_t payload_len;     /* decoded payload bytes */
+    uint64_t payload_max;     /* the most the route accepts (UINT64_MAX: no limit) */
     enum s3_error body_error; /* set when a body error occurred; rest discarded */
     s3_body_fn on_body;
     s3_end_fn on_end;

@@ -785,6 +785,111 @@ def test_stalled_connection_dropped(srv):
     alive(srv, "the dropped stalled upload")
 
 
+def _send_until_answered(srv, head, chunks, timeout=10.0):
+    """Sends 'head', then each of 'chunks' while the server reads; returns
+    (response bytes, how many chunks went out before the answer, closed)."""
+    s = socket.create_connection(("127.0.0.1", srv.port), timeout=timeout)
+    sent = 0
+    out = b""
+    closed = False
+    try:
+        s.sendall(head)
+        s.setblocking(False)
+        for c in chunks:
+            try:
+                got = s.recv(65536)
+                if not got:
+                    closed = True
+                    break
+                out += got
+                break
+            except BlockingIOError:
+                pass
+            except ConnectionResetError:
+                closed = True
+                break
+            try:
+                s.setblocking(True)
+                s.sendall(c)
+                s.setblocking(False)
+            except (BrokenPipeError, ConnectionResetError):
+                break
+            sent += 1
+        s.setblocking(True)
+        s.settimeout(timeout)
+        while True:
+            try:
+                got = s.recv(65536)
+            except socket.timeout:
+                break
+            except ConnectionResetError:
+                closed = True
+                break
+            if not got:
+                closed = True
+                break
+            out += got
+    finally:
+        s.close()
+    return out, sent, closed
+
+
+def test_size_limits(srv):
+    # max_object_size holds whatever the framing, and a refused body is not
+    # read to its end: the answer comes as soon as the limit is passed (the
+    # chunked bodies below never end) and the connection closes. UploadPart is capped at 5 GiB (and at
+    # max_object_size) even when Content-Length declares more.
+    with harness.Server(config="max_object_size = 1M\n", tag="hostile-size") as small:
+        s3 = small.client()
+        s3.create_bucket(Bucket=BUCKET)
+        piece = b"z" * 65536
+        # Plain Transfer-Encoding: chunked, 64 KiB chunks, endless.
+        path = "/%s/te-big" % BUCKET
+        h = small.sign("PUT", path, "", {"Transfer-Encoding": "chunked"}, b"", payload_hash="UNSIGNED-PAYLOAD")
+        chunks = [b"%x\r\n" % len(piece) + piece + b"\r\n"] * 200  # 12.5 MiB if all were read
+        out, sent, closed = _send_until_answered(small, request_bytes("PUT", path, h), chunks)
+        resp = parse_responses(out, method="PUT")
+        check(resp and resp[0][0] == 400, "chunked PUT past max_object_size: %r" % out[:300])
+        eq(harness.parse_s3_error(resp[0][2]).get("Code"), "EntityTooLarge", "chunked PUT past max_object_size")
+        check(closed, "the connection stays open after EntityTooLarge")
+        r = small.request("HEAD", path)
+        eq(r.status, 404, "HEAD of the refused chunked PUT")
+        # aws-chunked inside Transfer-Encoding: chunked, with a decoded length
+        # within the limit but more data than that is refused as well.
+        path = "/%s/aws-big" % BUCKET
+        h = small.sign("PUT", path, "", {"Transfer-Encoding": "chunked", "Content-Encoding": "aws-chunked",
+                                          "x-amz-decoded-content-length": str(2 << 20)},
+                       b"", payload_hash="STREAMING-UNSIGNED-PAYLOAD-TRAILER")
+        out, sent, closed = _send_until_answered(small, request_bytes("PUT", path, h), [b"x"])
+        resp = parse_responses(out, method="PUT")
+        check(resp and resp[0][0] == 400, "aws-chunked PUT declaring 2 MiB: %r" % out[:300])
+        eq(harness.parse_s3_error(resp[0][2]).get("Code"), "EntityTooLarge", "aws-chunked PUT declaring 2 MiB")
+        # UploadPart: the same limit with chunked framing, and Content-Length
+        # over it refused before any body byte.
+        up = s3.create_multipart_upload(Bucket=BUCKET, Key="mp")["UploadId"]
+        path = "/%s/mp" % BUCKET
+        q = "partNumber=1&uploadId=" + up
+        h = small.sign("PUT", path, q, {"Transfer-Encoding": "chunked"}, b"", payload_hash="UNSIGNED-PAYLOAD")
+        out, sent, closed = _send_until_answered(small, request_bytes("PUT", path + "?" + q, h), chunks)
+        resp = parse_responses(out, method="PUT")
+        check(resp and resp[0][0] == 400, "chunked UploadPart past max_object_size: %r" % out[:300])
+        eq(harness.parse_s3_error(resp[0][2]).get("Code"), "EntityTooLarge", "chunked UploadPart")
+        check(closed, "the connection stays open after EntityTooLarge (part)")
+        eq(len(s3.list_parts(Bucket=BUCKET, Key="mp", UploadId=up).get("Parts", [])), 0, "parts after the refused part")
+        alive(small, "over-size chunked bodies")
+    with harness.Server(config="max_object_size = 8G\n", tag="hostile-part") as big:
+        s3 = big.client()
+        s3.create_bucket(Bucket=BUCKET)
+        up = s3.create_multipart_upload(Bucket=BUCKET, Key="mp")["UploadId"]
+        path = "/%s/mp" % BUCKET
+        q = "partNumber=1&uploadId=" + up
+        h = big.sign("PUT", path, q, {"Content-Length": str((5 << 30) + 1)}, b"", payload_hash="UNSIGNED-PAYLOAD")
+        out, _ = raw(big, request_bytes("PUT", path + "?" + q, h) + b"x" * 1000, timeout=5)
+        resp = parse_responses(out, method="PUT")
+        check(resp and resp[0][0] == 400, "UploadPart declaring 5 GiB + 1: %r" % out[:300])
+        eq(harness.parse_s3_error(resp[0][2]).get("Code"), "EntityTooLarge", "UploadPart declaring 5 GiB + 1")
+
+
 def test_final_health(srv):
     eq(srv.health(), 200, "final /_/health")
     m = srv.metrics()
@@ -808,6 +913,7 @@ TESTS = [
     test_invalid_bucket_names,
     test_junk_requests,
     test_stalled_connection_dropped,
+    test_size_limits,
     test_final_health,
 ]
 
