@@ -8,6 +8,7 @@ it), never a 5xx, and the server must stay healthy; the harness then stops it
 with SIGTERM and fails on a non-zero exit or a sanitizer report.
 """
 
+import base64
 import datetime
 import hashlib
 import hmac
@@ -785,6 +786,40 @@ def test_stalled_connection_dropped(srv):
     alive(srv, "the dropped stalled upload")
 
 
+def test_checksum_values(srv):
+    # A checksum the client announces must come and be well-formed: an
+    # x-amz-trailer whose trailer never arrives, an empty trailer value and
+    # an empty or malformed x-amz-checksum-* header are 400 InvalidRequest,
+    # never a PUT stored unchecked.
+    data = harness.random_bytes(5000, seed=21)
+    crc = harness.checksum_b64("CRC32", data).encode()
+
+    def trailer_put(key, tail):
+        path = "/%s/%s" % (BUCKET, key)
+        body = b"%x\r\n" % len(data) + data + b"\r\n0\r\n" + tail + b"\r\n"
+        h = srv.sign("PUT", path, "", {"Content-Encoding": "aws-chunked", "x-amz-decoded-content-length": str(len(data)),
+                                       "Content-Length": str(len(body)), "x-amz-trailer": "x-amz-checksum-crc32"},
+                     b"", payload_hash="STREAMING-UNSIGNED-PAYLOAD-TRAILER")
+        return srv.request("PUT", path, headers=h, body=body, sign=False)
+
+    r = trailer_put("ck-trailer-ok", b"x-amz-checksum-crc32:" + crc + b"\r\n")
+    eq(r.status, 200, "PUT with its announced trailer: %r" % r.body[:300])
+    for key, tail in (("ck-trailer-missing", b""), ("ck-trailer-empty", b"x-amz-checksum-crc32:\r\n"),
+                      ("ck-trailer-other", b"x-amz-checksum-sha256:" + base64.b64encode(hashlib.sha256(data).digest()) + b"\r\n"),
+                      ("ck-trailer-short", b"x-amz-checksum-crc32:AAAA\r\n")):
+        r = trailer_put(key, tail)
+        expect_s3_error(r.status, r.body, 400, "InvalidRequest", key)
+        absent(srv, key, key)
+    for key, value in (("ck-header-empty", ""), ("ck-header-short", "AAAA"), ("ck-header-junk", "not base64!")):
+        path = "/%s/%s" % (BUCKET, key)
+        r = srv.request("PUT", path, headers={"x-amz-checksum-crc32": value}, body=data)
+        expect_s3_error(r.status, r.body, 400, "InvalidRequest", key)
+        absent(srv, key, key)
+    r = srv.request("PUT", "/%s/ck-header-ok" % BUCKET, headers={"x-amz-checksum-crc32": crc.decode()}, body=data)
+    eq(r.status, 200, "PUT with a good x-amz-checksum-crc32: %r" % r.body[:300])
+    alive(srv, "bad checksum values")
+
+
 def _send_until_answered(srv, head, chunks, timeout=10.0):
     """Sends 'head', then each of 'chunks' while the server reads; returns
     (response bytes, how many chunks went out before the answer, closed)."""
@@ -914,6 +949,7 @@ TESTS = [
     test_junk_requests,
     test_stalled_connection_dropped,
     test_size_limits,
+    test_checksum_values,
     test_final_health,
 ]
 
