@@ -88,7 +88,10 @@ collect_header(void *cls, enum MHD_ValueKind kind, const char *key, size_t key_l
     return MHD_YES;
 }
 
-static void
+/* Splits the raw query into decoded parameters. Returns false when a name
+ * or value holds a malformed %-escape: the request is then refused, never
+ * read without that parameter (the signature covered it as sent). */
+static bool
 parse_query(struct s3_req *r)
 {
     struct slice q = r->raw_query;
@@ -114,12 +117,14 @@ parse_query(struct s3_req *r)
                 value = (struct slice){eq + 1, part.len - name.len - 1};
                 p->has_value = true;
             }
-            if (s3_uri_decode(r->arena, name, &p->name) &&
-                s3_uri_decode(r->arena, value, &p->value))
-                r->n_params++;
+            if (!s3_uri_decode(r->arena, name, &p->name) ||
+                !s3_uri_decode(r->arena, value, &p->value))
+                return false;
+            r->n_params++;
         }
         i = j + 1;
     }
+    return true;
 }
 
 /* ======================================================================
@@ -170,7 +175,7 @@ dispatch_parse(struct s3_req *r, const char *method)
     struct header_collect hc = {r, n > 0 ? (size_t)n : 0};
     r->headers = arena_calloc(r->arena, hc.cap + 1, sizeof(*r->headers));
     MHD_get_connection_values_n(r->conn, MHD_HEADER_KIND, collect_header, &hc);
-    parse_query(r);
+    bool is_query_valid = parse_query(r);
     size_t header_bytes = 0, n_cl = 0, n_te = 0;
     for (size_t i = 0; i < r->n_headers; i++) {
         header_bytes += r->headers[i].name.len + r->headers[i].value.len + 4;
@@ -191,6 +196,10 @@ dispatch_parse(struct s3_req *r, const char *method)
     }
     if (header_bytes > SERVER_MAX_HEADER_BYTES) {
         s3_respond_error(r, S3_ERR_REQUEST_HEADER_TOO_LARGE, NULL);
+        return false;
+    }
+    if (!is_query_valid) {
+        s3_respond_error(r, S3_ERR_INVALID_ARGUMENT, "Malformed percent-encoding in the query");
         return false;
     }
     return true;

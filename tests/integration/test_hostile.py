@@ -18,6 +18,7 @@ import os
 import socket
 import sys
 import time
+import urllib.parse
 
 sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.join(os.environ.get("SHARD_SRCDIR", os.path.join(os.path.dirname(__file__), "..", "..")), "tests", "integration"))
@@ -820,6 +821,37 @@ def test_checksum_values(srv):
     alive(srv, "bad checksum values")
 
 
+def test_malformed_escapes(srv):
+    # A malformed %-escape anywhere in the query is 400 before anything
+    # else. SigV4 once kept "%" as a literal (re-encoded %25) while the
+    # parser dropped the parameter: a URL presigned for prefix "abc%"
+    # rewritten to "prefix=abc%" still verified and listed the whole bucket.
+    s3 = srv.client()
+    s3.put_object(Bucket=BUCKET, Key="abc%-mine", Body=b"1")
+    s3.put_object(Bucket=BUCKET, Key="zz-not-yours", Body=b"2")
+    signer = srv.client(signature_version="s3v4")
+    url = signer.generate_presigned_url("list_objects_v2", Params={"Bucket": BUCKET, "Prefix": "abc%"}, ExpiresIn=300)
+    u = urllib.parse.urlsplit(url)
+    check("prefix=abc%25" in u.query, "presigned listing URL: %s" % url)
+    r = srv.request("GET", u.path, u.query, sign=False)
+    eq(r.status, 200, "the presigned listing as signed: %r" % r.body[:300])
+    check(b"zz-not-yours" not in r.body, "the presigned listing shows keys outside its prefix")
+    for what, q in (("prefix rewritten to a bare %", u.query.replace("prefix=abc%25", "prefix=abc%")),
+                    ("an added x=%zz", u.query + "&x=%zz"),
+                    ("a truncated escape in a name", u.query + "&pre%2=1")):
+        r = srv.request("GET", u.path, q, sign=False)
+        expect_s3_error(r.status, r.body, 400, "InvalidArgument", "presigned listing with " + what)
+        check(b"zz-not-yours" not in r.body, "presigned listing with %s listed the bucket" % what)
+    # Signed with a header and unsigned alike, and in the path.
+    r = srv.request("GET", "/%s" % BUCKET, "list-type=2&prefix=%zz")
+    expect_s3_error(r.status, r.body, 400, "InvalidArgument", "signed listing with prefix=%zz")
+    r = srv.request("GET", "/%s" % BUCKET, "prefix=%4", sign=False)
+    expect_s3_error(r.status, r.body, 400, "InvalidArgument", "anonymous listing with prefix=%4")
+    r = srv.request("GET", "/%s/abc%%zz" % BUCKET, sign=False)
+    expect_s3_error(r.status, r.body, 400, "InvalidRequest", "a malformed escape in the path")
+    alive(srv, "malformed escapes")
+
+
 def _send_until_answered(srv, head, chunks, timeout=10.0):
     """Sends 'head', then each of 'chunks' while the server reads; returns
     (response bytes, how many chunks went out before the answer, closed)."""
@@ -950,6 +982,7 @@ TESTS = [
     test_stalled_connection_dropped,
     test_size_limits,
     test_checksum_values,
+    test_malformed_escapes,
     test_final_health,
 ]
 
