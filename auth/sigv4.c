@@ -161,36 +161,6 @@ uri_encode(struct buf *b, const char *s, size_t len)
     b->len = (size_t)(o - b->ptr);
 }
 
-/* Percent-decodes 'in' into 'out' (room for in.len bytes) and returns the
- * decoded length. '+' stays a literal '+'; a '%' not followed by two hex
- * digits is kept as is, so that it re-encodes to %25. Runs without '%'
- * are copied whole. */
-static size_t
-pct_decode(struct slice in, char *out)
-{
-    size_t o = 0, i = 0;
-    while (i < in.len) {
-        const char *pct = memchr(in.ptr + i, '%', in.len - i);
-        size_t run = pct ? (size_t)(pct - (in.ptr + i)) : in.len - i;
-        memcpy(out + o, in.ptr + i, run);
-        o += run;
-        i += run;
-        if (i >= in.len)
-            break;
-        if (i + 2 < in.len) {
-            int hi = hexval((unsigned char)in.ptr[i + 1]);
-            int lo = hexval((unsigned char)in.ptr[i + 2]);
-            if (hi >= 0 && lo >= 0) {
-                out[o++] = (char)(hi << 4 | lo);
-                i += 3;
-                continue;
-            }
-        }
-        out[o++] = in.ptr[i++];
-    }
-    return o;
-}
-
 /* ------------------------------------------------------------------------ */
 /* Dates                                                                     */
 /* ------------------------------------------------------------------------ */
@@ -339,11 +309,14 @@ qparam_cmp(const void *a, const void *b)
  * Appends the canonical form of the raw query 'query' to 'out': every
  * name=value decoded then re-encoded, sorted by name then value, joined by
  * '&'. When 'skip_signature' is set, X-Amz-Signature is left out (presigned
- * verification).
+ * verification). Returns false (and appends nothing) when a name or value
+ * holds a malformed %-escape: the server refuses those queries too, with
+ * the same decoder (uri_decode), so both always read a query alike.
  */
-static void
+static bool
 canon_query(struct slice query, bool skip_signature, struct buf *out)
 {
+    bool is_valid = true;
     size_t n = 1;
     for (size_t i = 0; i < query.len; i++)
         n += query.ptr[i] == '&';
@@ -361,16 +334,28 @@ canon_query(struct slice query, bool skip_signature, struct buf *out)
         struct slice name, value = SLICE_NULL;
         slice_next(&seg, '=', &name);
         value = seg;
-        size_t nl = pct_decode(name, tmp);
-        if (skip_signature && slice_eq((struct slice){tmp, nl}, SLICE_LIT("X-Amz-Signature")))
+        long nl = uri_decode(name.ptr, name.len, tmp);
+        if (nl < 0) {
+            is_valid = false;
+            break;
+        }
+        if (skip_signature &&
+            slice_eq((struct slice){tmp, (size_t)nl}, SLICE_LIT("X-Amz-Signature")))
             continue;
         offs[3 * count] = enc.len;
-        uri_encode(&enc, tmp, nl);
+        uri_encode(&enc, tmp, (size_t)nl);
         offs[3 * count + 1] = enc.len;
-        uri_encode(&enc, tmp, pct_decode(value, tmp));
+        long vl = uri_decode(value.ptr, value.len, tmp);
+        if (vl < 0) {
+            is_valid = false;
+            break;
+        }
+        uri_encode(&enc, tmp, (size_t)vl);
         offs[3 * count + 2] = enc.len;
         count++;
     }
+    if (!is_valid)
+        count = 0;
     for (size_t i = 0; i < count; i++) {
         params[i].name = (struct slice){enc.ptr + offs[3 * i], offs[3 * i + 1] - offs[3 * i]};
         params[i].value =
@@ -389,11 +374,13 @@ canon_query(struct slice query, bool skip_signature, struct buf *out)
     free(tmp);
     free(offs);
     free(params);
+    return is_valid;
 }
 
 /* Looks up the first query parameter whose decoded name is 'name' and
  * decodes its value into 'out' (capacity 'cap', NUL-terminated). Returns
- * true when found; a value longer than 'cap' - 1 is truncated to empty. */
+ * true when found; a value longer than 'cap' - 1 is truncated to empty. A
+ * malformed %-escape in the value reads as absent. */
 static bool
 query_get(struct slice query, const char *name, char *out, size_t cap)
 {
@@ -409,15 +396,16 @@ query_get(struct slice query, const char *name, char *out, size_t cap)
         char tmp[64];
         if (n.len > sizeof(tmp) || want >= sizeof(tmp))
             continue;
-        size_t nl = pct_decode(n, tmp);
-        if (nl != want || memcmp(tmp, name, nl) != 0)
+        long nl = uri_decode(n.ptr, n.len, tmp);
+        if (nl < 0 || (size_t)nl != want || memcmp(tmp, name, want) != 0)
             continue;
         if (seg.len >= cap) {
             out[0] = '\0';
             return true;
         }
-        out[pct_decode(seg, out)] = '\0';
-        return true;
+        long vl = uri_decode(seg.ptr, seg.len, out);
+        out[vl < 0 ? 0 : vl] = '\0';
+        return vl >= 0;
     }
     return false;
 }
@@ -701,7 +689,10 @@ verify_common(const struct auth_request *req, const struct sigv4_input *in,
     secret[sizeof(secret) - 1] = '\0';
     derive_key(secret, date8, region, out->signing_key);
 
-    canon_query(req->query, in->is_presigned, &cq);
+    if (!canon_query(req->query, in->is_presigned, &cq)) {
+        r = AUTH_MALFORMED;
+        goto fail;
+    }
     canon_headers(req, in->signed_headers, &ch);
     compute_signature(req->method, req->path, (struct slice){cq.ptr, cq.len},
                       (struct slice){ch.ptr, ch.len}, in->signed_headers, in->payload_hash,
@@ -956,7 +947,8 @@ auth_sigv4_sign(const struct auth_request *req, const char *access_key, const ch
         sizeof(scope))
         goto fail;
     derive_key(secret, date8, slice_from_cstr(region), key);
-    canon_query(req->query, false, &cq);
+    if (!canon_query(req->query, false, &cq))
+        goto fail;
     canon_headers(req, (struct slice){sh.ptr, sh.len}, &ch);
     compute_signature(req->method, req->path, (struct slice){cq.ptr, cq.len},
                       (struct slice){ch.ptr, ch.len}, (struct slice){sh.ptr, sh.len}, payload,
@@ -1006,7 +998,8 @@ auth_sigv4_presign(const struct auth_request *req, const char *access_key, const
     uri_encode(&raw, scope, strlen(scope));
     buf_printf(&raw, "&X-Amz-Date=%s&X-Amz-Expires=%lld&X-Amz-SignedHeaders=host", amz_date,
                (long long)expires_s);
-    canon_query((struct slice){raw.ptr, raw.len}, true, &cq);
+    if (!canon_query((struct slice){raw.ptr, raw.len}, true, &cq))
+        goto fail;
     canon_headers(req, SLICE_LIT("host"), &ch);
     derive_key(secret, (struct slice){amz_date, 8}, slice_from_cstr(region), key);
     compute_signature(req->method, req->path, (struct slice){cq.ptr, cq.len},

@@ -1,6 +1,7 @@
 /*
- * codec.c: base64 (RFC 4648, padded) and lower-case hex. Decoders reject
- * any byte outside the alphabet; they never read past 'len'.
+ * codec.c: base64 (RFC 4648, padded), lower-case hex and percent-decoding.
+ * Decoders reject any byte outside the alphabet (a malformed %-escape
+ * included); they never read past 'len'.
  * parse_size (last block) is the one size syntax ("64M") of the tree.
  */
 #include "common/common.h"
@@ -133,6 +134,32 @@ hex_decode(const char *in, size_t len, void *out)
         o[i / 2] = (unsigned char)(hi << 4 | lo);
     }
     return 0;
+}
+
+long
+uri_decode(const char *in, size_t len, char *out)
+{
+    size_t o = 0, i = 0;
+    if (len == 0)
+        return 0; /* 'in' may be NULL */
+    while (i < len) {
+        const char *pct = memchr(in + i, '%', len - i);
+        size_t run = pct ? (size_t)(pct - (in + i)) : len - i;
+        memcpy(out + o, in + i, run);
+        o += run;
+        i += run;
+        if (i >= len)
+            break;
+        if (len - i < 3)
+            return -1;
+        int hi = hexval((unsigned char)in[i + 1]);
+        int lo = hexval((unsigned char)in[i + 2]);
+        if (hi < 0 || lo < 0)
+            return -1;
+        out[o++] = (char)(hi << 4 | lo);
+        i += 3;
+    }
+    return (long)o;
 }
 
 /* Civil date of 'days' since 1970-01-01, proleptic Gregorian (H. Hinnant's

@@ -106,6 +106,12 @@ size_t http_date_format(int64_t s, char *out);
 size_t u64_format(uint64_t v, char *out);
 /* Returns 0 and fills 'out' with len/2 bytes, or -1 when not even-length hex. */
 int hex_decode(const char *in, size_t len, void *out);
+/* Percent-decodes 'in' (RFC 3986: "%XX" with two hex digits; '+' stays a
+ * literal '+') into 'out' (room for 'len' bytes; no NUL added). Returns
+ * the decoded length, or -1 when a '%' is not followed by two hex digits.
+ * The one decoder of request paths and queries: the SigV4 canonicalizer
+ * and the server's parser must read them alike. */
+long uri_decode(const char *in, size_t len, char *out);
 
 /* Parses a decimal uint64 of the whole slice with overflow checks.
  * Returns 0, or -1 when empty, not all digits, or larger than 'max'. */

@@ -47,6 +47,10 @@ deliver_payload(void *ctx, const char *data, size_t len)
     r->payload_len += len;
     if (r->body_error)
         return 0;
+    if (r->payload_len > r->payload_max) {
+        r->body_error = S3_ERR_ENTITY_TOO_LARGE;
+        return 0;
+    }
     if (r->on_body) {
         enum s3_error e = r->on_body(r, data, len);
         if (e != S3_OK)
@@ -59,6 +63,7 @@ void
 body_start(struct s3_req *r)
 {
     r->has_body_started = true;
+    r->payload_max = UINT64_MAX;
     switch (r->auth.payload) {
     case AUTH_PAYLOAD_HASH:
         r->verify_payload_sha = true;
@@ -75,8 +80,8 @@ body_start(struct s3_req *r)
     }
 }
 
-void
-body_feed(struct s3_req *r, const char *data, size_t len)
+static void
+feed_raw(struct s3_req *r, const char *data, size_t len)
 {
     r->body_received += len;
     atomic_fetch_add(&r->srv->metrics.bytes_in, len);
@@ -97,6 +102,14 @@ body_feed(struct s3_req *r, const char *data, size_t len)
         r->body_error = S3_ERR_SIGNATURE_DOES_NOT_MATCH;
     else if (st == AUTH_CHUNKED_DONE && consumed < len)
         r->body_error = S3_ERR_INCOMPLETE_BODY; /* bytes after the final chunk */
+}
+
+bool
+body_feed(struct s3_req *r, const char *data, size_t len)
+{
+    feed_raw(r, data, len);
+    /* Past the route's limit nothing more is worth reading. */
+    return r->body_error != S3_ERR_ENTITY_TOO_LARGE;
 }
 
 void

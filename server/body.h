@@ -9,14 +9,18 @@
 
 #include "server/req.h"
 
+#include <stdbool.h>
 #include <stddef.h>
 
 /* Sets up payload decoding and verification from r->auth (after
  * authentication, before the handler runs). */
 void body_start(struct s3_req *r);
 /* Feeds 'len' raw body bytes off the wire. Errors are kept in
- * r->body_error (the rest of the body is then discarded). */
-void body_feed(struct s3_req *r, const char *data, size_t len);
+ * r->body_error (the rest of the body is then discarded and the error
+ * answered at the end). Returns false when reading on is pointless (the
+ * payload passed r->payload_max, which handlers may lower): the caller
+ * answers r->body_error at once and closes the connection. */
+bool body_feed(struct s3_req *r, const char *data, size_t len);
 /* The body is complete: checks framing and payload hash, then runs
  * r->on_end, or responds with the body error. Always responds. */
 void body_finish(struct s3_req *r);

@@ -15,9 +15,12 @@
  *   completion         -> on_cleanup, reader unpin, arena destroyed
  *
  * Connections run on a few event-loop threads (MHD's poll loop, one thread
- * per core by default). A step that may block (a request without body that
- * is not a GET or HEAD, and the final call of any request with a body:
- * commits, fdatasync, scrub) is not run there: the connection is suspended,
+ * per core by default). A step that may block (commits, fdatasync, copies,
+ * scrub) is not run there; the route table (router.c) says which: the
+ * handler of a route without body (DELETE, CopyObject, multipart create and
+ * abort, scrub, ...) or the end step of a route with one (PUT, complete
+ * multipart, ...), never whether a body came. A body sent to a route that
+ * takes none is refused. For a blocking step the connection is suspended,
  * the step runs on a worker of offload.c, which leaves its response in
  * r->deferred_resp and resumes the connection; MHD then calls on_access
  * again, which queues it (req.c). Only /_/health runs before authentication.
@@ -37,11 +40,13 @@
 #include "server/router.h"
 #include "server/server.h"
 #include "server/util.h"
+#include "server/xml_out.h"
 #include "storage/storage.h"
 #include "server/guard.h"
 
 #include <errno.h>
 #include <microhttpd.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/socket.h>
@@ -88,7 +93,10 @@ collect_header(void *cls, enum MHD_ValueKind kind, const char *key, size_t key_l
     return MHD_YES;
 }
 
-static void
+/* Splits the raw query into decoded parameters. Returns false when a name
+ * or value holds a malformed %-escape: the request is then refused, never
+ * read without that parameter (the signature covered it as sent). */
+static bool
 parse_query(struct s3_req *r)
 {
     struct slice q = r->raw_query;
@@ -114,12 +122,14 @@ parse_query(struct s3_req *r)
                 value = (struct slice){eq + 1, part.len - name.len - 1};
                 p->has_value = true;
             }
-            if (s3_uri_decode(r->arena, name, &p->name) &&
-                s3_uri_decode(r->arena, value, &p->value))
-                r->n_params++;
+            if (!s3_uri_decode(r->arena, name, &p->name) ||
+                !s3_uri_decode(r->arena, value, &p->value))
+                return false;
+            r->n_params++;
         }
         i = j + 1;
     }
+    return true;
 }
 
 /* ======================================================================
@@ -170,7 +180,7 @@ dispatch_parse(struct s3_req *r, const char *method)
     struct header_collect hc = {r, n > 0 ? (size_t)n : 0};
     r->headers = arena_calloc(r->arena, hc.cap + 1, sizeof(*r->headers));
     MHD_get_connection_values_n(r->conn, MHD_HEADER_KIND, collect_header, &hc);
-    parse_query(r);
+    bool is_query_valid = parse_query(r);
     size_t header_bytes = 0, n_cl = 0, n_te = 0;
     for (size_t i = 0; i < r->n_headers; i++) {
         header_bytes += r->headers[i].name.len + r->headers[i].value.len + 4;
@@ -193,19 +203,20 @@ dispatch_parse(struct s3_req *r, const char *method)
         s3_respond_error(r, S3_ERR_REQUEST_HEADER_TOO_LARGE, NULL);
         return false;
     }
+    if (!is_query_valid) {
+        s3_respond_error(r, S3_ERR_INVALID_ARGUMENT, "Malformed percent-encoding in the query");
+        return false;
+    }
     return true;
 }
 
-/* Second half: admin endpoints, addressing, authentication, routing. */
+/* Second half: authentication and the route's handler (admin endpoints
+ * authenticate themselves: health needs no signature). */
 static void
 dispatch_route(struct s3_req *r)
 {
-    if (slice_has_prefix(r->raw_path, SLICE_LIT("/_/"))) {
+    if (r->is_admin) {
         op_admin(r);
-        return;
-    }
-    if (!router_resolve_address(r)) {
-        s3_respond_error(r, S3_ERR_INVALID_REQUEST, "Bad request path");
         return;
     }
     if (!s3_authenticate_or_anonymous(r))
@@ -214,13 +225,13 @@ dispatch_route(struct s3_req *r)
     router_route(r);
 }
 
-/* Whether a step of 'r' may block (commit, fdatasync, scrub) and so must
- * run on a worker: everything but GET and HEAD, which only read. */
+/* Whether the route's step 'flag' (ROUTE_BLOCKS: the handler,
+ * ROUTE_END_BLOCKS: the end step) may block and so must run on a worker.
+ * Decided by the route alone, never by whether a body came. */
 static bool
-is_blocking(const struct s3_req *r)
+is_blocking(const struct s3_req *r, unsigned flag)
 {
-    return r->srv->offload && !slice_eq(r->method, SLICE_LIT("GET")) &&
-           !slice_eq(r->method, SLICE_LIT("HEAD"));
+    return r->srv->offload && (r->route_flags & flag);
 }
 
 static void
@@ -269,6 +280,48 @@ offload_step(struct s3_req *r, void (*fn)(void *))
     offload_submit(r->srv->offload, &r->job);
 }
 
+/* Answers 'e' in the middle of the body and has MHD close the connection
+ * (the caller returns MHD_NO), so not one more body byte is read. MHD
+ * (0.9.75) refuses to queue a response while it receives a body, so the
+ * answer is written to the socket directly: nothing of this response was
+ * sent yet, and after a body MHD sends nothing more before closing. The
+ * write end is shut down after it, so the client reads the answer before
+ * the close. Plain TCP only. */
+static void
+answer_and_close(struct s3_req *r, enum s3_error e)
+{
+    int status = s3_error_status(e);
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(r->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+    struct buf body, head;
+    buf_init(&body);
+    buf_init(&head);
+    xml_error(&body, s3_error_code(e), s3_error_message(e), r->raw_path, r->request_id);
+    buf_printf(&head,
+               "HTTP/1.1 %d %s\r\nContent-Type: application/xml\r\nContent-Length: %zu\r\n"
+               "x-amz-request-id: %s\r\nx-amz-id-2: %s\r\nServer: shardstore\r\n"
+               "Connection: close\r\n\r\n",
+               status, MHD_get_reason_phrase_for((unsigned int)status), body.len, r->request_id,
+               r->request_id);
+    buf_append(&head, body.ptr, body.len);
+    log_debug("request %s: %.*s %.*s -> %d %s (connection closed)", r->request_id,
+              (int)r->method.len, r->method.ptr, (int)r->raw_path.len, r->raw_path.ptr, status,
+              s3_error_code(e));
+    if (ci) {
+        /* Best effort: the socket buffer of a connection that has only
+         * received takes a small answer whole. */
+        ssize_t n = send(ci->connect_fd, head.ptr, head.len, MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (n != (ssize_t)head.len)
+            log_debug("request %s: answer not sent whole before closing", r->request_id);
+        shutdown(ci->connect_fd, SHUT_WR);
+    }
+    buf_cleanup(&head);
+    buf_cleanup(&body);
+    r->is_responded = true;
+    r->status = status;
+    atomic_fetch_add(status >= 500 ? &r->srv->metrics.errors_5xx : &r->srv->metrics.errors_4xx, 1);
+}
+
 static enum MHD_Result
 on_access(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
           const char *version, const char *upload_data, size_t *upload_data_size, void **req_cls)
@@ -284,14 +337,20 @@ on_access(void *cls, struct MHD_Connection *conn, const char *url, const char *m
         r->is_first_call = true;
         bool is_parsed = dispatch_parse(r, method);
         conn_phase(conn, r->has_request_body ? GUARD_PHASE_BODY : GUARD_PHASE_BUSY);
-        if (is_parsed) {
-            if (!r->has_request_body && is_blocking(r)) {
+        if (is_parsed && router_prepare(r)) {
+            if (r->has_request_body && !(r->route_flags & ROUTE_BODY)) {
+                /* Refused, not discarded: nothing of it is read, and the
+                 * connection closes after the answer. */
+                r->must_close = true;
+                s3_respond_error(r, S3_ERR_UNEXPECTED_CONTENT, NULL);
+            } else if (is_blocking(r, ROUTE_BLOCKS)) {
                 /* The worker owns r from submit on (and sets the flag again). */
                 r->is_first_call = false;
                 offload_step(r, job_dispatch);
                 return MHD_YES;
+            } else {
+                dispatch_route(r);
             }
-            dispatch_route(r);
         }
         r->is_first_call = false;
         return MHD_YES;
@@ -309,13 +368,15 @@ on_access(void *cls, struct MHD_Connection *conn, const char *url, const char *m
         size_t n = *upload_data_size;
         *upload_data_size = 0;
         conn_phase(conn, GUARD_PHASE_BODY); /* again after a suspension */
-        if (!r->is_responded)
-            body_feed(r, upload_data, n);
+        if (!r->is_responded && !body_feed(r, upload_data, n)) {
+            answer_and_close(r, r->body_error);
+            return MHD_NO;
+        }
         return MHD_YES;
     }
     conn_phase(conn, GUARD_PHASE_BUSY);
     if (!r->is_responded) {
-        if (is_blocking(r))
+        if (is_blocking(r, ROUTE_BLOCKS | ROUTE_END_BLOCKS))
             offload_step(r, job_finish);
         else
             body_finish(r);

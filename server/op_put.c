@@ -36,6 +36,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+/* S3's limit for one part of a multipart upload. */
+#define PUT_MAX_PART_SIZE (5ull << 30)
+
 static const enum auth_checksum_algo checksum_algos[] = {
     AUTH_CK_CRC32, AUTH_CK_CRC32C, AUTH_CK_CRC64NVME, AUTH_CK_SHA1, AUTH_CK_SHA256,
 };
@@ -137,6 +140,18 @@ put_body(struct s3_req *r, const char *data, size_t len)
     return S3_OK;
 }
 
+/* Whether 'v' is a well-formed value of checksum 'algo': the base64 of
+ * exactly its digest (an empty value is not). */
+static bool
+checksum_value_is_valid(enum auth_checksum_algo algo, struct slice v)
+{
+    uint8_t tmp[AUTH_CK_MAX_DIGEST + 3];
+    if (v.len == 0 || v.len > base64_encoded_len(AUTH_CK_MAX_DIGEST))
+        return false;
+    long n = base64_decode(v.ptr, v.len, tmp);
+    return n > 0 && (size_t)n == auth_checksum_len(algo);
+}
+
 /* Picks the checksum the client sent or announced: a header with the value
  * (x-amz-checksum-ALGO), a trailer (x-amz-trailer: x-amz-checksum-ALGO), or
  * only the algorithm (x-amz-sdk-checksum-algorithm). */
@@ -151,6 +166,8 @@ put_choose_checksum(struct s3_req *r, struct put_ctx *c)
                 return S3_ERR_INVALID_REQUEST;
             c->ck_algo = checksum_algos[i];
             c->ck_expected = v;
+            if (!checksum_value_is_valid(c->ck_algo, v))
+                return S3_ERR_INVALID_CHECKSUM;
         }
     }
     struct slice trailer = s3_req_header(r, "x-amz-trailer");
@@ -210,8 +227,13 @@ put_verify(struct s3_req *r, struct put_ctx *c, uint8_t etag[16], struct slice *
     size_t bl = base64_encode(dig, n, b64);
     *ck_b64 = (struct slice){b64, bl};
     struct slice expected = c->ck_expected;
-    if (c->is_ck_trailer)
+    if (c->is_ck_trailer) {
+        /* Announced in x-amz-trailer: it must come, and be well-formed
+         * (absent and empty read the same). */
         expected = auth_chunked_trailer(&r->chunked, auth_checksum_header(c->ck_algo));
+        if (!checksum_value_is_valid(c->ck_algo, expected))
+            return S3_ERR_INVALID_CHECKSUM;
+    }
     if (expected.len && !slice_eq(expected, *ck_b64))
         return S3_ERR_BAD_DIGEST;
     return S3_OK;
@@ -411,7 +433,12 @@ put_begin(struct s3_req *r, struct put_ctx *c)
         e = put_conditions(r, c);
     if (e == S3_OK && !c->is_part)
         e = meta_from_request(r, &c->meta);
-    if (e == S3_OK && c->has_declared_len && c->declared_len > r->srv->cfg.max_object_size)
+    /* A part is capped like an object, and at S3's 5 GiB; the body
+     * pipeline enforces the limit whatever the framing. */
+    uint64_t max = r->srv->cfg.max_object_size;
+    if (c->is_part)
+        max = MIN(max, PUT_MAX_PART_SIZE);
+    if (e == S3_OK && c->has_declared_len && c->declared_len > max)
         e = S3_ERR_ENTITY_TOO_LARGE;
     struct slice cmd5 = s3_req_header(r, "content-md5");
     if (e == S3_OK && cmd5.ptr) {
@@ -462,6 +489,7 @@ put_begin(struct s3_req *r, struct put_ctx *c)
             return;
         }
     }
+    r->payload_max = max;
     r->on_body = put_body;
     r->on_end = put_end;
 }

@@ -20,6 +20,7 @@
 
 struct MHD_Connection;
 struct MHD_Response;
+struct route;
 struct server;
 
 struct s3_param {
@@ -59,6 +60,10 @@ struct s3_req {
     struct slice bucket; /* decoded */
     struct slice key;    /* decoded; empty for bucket/service ops */
     bool is_virtual_host;
+    /* Chosen by router_prepare before authentication. */
+    bool is_admin;             /* a path under /_/ (op_admin) */
+    const struct route *route; /* NULL: no route matches */
+    unsigned route_flags;      /* ROUTE_* of router.h */
 
     struct auth_verdict auth;
     bool is_authenticated;
@@ -86,6 +91,7 @@ struct s3_req {
     bool verify_payload_sha;
     uint64_t body_received;   /* raw bytes off the wire */
     uint64_t payload_len;     /* decoded payload bytes */
+    uint64_t payload_max;     /* the most the route accepts (UINT64_MAX: no limit) */
     enum s3_error body_error; /* set when a body error occurred; rest discarded */
     s3_body_fn on_body;
     s3_end_fn on_end;

@@ -55,8 +55,8 @@ virtual_host_bucket(struct s3_req *r, struct slice host, struct slice *bucket)
 }
 
 /* Resolves bucket and key from the Host header and the path. */
-bool
-router_resolve_address(struct s3_req *r)
+static bool
+resolve_address(struct s3_req *r)
 {
     struct slice path = r->raw_path;
     struct slice vbucket;
@@ -98,40 +98,71 @@ enum route_key {
     RKEY_EACH,   /* several keys, each checked by the handler (DeleteObjects) */
 };
 
-/* A route names the action it needs, so every handler runs authorized. */
+/* A route names the action it needs, so every handler runs authorized, and
+ * says what its steps do (ROUTE_* of router.h), so http.c knows before the
+ * handler runs whether a body may follow and which steps must leave the
+ * event loop. Invariant: no route both takes a body and blocks in its
+ * first step (the handler runs before the body is read). Routes selected
+ * by a header come before the same route without it. */
 struct route {
     const char *method;
     enum route_level level;
     const char *subresource; /* query parameter that selects the route, or NULL */
+    const char *header;      /* request header that selects the route, or NULL */
     enum auth_action action;
     enum route_key key;
+    unsigned flags; /* ROUTE_* */
     void (*handler)(struct s3_req *r);
 };
 
+/* Shorthands for the table: takes a body whose end step may block (it
+ * commits); takes no body and its handler may block. */
+#define BODY_END (ROUTE_BODY | ROUTE_END_BLOCKS)
+#define BLOCKS ROUTE_BLOCKS
+#define COPY_SRC "x-amz-copy-source"
+
 static const struct route routes[] = {
-    {"GET", LEVEL_SERVICE, NULL, AUTH_ACTION_SERVICE, RKEY_NONE, op_list_buckets},
-    {"GET", LEVEL_BUCKET, "location", AUTH_ACTION_BUCKET_INFO, RKEY_NONE, op_get_bucket_location},
-    {"GET", LEVEL_BUCKET, "versioning", AUTH_ACTION_BUCKET_INFO, RKEY_NONE,
+    {"GET", LEVEL_SERVICE, NULL, NULL, AUTH_ACTION_SERVICE, RKEY_NONE, 0, op_list_buckets},
+    {"GET", LEVEL_BUCKET, "location", NULL, AUTH_ACTION_BUCKET_INFO, RKEY_NONE, 0,
+     op_get_bucket_location},
+    {"GET", LEVEL_BUCKET, "versioning", NULL, AUTH_ACTION_BUCKET_INFO, RKEY_NONE, 0,
      op_get_bucket_versioning},
-    {"GET", LEVEL_BUCKET, "acl", AUTH_ACTION_BUCKET_INFO, RKEY_NONE, op_get_bucket_acl},
-    {"PUT", LEVEL_BUCKET, "acl", AUTH_ACTION_BUCKET_ADMIN, RKEY_NONE, op_put_bucket_acl},
-    {"GET", LEVEL_BUCKET, "versions", AUTH_ACTION_LIST, RKEY_PREFIX, op_list_object_versions},
-    {"GET", LEVEL_BUCKET, NULL, AUTH_ACTION_LIST, RKEY_PREFIX, op_list_objects},
-    {"PUT", LEVEL_BUCKET, NULL, AUTH_ACTION_CREATE_BUCKET, RKEY_NONE, op_create_bucket},
-    {"HEAD", LEVEL_BUCKET, NULL, AUTH_ACTION_BUCKET_INFO, RKEY_NONE, op_head_bucket},
-    {"DELETE", LEVEL_BUCKET, NULL, AUTH_ACTION_BUCKET_ADMIN, RKEY_NONE, op_delete_bucket},
-    {"POST", LEVEL_BUCKET, "delete", AUTH_ACTION_WRITE, RKEY_EACH, op_delete_objects},
-    {"GET", LEVEL_BUCKET, "uploads", AUTH_ACTION_LIST, RKEY_PREFIX, op_list_uploads},
-    {"POST", LEVEL_OBJECT, "uploads", AUTH_ACTION_WRITE, RKEY_OBJECT, op_create_multipart},
-    {"POST", LEVEL_OBJECT, "uploadId", AUTH_ACTION_WRITE, RKEY_OBJECT, op_complete_multipart},
-    {"PUT", LEVEL_OBJECT, "uploadId", AUTH_ACTION_WRITE, RKEY_OBJECT, op_upload_part},
-    {"DELETE", LEVEL_OBJECT, "uploadId", AUTH_ACTION_WRITE, RKEY_OBJECT, op_abort_multipart},
-    {"GET", LEVEL_OBJECT, "uploadId", AUTH_ACTION_WRITE, RKEY_OBJECT, op_list_parts},
-    {"GET", LEVEL_OBJECT, NULL, AUTH_ACTION_READ, RKEY_OBJECT, op_get_object},
-    {"HEAD", LEVEL_OBJECT, NULL, AUTH_ACTION_READ, RKEY_OBJECT, op_head_object},
-    {"PUT", LEVEL_OBJECT, NULL, AUTH_ACTION_WRITE, RKEY_OBJECT, op_put_object},
-    {"DELETE", LEVEL_OBJECT, NULL, AUTH_ACTION_WRITE, RKEY_OBJECT, op_delete_object},
+    {"GET", LEVEL_BUCKET, "acl", NULL, AUTH_ACTION_BUCKET_INFO, RKEY_NONE, 0, op_get_bucket_acl},
+    {"PUT", LEVEL_BUCKET, "acl", NULL, AUTH_ACTION_BUCKET_ADMIN, RKEY_NONE, BODY_END,
+     op_put_bucket_acl},
+    {"GET", LEVEL_BUCKET, "versions", NULL, AUTH_ACTION_LIST, RKEY_PREFIX, 0,
+     op_list_object_versions},
+    {"GET", LEVEL_BUCKET, NULL, NULL, AUTH_ACTION_LIST, RKEY_PREFIX, 0, op_list_objects},
+    {"PUT", LEVEL_BUCKET, NULL, NULL, AUTH_ACTION_CREATE_BUCKET, RKEY_NONE, BODY_END,
+     op_create_bucket},
+    {"HEAD", LEVEL_BUCKET, NULL, NULL, AUTH_ACTION_BUCKET_INFO, RKEY_NONE, 0, op_head_bucket},
+    {"DELETE", LEVEL_BUCKET, NULL, NULL, AUTH_ACTION_BUCKET_ADMIN, RKEY_NONE, BLOCKS,
+     op_delete_bucket},
+    {"POST", LEVEL_BUCKET, "delete", NULL, AUTH_ACTION_WRITE, RKEY_EACH, BODY_END,
+     op_delete_objects},
+    {"GET", LEVEL_BUCKET, "uploads", NULL, AUTH_ACTION_LIST, RKEY_PREFIX, 0, op_list_uploads},
+    {"POST", LEVEL_OBJECT, "uploads", NULL, AUTH_ACTION_WRITE, RKEY_OBJECT, BLOCKS,
+     op_create_multipart},
+    {"POST", LEVEL_OBJECT, "uploadId", NULL, AUTH_ACTION_WRITE, RKEY_OBJECT, BODY_END,
+     op_complete_multipart},
+    /* UploadPartCopy: op_upload_part sees the header and copies. */
+    {"PUT", LEVEL_OBJECT, "uploadId", COPY_SRC, AUTH_ACTION_WRITE, RKEY_OBJECT, BLOCKS,
+     op_upload_part},
+    {"PUT", LEVEL_OBJECT, "uploadId", NULL, AUTH_ACTION_WRITE, RKEY_OBJECT, BODY_END,
+     op_upload_part},
+    {"DELETE", LEVEL_OBJECT, "uploadId", NULL, AUTH_ACTION_WRITE, RKEY_OBJECT, BLOCKS,
+     op_abort_multipart},
+    {"GET", LEVEL_OBJECT, "uploadId", NULL, AUTH_ACTION_WRITE, RKEY_OBJECT, 0, op_list_parts},
+    {"GET", LEVEL_OBJECT, NULL, NULL, AUTH_ACTION_READ, RKEY_OBJECT, 0, op_get_object},
+    {"HEAD", LEVEL_OBJECT, NULL, NULL, AUTH_ACTION_READ, RKEY_OBJECT, 0, op_head_object},
+    {"PUT", LEVEL_OBJECT, NULL, COPY_SRC, AUTH_ACTION_WRITE, RKEY_OBJECT, BLOCKS, op_copy_object},
+    {"PUT", LEVEL_OBJECT, NULL, NULL, AUTH_ACTION_WRITE, RKEY_OBJECT, BODY_END, op_put_object},
+    {"DELETE", LEVEL_OBJECT, NULL, NULL, AUTH_ACTION_WRITE, RKEY_OBJECT, BLOCKS, op_delete_object},
 };
+
+#undef BODY_END
+#undef BLOCKS
+#undef COPY_SRC
 
 /* Authorizes route 'rt' for 'r' before its handler runs; responds
  * AccessDenied and returns false when the policy says no. */
@@ -225,14 +256,63 @@ request_subresource(const struct s3_req *r)
     return NULL;
 }
 
+static enum route_level
+request_level(const struct s3_req *r)
+{
+    if (r->bucket.len == 0)
+        return LEVEL_SERVICE;
+    return r->key.len == 0 ? LEVEL_BUCKET : LEVEL_OBJECT;
+}
+
+/* The route of 'r', or NULL; '*has_method' tells whether some route of
+ * the level has the method. Reads only the request line and headers. */
+static const struct route *
+route_find(const struct s3_req *r, const char *sub, bool *has_method)
+{
+    enum route_level level = request_level(r);
+    *has_method = false;
+    for (size_t i = 0; i < ARRAY_LEN(routes); i++) {
+        const struct route *rt = &routes[i];
+        if (rt->level != level || r->method.len != strlen(rt->method) ||
+            memcmp(r->method.ptr, rt->method, r->method.len) != 0)
+            continue;
+        *has_method = true;
+        if (rt->header && !s3_req_has_header(r, rt->header))
+            continue;
+        if (rt->subresource ? (sub && !strcmp(sub, rt->subresource)) : !sub)
+            return rt;
+    }
+    return NULL;
+}
+
+bool
+router_prepare(struct s3_req *r)
+{
+    if (slice_has_prefix(r->raw_path, SLICE_LIT("/_/"))) {
+        /* op_admin: health and metrics only read; scrub and the user
+         * admin API write (or may: scrub reads every object). None takes
+         * a body: the user API takes query parameters. */
+        r->is_admin = true;
+        bool is_read =
+            slice_eq(r->method, SLICE_LIT("GET")) || slice_eq(r->method, SLICE_LIT("HEAD"));
+        r->route_flags = is_read ? 0 : ROUTE_BLOCKS;
+        return true;
+    }
+    if (!resolve_address(r)) {
+        s3_respond_error(r, S3_ERR_INVALID_REQUEST, "Bad request path");
+        return false;
+    }
+    bool has_method;
+    r->route = route_find(r, request_subresource(r), &has_method);
+    /* No route: the answer is an error sent at once, whatever the body. */
+    r->route_flags = r->route ? r->route->flags : ROUTE_BODY;
+    return true;
+}
+
 void
 router_route(struct s3_req *r)
 {
-    enum route_level level = LEVEL_OBJECT;
-    if (r->bucket.len == 0)
-        level = LEVEL_SERVICE;
-    else if (r->key.len == 0)
-        level = LEVEL_BUCKET;
+    enum route_level level = request_level(r);
     if (level != LEVEL_SERVICE && (r->bucket.len > INDEX_MAX_BUCKET || r->bucket.ptr[0] == '_')) {
         s3_respond_error(r, S3_ERR_INVALID_BUCKET_NAME, NULL);
         return;
@@ -241,20 +321,15 @@ router_route(struct s3_req *r)
         s3_respond_error(r, S3_ERR_KEY_TOO_LONG, NULL);
         return;
     }
-    const char *sub = request_subresource(r);
-    bool has_method = false;
-    for (size_t i = 0; i < ARRAY_LEN(routes); i++) {
-        const struct route *rt = &routes[i];
-        if (rt->level != level || r->method.len != strlen(rt->method) ||
-            memcmp(r->method.ptr, rt->method, r->method.len) != 0)
-            continue;
-        has_method = true;
-        if (rt->subresource ? (sub && !strcmp(sub, rt->subresource)) : !sub) {
-            if (route_authorize(r, rt))
-                rt->handler(r);
-            return;
-        }
+    const struct route *rt = r->route;
+    if (rt) {
+        if (route_authorize(r, rt))
+            rt->handler(r);
+        return;
     }
+    const char *sub = request_subresource(r);
+    bool has_method;
+    route_find(r, sub, &has_method);
     if (r->principal.is_anonymous)
         s3_respond_error(r, S3_ERR_ACCESS_DENIED, NULL);
     else if (sub || has_method)

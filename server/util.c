@@ -101,41 +101,16 @@ s3_parse_http_date(struct slice s, int64_t *out_s)
     return -1;
 }
 
-static int
-hexval(unsigned char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
 bool
 s3_uri_decode(struct arena *a, struct slice in, struct slice *out)
 {
     char *o = arena_alloc(a, in.len + 1);
-    size_t n = 0;
-    for (size_t i = 0; i < in.len; i++) {
-        unsigned char c = (unsigned char)in.ptr[i];
-        if (c == '%') {
-            if (i + 2 >= in.len)
-                return false;
-            int hi = hexval((unsigned char)in.ptr[i + 1]);
-            int lo = hexval((unsigned char)in.ptr[i + 2]);
-            if (hi < 0 || lo < 0)
-                return false;
-            o[n++] = (char)(hi << 4 | lo);
-            i += 2;
-        } else {
-            o[n++] = (char)c;
-        }
-    }
+    long n = uri_decode(in.ptr, in.len, o);
+    if (n < 0)
+        return false;
     o[n] = '\0';
     out->ptr = o;
-    out->len = n;
+    out->len = (size_t)n;
     return true;
 }
 

@@ -17,6 +17,12 @@ on it visible to every other connection.
     the server exits 0, and after a restart every object is there.
 (e) More connections than select() could watch (past FD_SETSIZE): 1100
     keep-alive connections each get their answer.
+(f) Where a step runs is the route's, never the body's: a body sent to a
+    route that takes none (DELETE, CopyObject, UploadPartCopy, multipart
+    create and abort, DeleteBucket, scrub, GET) is refused with 400
+    UnexpectedContent and nothing is done, so `Content-Length: 1` can no
+    longer pull a commit onto the event loop; the same requests without a
+    body still work, and health answers while one waits on its commit.
 """
 
 import concurrent.futures
@@ -202,8 +208,75 @@ def test_many_connections():
                 c.close()
 
 
+def test_body_on_routes_without_one():
+    with slow_server("evl-f", delay_ms=800) as srv:
+        s3 = srv.client()
+        s3.create_bucket(Bucket="evb")
+        s3.put_object(Bucket="evb", Key="victim", Body=b"v")
+        up = s3.create_multipart_upload(Bucket="evb", Key="mp")["UploadId"]
+        s3.upload_part(Bucket="evb", Key="mp", UploadId=up, PartNumber=1, Body=b"p")
+        copy = {"x-amz-copy-source": "/evb/victim"}
+        refused = [
+            ("DELETE", "/evb/victim", "", {}),
+            ("PUT", "/evb/copy", "", copy),
+            ("PUT", "/evb/mp", "partNumber=2&uploadId=" + up, copy),
+            ("POST", "/evb/new", "uploads=", {}),
+            ("DELETE", "/evb/mp", "uploadId=" + up, {}),
+            ("DELETE", "/evb", "", {}),
+            ("GET", "/evb/victim", "", {}),
+            ("POST", "/_/scrub", "", {}),
+        ]
+        for method, path, query, headers in refused:
+            r = srv.request(method, path, query, headers=headers, body=b"x")
+            harness.expect_s3_error(r.status, r.body, 400, "UnexpectedContent",
+                                    "%s %s?%s with a 1-byte body" % (method, path, query))
+        # A chunked body is a body too.
+        h = srv.sign("DELETE", "/evb/victim", headers={"Transfer-Encoding": "chunked"}, payload_hash="UNSIGNED-PAYLOAD")
+        conn = srv.connect()
+        conn.putrequest("DELETE", "/evb/victim", skip_host=True, skip_accept_encoding=True)
+        for k, v in h.items():
+            conn.putheader(k, v)
+        conn.endheaders()
+        try:
+            conn.send(b"1\r\nx\r\n0\r\n\r\n")
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+        resp = conn.getresponse()
+        harness.expect_s3_error(resp.status, resp.read(), 400, "UnexpectedContent", "DELETE with a chunked body")
+        conn.close()
+        # Nothing was done.
+        eq(s3.get_object(Bucket="evb", Key="victim")["Body"].read(), b"v", "the object after the refused DELETEs")
+        with harness.client_error(("404", "NoSuchKey"), 404):
+            s3.head_object(Bucket="evb", Key="copy")
+        eq(len(s3.list_parts(Bucket="evb", Key="mp", UploadId=up)["Parts"]), 1, "parts after the refused steps")
+        eq([u["Key"] for u in s3.list_multipart_uploads(Bucket="evb").get("Uploads", [])], ["mp"], "uploads")
+        # Content-Length: 0 is no body.
+        r = srv.request("DELETE", "/evb/victim", headers={"Content-Length": "0"}, body=b"")
+        eq(r.status, 204, "DELETE with Content-Length: 0")
+        # The same kind of request without a body waits for its commit on a
+        # worker: health answers meanwhile.
+        s3.put_object(Bucket="evb", Key="victim", Body=b"v")
+        done = threading.Event()
+
+        def slow_delete():
+            srv.client().delete_object(Bucket="evb", Key="victim")
+            done.set()
+
+        t = threading.Thread(target=slow_delete)
+        t.start()
+        deadline = time.monotonic() + 10
+        while srv.metric("shardstore_requests_in_flight") < 2:
+            check(time.monotonic() < deadline, "the DELETE never reached its commit")
+            time.sleep(0.02)
+        for _ in range(5):
+            eq(srv.health(), 200, "health while a DELETE waits on its commit")
+        check(not done.is_set(), "health waited for a held commit")
+        t.join(timeout=30)
+        check(done.is_set(), "the slow DELETE did not finish")
+
+
 TESTS = [test_reads_during_slow_commit, test_puts_share_commits, test_every_blocking_kind,
-         test_sigterm_with_suspended_requests, test_many_connections]
+         test_sigterm_with_suspended_requests, test_many_connections, test_body_on_routes_without_one]
 
 if __name__ == "__main__":
     harness.main(TESTS, shared_server=False)

@@ -8,6 +8,7 @@ it), never a 5xx, and the server must stay healthy; the harness then stops it
 with SIGTERM and fails on a non-zero exit or a sanitizer report.
 """
 
+import base64
 import datetime
 import hashlib
 import hmac
@@ -17,6 +18,7 @@ import os
 import socket
 import sys
 import time
+import urllib.parse
 
 sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.join(os.environ.get("SHARD_SRCDIR", os.path.join(os.path.dirname(__file__), "..", "..")), "tests", "integration"))
@@ -785,6 +787,176 @@ def test_stalled_connection_dropped(srv):
     alive(srv, "the dropped stalled upload")
 
 
+def test_checksum_values(srv):
+    # A checksum the client announces must come and be well-formed: an
+    # x-amz-trailer whose trailer never arrives, an empty trailer value and
+    # an empty or malformed x-amz-checksum-* header are 400 InvalidRequest,
+    # never a PUT stored unchecked.
+    data = harness.random_bytes(5000, seed=21)
+    crc = harness.checksum_b64("CRC32", data).encode()
+
+    def trailer_put(key, tail):
+        path = "/%s/%s" % (BUCKET, key)
+        body = b"%x\r\n" % len(data) + data + b"\r\n0\r\n" + tail + b"\r\n"
+        h = srv.sign("PUT", path, "", {"Content-Encoding": "aws-chunked", "x-amz-decoded-content-length": str(len(data)),
+                                       "Content-Length": str(len(body)), "x-amz-trailer": "x-amz-checksum-crc32"},
+                     b"", payload_hash="STREAMING-UNSIGNED-PAYLOAD-TRAILER")
+        return srv.request("PUT", path, headers=h, body=body, sign=False)
+
+    r = trailer_put("ck-trailer-ok", b"x-amz-checksum-crc32:" + crc + b"\r\n")
+    eq(r.status, 200, "PUT with its announced trailer: %r" % r.body[:300])
+    for key, tail in (("ck-trailer-missing", b""), ("ck-trailer-empty", b"x-amz-checksum-crc32:\r\n"),
+                      ("ck-trailer-other", b"x-amz-checksum-sha256:" + base64.b64encode(hashlib.sha256(data).digest()) + b"\r\n"),
+                      ("ck-trailer-short", b"x-amz-checksum-crc32:AAAA\r\n")):
+        r = trailer_put(key, tail)
+        expect_s3_error(r.status, r.body, 400, "InvalidRequest", key)
+        absent(srv, key, key)
+    for key, value in (("ck-header-empty", ""), ("ck-header-short", "AAAA"), ("ck-header-junk", "not base64!")):
+        path = "/%s/%s" % (BUCKET, key)
+        r = srv.request("PUT", path, headers={"x-amz-checksum-crc32": value}, body=data)
+        expect_s3_error(r.status, r.body, 400, "InvalidRequest", key)
+        absent(srv, key, key)
+    r = srv.request("PUT", "/%s/ck-header-ok" % BUCKET, headers={"x-amz-checksum-crc32": crc.decode()}, body=data)
+    eq(r.status, 200, "PUT with a good x-amz-checksum-crc32: %r" % r.body[:300])
+    alive(srv, "bad checksum values")
+
+
+def test_malformed_escapes(srv):
+    # A malformed %-escape anywhere in the query is 400 before anything
+    # else. SigV4 once kept "%" as a literal (re-encoded %25) while the
+    # parser dropped the parameter: a URL presigned for prefix "abc%"
+    # rewritten to "prefix=abc%" still verified and listed the whole bucket.
+    s3 = srv.client()
+    s3.put_object(Bucket=BUCKET, Key="abc%-mine", Body=b"1")
+    s3.put_object(Bucket=BUCKET, Key="zz-not-yours", Body=b"2")
+    signer = srv.client(signature_version="s3v4")
+    url = signer.generate_presigned_url("list_objects_v2", Params={"Bucket": BUCKET, "Prefix": "abc%"}, ExpiresIn=300)
+    u = urllib.parse.urlsplit(url)
+    check("prefix=abc%25" in u.query, "presigned listing URL: %s" % url)
+    r = srv.request("GET", u.path, u.query, sign=False)
+    eq(r.status, 200, "the presigned listing as signed: %r" % r.body[:300])
+    check(b"zz-not-yours" not in r.body, "the presigned listing shows keys outside its prefix")
+    for what, q in (("prefix rewritten to a bare %", u.query.replace("prefix=abc%25", "prefix=abc%")),
+                    ("an added x=%zz", u.query + "&x=%zz"),
+                    ("a truncated escape in a name", u.query + "&pre%2=1")):
+        r = srv.request("GET", u.path, q, sign=False)
+        expect_s3_error(r.status, r.body, 400, "InvalidArgument", "presigned listing with " + what)
+        check(b"zz-not-yours" not in r.body, "presigned listing with %s listed the bucket" % what)
+    # Signed with a header and unsigned alike, and in the path.
+    r = srv.request("GET", "/%s" % BUCKET, "list-type=2&prefix=%zz")
+    expect_s3_error(r.status, r.body, 400, "InvalidArgument", "signed listing with prefix=%zz")
+    r = srv.request("GET", "/%s" % BUCKET, "prefix=%4", sign=False)
+    expect_s3_error(r.status, r.body, 400, "InvalidArgument", "anonymous listing with prefix=%4")
+    r = srv.request("GET", "/%s/abc%%zz" % BUCKET, sign=False)
+    expect_s3_error(r.status, r.body, 400, "InvalidRequest", "a malformed escape in the path")
+    alive(srv, "malformed escapes")
+
+
+def _send_until_answered(srv, head, chunks, timeout=10.0):
+    """Sends 'head', then each of 'chunks' while the server reads; returns
+    (response bytes, how many chunks went out before the answer, closed)."""
+    s = socket.create_connection(("127.0.0.1", srv.port), timeout=timeout)
+    sent = 0
+    out = b""
+    closed = False
+    try:
+        s.sendall(head)
+        s.setblocking(False)
+        for c in chunks:
+            try:
+                got = s.recv(65536)
+                if not got:
+                    closed = True
+                    break
+                out += got
+                break
+            except BlockingIOError:
+                pass
+            except ConnectionResetError:
+                closed = True
+                break
+            try:
+                s.setblocking(True)
+                s.sendall(c)
+                s.setblocking(False)
+            except (BrokenPipeError, ConnectionResetError):
+                break
+            sent += 1
+        s.setblocking(True)
+        s.settimeout(timeout)
+        while True:
+            try:
+                got = s.recv(65536)
+            except socket.timeout:
+                break
+            except ConnectionResetError:
+                closed = True
+                break
+            if not got:
+                closed = True
+                break
+            out += got
+    finally:
+        s.close()
+    return out, sent, closed
+
+
+def test_size_limits(srv):
+    # max_object_size holds whatever the framing, and a refused body is not
+    # read to its end: the answer comes as soon as the limit is passed (the
+    # chunked bodies below never end) and the connection closes. UploadPart is capped at 5 GiB (and at
+    # max_object_size) even when Content-Length declares more.
+    with harness.Server(config="max_object_size = 1M\n", tag="hostile-size") as small:
+        s3 = small.client()
+        s3.create_bucket(Bucket=BUCKET)
+        piece = b"z" * 65536
+        # Plain Transfer-Encoding: chunked, 64 KiB chunks, endless.
+        path = "/%s/te-big" % BUCKET
+        h = small.sign("PUT", path, "", {"Transfer-Encoding": "chunked"}, b"", payload_hash="UNSIGNED-PAYLOAD")
+        chunks = [b"%x\r\n" % len(piece) + piece + b"\r\n"] * 200  # 12.5 MiB if all were read
+        out, sent, closed = _send_until_answered(small, request_bytes("PUT", path, h), chunks)
+        resp = parse_responses(out, method="PUT")
+        check(resp and resp[0][0] == 400, "chunked PUT past max_object_size: %r" % out[:300])
+        eq(harness.parse_s3_error(resp[0][2]).get("Code"), "EntityTooLarge", "chunked PUT past max_object_size")
+        check(closed, "the connection stays open after EntityTooLarge")
+        r = small.request("HEAD", path)
+        eq(r.status, 404, "HEAD of the refused chunked PUT")
+        # aws-chunked inside Transfer-Encoding: chunked, with a decoded length
+        # within the limit but more data than that is refused as well.
+        path = "/%s/aws-big" % BUCKET
+        h = small.sign("PUT", path, "", {"Transfer-Encoding": "chunked", "Content-Encoding": "aws-chunked",
+                                          "x-amz-decoded-content-length": str(2 << 20)},
+                       b"", payload_hash="STREAMING-UNSIGNED-PAYLOAD-TRAILER")
+        out, sent, closed = _send_until_answered(small, request_bytes("PUT", path, h), [b"x"])
+        resp = parse_responses(out, method="PUT")
+        check(resp and resp[0][0] == 400, "aws-chunked PUT declaring 2 MiB: %r" % out[:300])
+        eq(harness.parse_s3_error(resp[0][2]).get("Code"), "EntityTooLarge", "aws-chunked PUT declaring 2 MiB")
+        # UploadPart: the same limit with chunked framing, and Content-Length
+        # over it refused before any body byte.
+        up = s3.create_multipart_upload(Bucket=BUCKET, Key="mp")["UploadId"]
+        path = "/%s/mp" % BUCKET
+        q = "partNumber=1&uploadId=" + up
+        h = small.sign("PUT", path, q, {"Transfer-Encoding": "chunked"}, b"", payload_hash="UNSIGNED-PAYLOAD")
+        out, sent, closed = _send_until_answered(small, request_bytes("PUT", path + "?" + q, h), chunks)
+        resp = parse_responses(out, method="PUT")
+        check(resp and resp[0][0] == 400, "chunked UploadPart past max_object_size: %r" % out[:300])
+        eq(harness.parse_s3_error(resp[0][2]).get("Code"), "EntityTooLarge", "chunked UploadPart")
+        check(closed, "the connection stays open after EntityTooLarge (part)")
+        eq(len(s3.list_parts(Bucket=BUCKET, Key="mp", UploadId=up).get("Parts", [])), 0, "parts after the refused part")
+        alive(small, "over-size chunked bodies")
+    with harness.Server(config="max_object_size = 8G\n", tag="hostile-part") as big:
+        s3 = big.client()
+        s3.create_bucket(Bucket=BUCKET)
+        up = s3.create_multipart_upload(Bucket=BUCKET, Key="mp")["UploadId"]
+        path = "/%s/mp" % BUCKET
+        q = "partNumber=1&uploadId=" + up
+        h = big.sign("PUT", path, q, {"Content-Length": str((5 << 30) + 1)}, b"", payload_hash="UNSIGNED-PAYLOAD")
+        out, _ = raw(big, request_bytes("PUT", path + "?" + q, h) + b"x" * 1000, timeout=5)
+        resp = parse_responses(out, method="PUT")
+        check(resp and resp[0][0] == 400, "UploadPart declaring 5 GiB + 1: %r" % out[:300])
+        eq(harness.parse_s3_error(resp[0][2]).get("Code"), "EntityTooLarge", "UploadPart declaring 5 GiB + 1")
+
+
 def test_final_health(srv):
     eq(srv.health(), 200, "final /_/health")
     m = srv.metrics()
@@ -808,6 +980,9 @@ TESTS = [
     test_invalid_bucket_names,
     test_junk_requests,
     test_stalled_connection_dropped,
+    test_size_limits,
+    test_checksum_values,
+    test_malformed_escapes,
     test_final_health,
 ]
 

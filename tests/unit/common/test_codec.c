@@ -3,8 +3,9 @@
  * libc functions they replace on the hot path: http_date_format against
  * gmtime_r + strftime over a seeded sweep of instants from year 1000 to 9999
  * (every day boundary near the epoch, leap days, century years; before
- * 1000 strftime drops the leading zeros RFC 9110's 4DIGIT year keeps), and
- * u64_format against snprintf.
+ * 1000 strftime drops the leading zeros RFC 9110's 4DIGIT year keeps),
+ * u64_format against snprintf, and uri_decode on well-formed and malformed
+ * %-escapes.
  */
 #include "common/common.h"
 #include "tests/lib/test.h"
@@ -36,9 +37,39 @@ next_rand(uint64_t *x)
     return *x;
 }
 
+/* uri_decode of 'in' is 'want', or fails when 'want' is NULL. */
+static void
+check_uri(const char *in, const char *want)
+{
+    char out[64];
+    long n = uri_decode(in, strlen(in), out);
+    if (!want) {
+        if (n != -1)
+            TEST_FAIL("uri_decode(\"%s\") = %ld, expected -1 (malformed escape)", in, n);
+        return;
+    }
+    ASSERT_EQ(n, (long)strlen(want));
+    ASSERT_MEM_EQ(out, want, strlen(want));
+}
+
 int
 main(void)
 {
+    check_uri("", "");
+    check_uri("abc", "abc");
+    check_uri("a%20b", "a b");
+    check_uri("%2F%2f%41", "//A");
+    check_uri("a+b", "a+b");
+    check_uri("%25zz", "%zz");
+    check_uri("%", NULL);
+    check_uri("%4", NULL);
+    check_uri("abc%zz", NULL);
+    check_uri("%g0", NULL);
+    check_uri("%0g", NULL);
+    check_uri("ok%2", NULL);
+    check_uri("%%41", NULL);
+    ASSERT_EQ(uri_decode(NULL, 0, NULL), 0);
+
     /* Year 1000-01-01 to 9999-12-31 23:59:59. */
     const int64_t lo = -30610224000, hi = 253402300799;
     char year0[32];
@@ -71,6 +102,6 @@ main(void)
         snprintf(want, sizeof(want), "%" PRIu64, v);
         ASSERT_STR_EQ(buf, want);
     }
-    printf("ok: http_date_format matches strftime, u64_format matches snprintf\n");
+    printf("ok: http_date_format matches strftime, u64_format matches snprintf, uri_decode\n");
     return 0;
 }
