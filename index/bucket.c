@@ -179,7 +179,7 @@ fail:
 }
 
 int
-index_bucket_delete(struct index *ix, struct slice name)
+index_bucket_delete(struct index *ix, struct slice name, uint64_t expected_id)
 {
     MDB_txn *txn = NULL;
     MDB_cursor *cur = NULL;
@@ -192,6 +192,12 @@ index_bucket_delete(struct index *ix, struct slice name)
         goto fail;
     if ((rc = bucket_lookup(ix, txn, name, &b)) != 0)
         goto fail;
+    /* The caller authorized the deletion of one bucket: a bucket of the
+     * same name made since (a new id) is someone else's decision. */
+    if (b.id != expected_id) {
+        rc = -ESTALE;
+        goto fail;
+    }
 
     /* Empty means no object key and no upload key starts with the
      * bucket id: one seek in each database. */

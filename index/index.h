@@ -54,9 +54,12 @@ int index_bucket_create(struct index *ix, struct slice name, const char *owner, 
 int index_bucket_get(struct index *ix, struct slice name, struct index_bucket *out);
 /* Sets or clears the public-read flag of bucket 'name'. Returns 0 or -ENOENT. */
 int index_bucket_set_public(struct index *ix, struct slice name, bool is_public_read);
-/* Deletes an empty bucket. Returns 0, -ENOENT, or -ENOTEMPTY (objects or
- * multipart uploads in progress remain). */
-int index_bucket_delete(struct index *ix, struct slice name);
+/* Deletes bucket 'name' when it is empty and still the bucket of id
+ * 'expected_id' (the one the caller authorized), checked and deleted in one
+ * write transaction. Returns 0, -ENOENT (no bucket of that name), -ESTALE
+ * (the name now belongs to a bucket of another id: nothing is deleted), or
+ * -ENOTEMPTY (objects or multipart uploads in progress remain). */
+int index_bucket_delete(struct index *ix, struct slice name, uint64_t expected_id);
 /* Calls 'fn' for each bucket in name order; stops early when fn returns non-zero.
  * 'fn' runs inside a read transaction (a snapshot); it may call index/
  * functions, including index_commit, which the snapshot will not see. */

@@ -453,7 +453,7 @@ main(void)
     t = (struct scan_totals){0, 0};
     ASSERT_EQ(index_extents_scan(ix, scan_cb, &t), 0);
     ASSERT_UEQ(t.n, 0);
-    ASSERT_EQ(index_bucket_delete(ix, SLICE_LIT("b")), 0);
+    ASSERT_EQ(index_bucket_delete(ix, SLICE_LIT("b"), bid), 0);
 
     index_close(ix);
     test_full(a);

@@ -463,12 +463,12 @@ test_bucket_delete(struct arena *a)
 
     ASSERT_EQ(index_bucket_create(ix, SLICE_LIT("tmp"), "", 1, &b), 0);
     ASSERT_EQ(create(a, b.id, SLICE_LIT("k"), id), 0);
-    ASSERT_EQ(index_bucket_delete(ix, SLICE_LIT("tmp")), -ENOTEMPTY);
+    ASSERT_EQ(index_bucket_delete(ix, SLICE_LIT("tmp"), b.id), -ENOTEMPTY);
     ASSERT_EQ(part_put(a, id, 1, 1, 5, 5).result, 0);
-    ASSERT_EQ(index_bucket_delete(ix, SLICE_LIT("tmp")), -ENOTEMPTY);
+    ASSERT_EQ(index_bucket_delete(ix, SLICE_LIT("tmp"), b.id), -ENOTEMPTY);
     ASSERT_EQ(abort_upload(a, id, &op), 0);
     ASSERT_UEQ(op.n_freed, 1);
-    ASSERT_EQ(index_bucket_delete(ix, SLICE_LIT("tmp")), 0);
+    ASSERT_EQ(index_bucket_delete(ix, SLICE_LIT("tmp"), b.id), 0);
 
     /* Ops carrying the deleted bucket's id. */
     ASSERT_EQ(create(a, b.id, SLICE_LIT("k"), id), -ENOENT);
@@ -494,11 +494,11 @@ test_bucket_delete(struct arena *a)
     ASSERT_EQ(commit1(&op), -EINVAL);
     op.bucket_id = b2.id;
     ASSERT_EQ(commit1(&op), 0); /* an empty object from zero parts */
-    ASSERT_EQ(index_bucket_delete(ix, SLICE_LIT("tmp")), -ENOTEMPTY);
+    ASSERT_EQ(index_bucket_delete(ix, SLICE_LIT("tmp"), b2.id), -ENOTEMPTY);
     op = (struct index_op){
         .kind = INDEX_OP_DELETE, .bucket_id = b2.id, .key = SLICE_LIT("k"), .arena = a};
     ASSERT_EQ(commit1(&op), 0);
-    ASSERT_EQ(index_bucket_delete(ix, SLICE_LIT("tmp")), 0);
+    ASSERT_EQ(index_bucket_delete(ix, SLICE_LIT("tmp"), b2.id), 0);
 }
 
 /* ---- ListMultipartUploads against a model ------------------------------- */
@@ -971,7 +971,7 @@ test_object_scan(struct arena *a)
         for (int i = 0; i < N_SCAN; i++)
             ASSERT_EQ(c.seen[b][i], 1);
     ASSERT_UEQ(scan().n, 0);
-    ASSERT_EQ(index_bucket_delete(ix, SLICE_LIT("scan2")), 0);
+    ASSERT_EQ(index_bucket_delete(ix, SLICE_LIT("scan2"), b2.id), 0);
 }
 
 int
@@ -1006,7 +1006,7 @@ main(void)
 
     /* Everything was cleaned up: the bucket can go. */
     ASSERT_UEQ(scan().n, 0);
-    ASSERT_EQ(index_bucket_delete(ix, SLICE_LIT("mp")), 0);
+    ASSERT_EQ(index_bucket_delete(ix, SLICE_LIT("mp"), bid), 0);
     index_close(ix);
     arena_destroy(a);
     test_tmpdir_remove(dir);
