@@ -453,6 +453,8 @@ route(struct s3_req *r)
         s3_respond_error(r, S3_ERR_KEY_TOO_LONG, NULL);
         return;
     }
+    if (!s3_req_key_check(r))
+        return;
     const char *sub = request_subresource(r);
     bool has_method = false;
     for (size_t i = 0; i < ARRAY_LEN(routes); i++) {

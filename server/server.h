@@ -392,6 +392,11 @@ int s3_parse_http_date(struct slice s, int64_t *out_s);
 bool s3_uri_decode(struct arena *a, struct slice in, struct slice *out);
 /* Appends 'in' URL-encoded (for encoding-type=url; '/' kept). */
 void s3_url_encode(struct buf *b, struct slice in);
+/* Refuses (400 InvalidURI, answered here) a PUT or POST whose object key
+ * may not be written (key.h: not UTF-8, or holds NUL); reads and deletes
+ * pass, so keys stored before the rule stay reachable. Returns false when
+ * it answered. */
+bool s3_req_key_check(struct s3_req *r);
 
 /* XML output helpers. */
 void xml_begin(struct buf *b, const char *root);

@@ -1,9 +1,13 @@
 # unit tests of server/
-check_PROGRAMS += %D%/test_range %D%/test_xml_in
-TESTS += %D%/test_range %D%/test_xml_in
+check_PROGRAMS += %D%/test_range %D%/test_xml_in %D%/test_key
+TESTS += %D%/test_range %D%/test_xml_in %D%/test_key
 
 %C%_test_range_SOURCES = %D%/test_range.c
 %C%_test_range_LDADD = server/libs3parse.la tests/lib/libtest.la
 
 %C%_test_xml_in_SOURCES = %D%/test_xml_in.c
 %C%_test_xml_in_LDADD = server/libs3parse.la tests/lib/libtest.la
+
+%C%_test_key_SOURCES = %D%/test_key.c
+%C%_test_key_CFLAGS = $(AM_CFLAGS) $(EXPAT_CFLAGS)
+%C%_test_key_LDADD = server/libs3parse.la tests/lib/libtest.la $(EXPAT_LIBS)
