@@ -95,7 +95,6 @@ index_open(struct index **out, const char *dir, uint64_t map_size, bool is_nosyn
     if ((rc = index__err(open_dbi(txn, "buckets", &ix->dbi_buckets))) != 0 ||
         (rc = index__err(open_dbi(txn, "bucketids", &ix->dbi_bucketids))) != 0 ||
         (rc = index__err(open_dbi(txn, "objects", &ix->dbi_objects))) != 0 ||
-        (rc = index__err(open_dbi(txn, "settings", &ix->dbi_settings))) != 0 ||
         (rc = index__err(open_dbi(txn, "meta", &ix->dbi_meta))) != 0 ||
         (rc = index__err(open_dbi(txn, "uploads", &ix->dbi_uploads))) != 0 ||
         (rc = index__err(open_dbi(txn, "bucketuploads", &ix->dbi_bucketuploads))) != 0 ||

@@ -421,13 +421,4 @@ int index_grant_delete(struct index *ix, struct slice user_id, uint64_t bucket_i
 typedef int (*index_grant_fn)(void *ctx, const struct index_grant *g);
 int index_grant_list(struct index *ix, struct slice user_id, index_grant_fn fn, void *ctx);
 
-/* ---- small key/value settings (credentials, config) --------------------- */
-
-/* Stores / reads a small named value in the index's settings table.
- * get returns the value length (copied into 'a'), or -ENOENT. Names are
- * NUL-terminated, 1..511 bytes (put: -EINVAL otherwise). */
-int index_setting_put(struct index *ix, const char *name, const void *val, size_t len);
-int index_setting_get(struct index *ix, const char *name, struct arena *a, const void **val,
-                      size_t *len);
-
 #endif

@@ -19,7 +19,6 @@ struct index {
     MDB_dbi dbi_buckets;
     MDB_dbi dbi_bucketids;
     MDB_dbi dbi_objects;
-    MDB_dbi dbi_settings;
     MDB_dbi dbi_meta;
     MDB_dbi dbi_uploads;
     MDB_dbi dbi_bucketuploads;
@@ -128,11 +127,6 @@ void index__upload_copy(const struct index__upload_rec *r, const uint8_t *raw_id
  * 'prefix' and 'delim' (S3 rules), or 0 when it does not roll up. */
 size_t index__rollup_len(struct slice key, struct slice prefix, struct slice delim);
 
-/* ---- test hooks --------------------------------------------------------- */
-
-/* Number of LMDB cursor positioning operations (seeks and steps) made by
- * listings on the calling thread since it started. Tests use it to check
- * that a delimiter listing costs O(page), not O(keys under a prefix). */
 /* ---- shared extents (extref.c) ---------------------------------------- */
 
 /* Adds one holder to each of the 'n' extents (a new record points at
@@ -148,7 +142,11 @@ int index__extrefs_is_shared(struct index *ix, MDB_txn *txn, const struct index_
 /* Calls 'fn' once for every shared extent. Returns 0 or -errno. */
 int index__extrefs_scan(struct index *ix, MDB_txn *txn, index_extent_fn fn, void *ctx);
 
+/* ---- test hooks --------------------------------------------------------- */
+
+/* Number of LMDB cursor positioning operations (seeks and steps) made by
+ * listings on the calling thread since it started. Tests use it to check
+ * that a page costs O(page), not O(keys in the bucket). */
 uint64_t index__list_cursor_ops(void);
-uint64_t index__list_seeks(void);
 
 #endif

@@ -12,8 +12,8 @@
  *                     exist" is one get inside a write transaction)
  *   "objects"    key: object key (below)
  *                val: object record (below)
- *   "settings"   key: setting name (1..511 bytes)
- *                val: opaque bytes
+ *   "settings"   (unused; environments made by older versions may hold
+ *                it, and nothing reads it)
  *   "meta"       key: "next_bucket_id"
  *                val: u64 little-endian, the id the next bucket gets.
  *                     Ids start at 1 and are never reused.

@@ -19,18 +19,11 @@
 #define INDEX_LIST_MAX 1000
 
 static _Thread_local uint64_t list_cursor_ops;
-static _Thread_local uint64_t list_seeks;
 
 uint64_t
 index__list_cursor_ops(void)
 {
     return list_cursor_ops;
-}
-
-uint64_t
-index__list_seeks(void)
-{
-    return list_seeks;
 }
 
 /* ---- the ordered iterator ----------------------------------------------- */
@@ -145,7 +138,6 @@ iter_seek(struct iter *it, struct slice t)
 {
     int rc;
 
-    list_seeks++;
     if (it->has_run && t.len > INDEX_DIRECT_MAX &&
         memcmp(t.ptr, it->run_prefix, INDEX_DIRECT_MAX) == 0) {
         /* Inside the run already loaded: every key after the run is
