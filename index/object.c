@@ -11,6 +11,7 @@
 #include "index/index_int.h"
 
 #include <errno.h>
+#include <inttypes.h>
 
 /*
  * Finds the record of 'key' in bucket 'bucket_id' within 'txn'. Returns
@@ -115,6 +116,28 @@ share_source_check(struct index *ix, MDB_txn *txn, const struct index_op *op, bo
     return 0;
 }
 
+/*
+ * Adds long key 'key' of bucket 'bucket_id' to the bucket's key tree, or
+ * removes it ('is_delete'). A key missing from the tree on removal is
+ * logged and otherwise ignored: the object must stay deletable. Returns
+ * 0 or -errno.
+ */
+static int
+object_tree_update(struct index *ix, MDB_txn *txn, uint64_t bucket_id, struct slice key,
+                   bool is_delete)
+{
+    uint64_t root = INDEX_TREE_ROOT_OBJECTS(bucket_id);
+    if (!is_delete)
+        return index__tree_insert(ix, txn, root, key);
+    int rc = index__tree_remove(ix, txn, root, key);
+    if (rc == -ENOENT) {
+        log_error("index: a %zu-byte key of bucket %" PRIu64 " was missing from the key tree",
+                  key.len, bucket_id);
+        rc = 0;
+    }
+    return rc;
+}
+
 int
 index__object_write(struct index *ix, MDB_txn *txn, struct index_op *op, bool is_delete)
 {
@@ -172,6 +195,11 @@ index__object_write(struct index *ix, MDB_txn *txn, struct index_op *op, bool is
     if (op->n_freed && (rc = index__extrefs_release(ix, txn, op->freed, &op->n_freed)) != 0)
         return rc;
 
+    /* A long key enters or leaves its bucket's key tree with its record. */
+    bool is_long = op->key.len > INDEX_DIRECT_MAX;
+    if (is_long && exists == is_delete &&
+        (rc = object_tree_update(ix, txn, op->bucket_id, op->key, is_delete)) != 0)
+        return rc;
     if (is_delete)
         return index__err(mdb_del(txn, ix->dbi_objects, &k, NULL));
 

@@ -14,6 +14,7 @@
 #include "index/index_int.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <stdlib.h>
 
 /* ---- upload ids and records --------------------------------------------- */
@@ -260,20 +261,34 @@ fail:
     return rc;
 }
 
-/* Deletes the "uploads" and "bucketuploads" entries of upload 'raw' of
- * bucket 'bucket_id'. Returns 0 or -errno. */
+/* Deletes the "uploads", "bucketuploads" and key tree entries of upload
+ * 'raw' of bucket 'bucket_id'. Returns 0 or -errno. */
 static int
 upload_records_del(struct index *ix, MDB_txn *txn, const uint8_t *raw, uint64_t bucket_id)
 {
-    uint8_t bkey[INDEX_BUCKETUPLOAD_KEY_LEN];
+    struct index__upload_rec rec;
+    uint8_t bkey[INDEX_BUCKETUPLOAD_KEY_LEN], str[INDEX_TREE_STR_MAX];
     index__put_be64(bkey, bucket_id);
     memcpy(bkey + INDEX_BID_LEN, raw, INDEX_UPLOAD_RAW_LEN);
     MDB_val uk = {INDEX_UPLOAD_RAW_LEN, (void *)raw}, bk = {sizeof(bkey), bkey};
-    int rc = index__err(mdb_del(txn, ix->dbi_uploads, &uk, NULL));
+    int rc = upload_lookup(ix, txn, raw, &rec);
+    if (rc != 0)
+        return rc;
+    /* Built before the deletes move the pages 'rec' borrows. */
+    struct slice s = {(const char *)str, index__upload_tree_str(str, rec.key, raw)};
+    rc = index__err(mdb_del(txn, ix->dbi_uploads, &uk, NULL));
     if (rc == 0) {
         rc = index__err(mdb_del(txn, ix->dbi_bucketuploads, &bk, NULL));
         if (rc == -ENOENT)
             rc = CORRUPT_BKPT("upload without its bucketuploads entry");
+    }
+    if (rc == 0) {
+        rc = index__tree_remove(ix, txn, INDEX_TREE_ROOT_UPLOADS(bucket_id), s);
+        if (rc == -ENOENT) {
+            log_error("index: an upload of bucket %" PRIu64 " was missing from the key tree",
+                      bucket_id);
+            rc = 0;
+        }
     }
     return rc;
 }
@@ -352,7 +367,11 @@ apply_create(struct index *ix, MDB_txn *txn, struct index_op *op, uint64_t *chec
     index__put_be64(bkey, u->bucket_id);
     memcpy(bkey + INDEX_BID_LEN, raw, sizeof(raw));
     MDB_val bk = {sizeof(bkey), bkey}, bv = {0, NULL};
-    return index__err(mdb_put(txn, ix->dbi_bucketuploads, &bk, &bv, 0));
+    if ((rc = index__err(mdb_put(txn, ix->dbi_bucketuploads, &bk, &bv, 0))) != 0)
+        return rc;
+    uint8_t str[INDEX_TREE_STR_MAX];
+    struct slice s = {(const char *)str, index__upload_tree_str(str, u->key, raw)};
+    return index__tree_insert(ix, txn, INDEX_TREE_ROOT_UPLOADS(u->bucket_id), s);
 }
 
 static int

@@ -445,9 +445,9 @@ test_cursor_cost(struct arena *a)
     struct index_list_params p = {
         .bucket_id = bid, .prefix = SLICE_LIT("d/"), .delimiter = SLICE_LIT("/"), .max_keys = 10};
     struct index_list_result r;
-    uint64_t ops0 = index__list_cursor_ops();
+    uint64_t ops0 = index__reads();
     ASSERT_EQ(index_object_list(ix, &p, a, &r), 0);
-    uint64_t cost = index__list_cursor_ops() - ops0;
+    uint64_t cost = index__reads() - ops0;
     ASSERT_UEQ(r.n_entries, 10);
     ASSERT(r.is_truncated);
     ASSERT(r.entries[9].is_prefix);
@@ -457,9 +457,9 @@ test_cursor_cost(struct arena *a)
 
     /* Resuming in the middle: start_after inside a common prefix. */
     p.start_after = SLICE_LIT("d/01000/f05");
-    ops0 = index__list_cursor_ops();
+    ops0 = index__reads();
     ASSERT_EQ(index_object_list(ix, &p, a, &r), 0);
-    cost = index__list_cursor_ops() - ops0;
+    cost = index__reads() - ops0;
     ASSERT(slice_eq(r.entries[0].key, SLICE_LIT("d/01001/")));
     ASSERT(cost <= 2 * 10 + 4);
     p.max_keys = 1000;
