@@ -263,8 +263,9 @@ struct index_upload_list_result {
 };
 
 /* ListMultipartUploads with S3's semantics (uploads + common prefixes count
- * against max_uploads). Cost: proportional to the bucket's in-progress
- * uploads (they are few; documented in keys.h). Returns 0 or -errno. */
+ * against max_uploads). Starts with one seek to the markers and skips each
+ * common prefix with one seek, so the cost is proportional to the page
+ * returned, however many uploads the bucket has. Returns 0 or -errno. */
 int index_upload_list(struct index *ix, const struct index_upload_list_params *p, struct arena *a,
                       struct index_upload_list_result *out);
 
@@ -303,7 +304,8 @@ struct index_list_result {
  * Lists in S3 order with S3's prefix/delimiter semantics. A delimiter
  * listing skips each common prefix with one seek, so the cost is
  * proportional to the page returned. Keys of any length up to
- * INDEX_MAX_KEY list in byte order. Returns 0 or -errno.
+ * INDEX_MAX_KEY list in byte order, also many long keys sharing their
+ * first 480 bytes, at the same cost. Returns 0 or -errno.
  */
 int index_object_list(struct index *ix, const struct index_list_params *p, struct arena *a,
                       struct index_list_result *out);
