@@ -178,6 +178,7 @@ struct index__iter {
     size_t prefix_len;
     bool is_started;
     bool is_end;
+    bool is_deleted; /* the entry last handed out was deleted */
 };
 
 /* Opens a cursor on 'dbi' in 'txn' over the keys starting with 'prefix'
@@ -192,6 +193,9 @@ int index__iter_next(struct index__iter *it);
 int index__iter_seek(struct index__iter *it, const void *key, size_t len);
 /* Positions at the first entry > 'key'. Returns 1, 0 or -errno. */
 int index__iter_after(struct index__iter *it, const void *key, size_t len);
+/* Deletes the entry last handed out (write txns only); the next
+ * index__iter_next returns the one after it. Returns 0 or -errno. */
+int index__iter_del(struct index__iter *it);
 /* Closes the cursor. Safe on an iterator that failed to begin. */
 void index__iter_end(struct index__iter *it);
 

@@ -47,7 +47,8 @@ iter_get(struct index__iter *it, MDB_cursor_op op)
     index_reads++;
     it->is_started = true;
     int rc = index__err(mdb_cursor_get(it->cur, &it->k, &it->v, op));
-    if (rc == -ENOENT) {
+    /* After deleting the last entry there is no current one. */
+    if (rc == -ENOENT || (op == MDB_GET_CURRENT && rc == -EINVAL)) {
         it->is_end = true;
         return 0;
     }
@@ -68,6 +69,7 @@ index__iter_seek(struct index__iter *it, const void *key, size_t len)
         key = it->prefix;
         len = it->prefix_len;
     }
+    it->is_deleted = false;
     it->k = (MDB_val){len, (void *)key};
     if (len == 0)
         return iter_get(it, MDB_FIRST);
@@ -81,7 +83,21 @@ index__iter_next(struct index__iter *it)
         return index__iter_seek(it, it->prefix, it->prefix_len);
     if (it->is_end)
         return 0;
+    if (it->is_deleted) {
+        /* mdb_cursor_del left the cursor on the entry that followed. */
+        it->is_deleted = false;
+        return iter_get(it, MDB_GET_CURRENT);
+    }
     return iter_get(it, MDB_NEXT);
+}
+
+int
+index__iter_del(struct index__iter *it)
+{
+    int rc = index__err(mdb_cursor_del(it->cur, 0));
+    if (rc == 0)
+        it->is_deleted = true;
+    return rc;
 }
 
 int

@@ -299,17 +299,15 @@ static int
 extents_scan_dbi(struct index *ix, MDB_txn *txn, MDB_dbi dbi, bool check_shared, index_extent_fn fn,
                  void *ctx)
 {
-    MDB_cursor *cur = NULL;
+    struct index__iter it;
     struct index__record r;
     struct index_extent e;
-    MDB_val k, v;
     int rc;
 
-    if ((rc = index__err(mdb_cursor_open(txn, dbi, &cur))) != 0)
+    if ((rc = index__iter_begin(&it, txn, dbi, NULL, 0)) != 0)
         goto fail;
-    for (rc = index__err(mdb_cursor_get(cur, &k, &v, MDB_FIRST)); rc == 0;
-         rc = index__err(mdb_cursor_get(cur, &k, &v, MDB_NEXT))) {
-        if ((rc = index__record_parse(v.mv_data, v.mv_size, &r)) != 0)
+    while ((rc = index__iter_next(&it)) == 1) {
+        if ((rc = index__record_parse(it.v.mv_data, it.v.mv_size, &r)) != 0)
             goto fail;
         for (uint32_t i = 0; i < r.obj.n_extents; i++) {
             index__record_extent(&r, i, &e);
@@ -320,12 +318,9 @@ extents_scan_dbi(struct index *ix, MDB_txn *txn, MDB_dbi dbi, bool check_shared,
                 fn(ctx, &e);
         }
     }
-    if (rc == -ENOENT)
-        rc = 0;
 
 fail:
-    if (cur)
-        mdb_cursor_close(cur);
+    index__iter_end(&it);
     return rc;
 }
 
@@ -358,28 +353,17 @@ object_scan_next(struct index *ix, uint8_t *last, size_t *last_len, struct arena
                  uint64_t *bucket_id, struct slice *key, struct index_object *obj)
 {
     MDB_txn *txn = NULL;
-    MDB_cursor *cur = NULL;
+    struct index__iter it = {0};
     struct index__record r;
-    MDB_val k = {*last_len, last}, v;
     int rc;
 
     if ((rc = index__read_begin(ix, &txn)) != 0)
         goto fail;
-    if ((rc = index__err(mdb_cursor_open(txn, ix->dbi_objects, &cur))) != 0)
+    if ((rc = index__iter_begin(&it, txn, ix->dbi_objects, NULL, 0)) != 0)
         goto fail;
-    if (*last_len == 0) {
-        rc = index__err(mdb_cursor_get(cur, &k, &v, MDB_FIRST));
-    } else {
-        rc = index__err(mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE));
-        if (rc == 0 && k.mv_size == *last_len && memcmp(k.mv_data, last, *last_len) == 0)
-            rc = index__err(mdb_cursor_get(cur, &k, &v, MDB_NEXT));
-    }
-    if (rc == -ENOENT) {
-        rc = 0;
+    if ((rc = index__iter_after(&it, last, *last_len)) != 1)
         goto fail;
-    }
-    if (rc != 0)
-        goto fail;
+    MDB_val k = it.k, v = it.v;
     if (k.mv_size <= INDEX_BID_LEN || k.mv_size > INDEX_LKEY_MAX) {
         rc = CORRUPT_BKPT("object key length");
         goto fail;
@@ -401,8 +385,7 @@ object_scan_next(struct index *ix, uint8_t *last, size_t *last_len, struct arena
     rc = 1;
 
 fail:
-    if (cur)
-        mdb_cursor_close(cur);
+    index__iter_end(&it);
     index__read_end(ix, txn);
     return rc;
 }
