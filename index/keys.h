@@ -17,6 +17,9 @@
  *   "meta"       key: "next_bucket_id"
  *                val: u64 little-endian, the id the next bucket gets.
  *                     Ids start at 1 and are never reused.
+ *                key: "next_tree_node"
+ *                val: u64 little-endian, the next inner node id of
+ *                     "keytree" (from 1, below 2^62, never reused).
  *   "uploads"    key: upload id, 16 raw bytes (the 32 lower-case hex chars
  *                     of the API decoded; raw order == hex order)
  *                val: upload record (below)
@@ -48,10 +51,10 @@
  * Listing one user's keys scans "keys" (users have a handful of keys and
  * the admin API is rare); a user's grants are one range scan.
  *
- * An upload lives in "uploads" and "bucketuploads", kept in step inside
- * one write transaction; its parts only exist while the upload does.
- * Because a bucket cannot be deleted while it has an upload, an upload's
- * bucket always exists.
+ * An upload lives in "uploads", "bucketuploads" and its bucket's upload
+ * set in "keytree", kept in step inside one write transaction; its parts
+ * only exist while the upload does. Because a bucket cannot be deleted
+ * while it has an upload, an upload's bucket always exists.
  *
  * Listing uploads (ListMultipartUploads) walks the bucket's upload set in
  * "keytree" (below), in (key, upload id) order from the markers, and
@@ -91,11 +94,12 @@
  * each 00 byte as 00 FF and every other byte as it is; esc preserves
  * order and prefixes and 00 00 sorts before anything esc writes, so the
  * byte order of the strings is (key, upload id) order).
- * Order: within a node, entries sort by chunk; a chunk of under 480 bytes
- * has no child, and two chunks of one node never extend each other
- * unless the shorter is under 480 bytes and ends its string, so an
- * in-order walk (an entry's own string, then its child's) yields the
- * strings in byte order, and a seek is one descent. Every entry has the
+ * Order: the entries of one node sort by chunk, and only a 480-byte
+ * chunk has a child, whose strings all extend it; so every string under
+ * an entry sorts after the entry's own string and before the next entry
+ * of the node (which cannot extend a 480-byte chunk). An in-order walk
+ * (an entry's own string, then its child's) therefore yields the strings
+ * in byte order, and a seek is one descent. Every entry has the
  * flag or a child, and a child node is never empty: a removal deletes
  * what it leaves empty, bottom up. Kept in step with "objects" and
  * "uploads" inside each write transaction. Environments made before the
