@@ -129,6 +129,7 @@ xml_text_put(char *p, struct slice s)
         i += n;
         start = i;
     }
-    memcpy(p, s.ptr + start, s.len - start);
+    if (s.len > start) /* s.ptr may be NULL for an empty slice */
+        memcpy(p, s.ptr + start, s.len - start);
     return p + (s.len - start);
 }

@@ -485,6 +485,7 @@ walk_run_pages(const struct mkey *want, size_t n_want, uint32_t page, struct are
 {
     struct index_list_params p = {.bucket_id = bid, .max_keys = page};
     struct index_list_result r;
+    char marker[INDEX_MAX_KEY];
     size_t at = 0;
     uint64_t worst = 0;
     do {
@@ -501,7 +502,10 @@ walk_run_pages(const struct mkey *want, size_t n_want, uint32_t page, struct are
             ASSERT(slice_eq(r.entries[i].key, mslice(&want[at])));
             ASSERT_UEQ(r.entries[i].size, size_of_key(mslice(&want[at])));
         }
-        p.start_after = r.next_marker;
+        /* The marker outlives the arena, cleared for the next page. */
+        if (r.is_truncated)
+            memcpy(marker, r.next_marker.ptr, r.next_marker.len);
+        p.start_after = (struct slice){marker, r.next_marker.len};
     } while (r.is_truncated);
     ASSERT_UEQ(at, n_want);
     fprintf(stderr, "run of %zu long keys in pages of %u: at most %" PRIu64 " reads a page\n",

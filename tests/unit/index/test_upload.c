@@ -777,6 +777,7 @@ walk_upload_pages(uint64_t bucket_id, const struct many *want, size_t n_want, ui
 {
     struct index_upload_list_params p = {.bucket_id = bucket_id, .max_uploads = page};
     struct index_upload_list_result r;
+    char key_marker[INDEX_MAX_KEY], id_marker[INDEX_UPLOAD_ID_LEN];
     size_t at = 0;
     uint64_t worst = 0;
     do {
@@ -794,8 +795,13 @@ walk_upload_pages(uint64_t bucket_id, const struct many *want, size_t n_want, ui
             ASSERT(slice_eq(r.uploads[i].key, want[at].key));
             ASSERT_STR_EQ(r.uploads[i].upload_id, want[at].id);
         }
-        p.key_marker = r.next_key_marker;
-        p.upload_id_marker = r.next_upload_id_marker;
+        /* The markers outlive the arena, cleared for the next page. */
+        if (r.is_truncated) {
+            memcpy(key_marker, r.next_key_marker.ptr, r.next_key_marker.len);
+            memcpy(id_marker, r.next_upload_id_marker.ptr, r.next_upload_id_marker.len);
+        }
+        p.key_marker = (struct slice){key_marker, r.next_key_marker.len};
+        p.upload_id_marker = (struct slice){id_marker, r.next_upload_id_marker.len};
     } while (r.is_truncated);
     ASSERT_UEQ(at, n_want);
     fprintf(stderr, "%zu uploads in pages of %u: at most %" PRIu64 " reads a page\n", n_want, page,
