@@ -179,10 +179,10 @@ fail:
 }
 
 int
-index_bucket_delete(struct index *ix, struct slice name)
+index_bucket_delete(struct index *ix, struct slice name, uint64_t expected_id)
 {
     MDB_txn *txn = NULL;
-    MDB_cursor *cur = NULL;
+    struct index__iter it = {0};
     struct index_bucket b;
     int rc;
 
@@ -192,6 +192,12 @@ index_bucket_delete(struct index *ix, struct slice name)
         goto fail;
     if ((rc = bucket_lookup(ix, txn, name, &b)) != 0)
         goto fail;
+    /* The caller authorized the deletion of one bucket: a bucket of the
+     * same name made since (a new id) is someone else's decision. */
+    if (b.id != expected_id) {
+        rc = -ESTALE;
+        goto fail;
+    }
 
     /* Empty means no object key and no upload key starts with the
      * bucket id: one seek in each database. */
@@ -199,18 +205,13 @@ index_bucket_delete(struct index *ix, struct slice name)
     index__put_be64(idkey, b.id);
     const MDB_dbi dbis[2] = {ix->dbi_objects, ix->dbi_bucketuploads};
     for (size_t i = 0; i < 2; i++) {
-        MDB_val k = {8, idkey}, v;
-        if ((rc = index__err(mdb_cursor_open(txn, dbis[i], &cur))) != 0)
-            goto fail;
-        rc = index__err(mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE));
-        if (rc == 0 && k.mv_size >= 8 && memcmp(k.mv_data, idkey, 8) == 0) {
-            rc = -ENOTEMPTY;
+        if ((rc = index__iter_begin(&it, txn, dbis[i], idkey, sizeof(idkey))) != 0 ||
+            (rc = index__iter_next(&it)) != 0) {
+            if (rc == 1)
+                rc = -ENOTEMPTY;
             goto fail;
         }
-        if (rc != 0 && rc != -ENOENT)
-            goto fail;
-        mdb_cursor_close(cur);
-        cur = NULL;
+        index__iter_end(&it);
     }
 
     MDB_val bk = {name.len, (void *)name.ptr}, ik = {8, idkey};
@@ -228,8 +229,7 @@ index_bucket_delete(struct index *ix, struct slice name)
     return 0;
 
 fail:
-    if (cur)
-        mdb_cursor_close(cur);
+    index__iter_end(&it);
     if (txn)
         mdb_txn_abort(txn);
     return rc;
@@ -239,28 +239,25 @@ int
 index_bucket_list(struct index *ix, index_bucket_fn fn, void *ctx)
 {
     MDB_txn *txn = NULL;
-    MDB_cursor *cur = NULL;
+    struct index__iter it = {0};
     struct index_bucket b;
-    MDB_val k, v;
     int rc;
 
     if ((rc = index__read_begin(ix, &txn)) != 0)
         goto fail;
-    if ((rc = index__err(mdb_cursor_open(txn, ix->dbi_buckets, &cur))) != 0)
+    if ((rc = index__iter_begin(&it, txn, ix->dbi_buckets, NULL, 0)) != 0)
         goto fail;
-    for (rc = index__err(mdb_cursor_get(cur, &k, &v, MDB_FIRST)); rc == 0;
-         rc = index__err(mdb_cursor_get(cur, &k, &v, MDB_NEXT))) {
-        if ((rc = bucket_parse(&k, &v, &b)) != 0)
+    while ((rc = index__iter_next(&it)) == 1) {
+        if ((rc = bucket_parse(&it.k, &it.v, &b)) != 0)
             goto fail;
         if (fn(ctx, &b) != 0)
             break;
     }
-    if (rc == -ENOENT)
+    if (rc > 0)
         rc = 0;
 
 fail:
-    if (cur)
-        mdb_cursor_close(cur);
+    index__iter_end(&it);
     index__read_end(ix, txn);
     return rc;
 }
@@ -269,29 +266,23 @@ int
 index_bucket_count(struct index *ix, uint64_t bucket_id, uint64_t *n_objects, uint64_t *n_bytes)
 {
     MDB_txn *txn = NULL;
-    MDB_cursor *cur = NULL;
+    struct index__iter it = {0};
     struct index__record r;
     uint8_t idkey[8];
     uint64_t n = 0, bytes = 0;
     int rc;
 
     index__put_be64(idkey, bucket_id);
-    MDB_val k = {8, idkey}, v;
     if ((rc = index__read_begin(ix, &txn)) != 0)
         goto fail;
-    if ((rc = index__err(mdb_cursor_open(txn, ix->dbi_objects, &cur))) != 0)
+    if ((rc = index__iter_begin(&it, txn, ix->dbi_objects, idkey, sizeof(idkey))) != 0)
         goto fail;
-    for (rc = index__err(mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE)); rc == 0;
-         rc = index__err(mdb_cursor_get(cur, &k, &v, MDB_NEXT))) {
-        if (k.mv_size < 8 || memcmp(k.mv_data, idkey, 8) != 0)
-            break;
-        if ((rc = index__record_parse(v.mv_data, v.mv_size, &r)) != 0)
+    while ((rc = index__iter_next(&it)) == 1) {
+        if ((rc = index__record_parse(it.v.mv_data, it.v.mv_size, &r)) != 0)
             goto fail;
         n++;
         bytes += r.obj.size;
     }
-    if (rc == -ENOENT)
-        rc = 0;
     if (rc == 0) {
         if (n_objects)
             *n_objects = n;
@@ -300,8 +291,7 @@ index_bucket_count(struct index *ix, uint64_t bucket_id, uint64_t *n_objects, ui
     }
 
 fail:
-    if (cur)
-        mdb_cursor_close(cur);
+    index__iter_end(&it);
     index__read_end(ix, txn);
     return rc;
 }

@@ -12,6 +12,7 @@
 #include "index/index_int.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 
@@ -58,6 +59,71 @@ open_dbi(MDB_txn *txn, const char *name, MDB_dbi *dbi)
     return mdb_dbi_open(txn, name, MDB_CREATE, dbi);
 }
 
+/*
+ * Fills the key tree (keys.h) of an environment made before it existed,
+ * inside the opening write txn 'txn': every long object key and every
+ * upload. One pass over "objects" and "uploads", once. Returns 0 or -errno.
+ */
+static int
+tree_build(struct index *ix, MDB_txn *txn)
+{
+    struct index__iter it;
+    struct index__record r;
+    struct index__upload_rec u;
+    uint8_t str[INDEX_TREE_STR_MAX];
+    uint64_t n_keys = 0, n_uploads = 0;
+    int rc;
+
+    if ((rc = index__iter_begin(&it, txn, ix->dbi_objects, NULL, 0)) != 0)
+        goto fail;
+    while ((rc = index__iter_next(&it)) == 1) {
+        if (!index__objkey_is_long(it.k.mv_size))
+            continue;
+        if ((rc = index__record_parse(it.v.mv_data, it.v.mv_size, &r)) != 0)
+            goto fail;
+        if (r.full_key.len <= INDEX_DIRECT_MAX) {
+            rc = CORRUPT_BKPT("long key record without its full key");
+            goto fail;
+        }
+        /* The tree lives in another database: the cursor stays valid. */
+        uint64_t bid = index__get_be64(it.k.mv_data);
+        memcpy(str, r.full_key.ptr, r.full_key.len);
+        struct slice key = {(const char *)str, r.full_key.len};
+        if ((rc = index__tree_insert(ix, txn, INDEX_TREE_ROOT_OBJECTS(bid), key)) != 0)
+            goto fail;
+        n_keys++;
+    }
+    if (rc < 0)
+        goto fail;
+    index__iter_end(&it);
+
+    if ((rc = index__iter_begin(&it, txn, ix->dbi_uploads, NULL, 0)) != 0)
+        goto fail;
+    while ((rc = index__iter_next(&it)) == 1) {
+        if (it.k.mv_size != INDEX_UPLOAD_RAW_LEN) {
+            rc = CORRUPT_BKPT("uploads key length");
+            goto fail;
+        }
+        if ((rc = index__upload_parse(it.v.mv_data, it.v.mv_size, &u)) != 0)
+            goto fail;
+        size_t n = index__upload_tree_str(str, u.key, it.k.mv_data);
+        struct slice s = {(const char *)str, n};
+        if ((rc = index__tree_insert(ix, txn, INDEX_TREE_ROOT_UPLOADS(u.bucket_id), s)) != 0)
+            goto fail;
+        n_uploads++;
+    }
+    if (rc < 0)
+        goto fail;
+    rc = 0;
+    if (n_keys || n_uploads)
+        log_info("index: built the key tree: %" PRIu64 " long keys, %" PRIu64 " uploads", n_keys,
+                 n_uploads);
+
+fail:
+    index__iter_end(&it);
+    return rc;
+}
+
 int
 index_open(struct index **out, const char *dir, uint64_t map_size, bool is_nosync)
 {
@@ -101,7 +167,6 @@ index_open(struct index **out, const char *dir, uint64_t map_size, bool is_nosyn
     if ((rc = index__err(open_dbi(txn, "buckets", &ix->dbi_buckets))) != 0 ||
         (rc = index__err(open_dbi(txn, "bucketids", &ix->dbi_bucketids))) != 0 ||
         (rc = index__err(open_dbi(txn, "objects", &ix->dbi_objects))) != 0 ||
-        (rc = index__err(open_dbi(txn, "settings", &ix->dbi_settings))) != 0 ||
         (rc = index__err(open_dbi(txn, "meta", &ix->dbi_meta))) != 0 ||
         (rc = index__err(open_dbi(txn, "uploads", &ix->dbi_uploads))) != 0 ||
         (rc = index__err(open_dbi(txn, "bucketuploads", &ix->dbi_bucketuploads))) != 0 ||
@@ -111,6 +176,14 @@ index_open(struct index **out, const char *dir, uint64_t map_size, bool is_nosyn
         (rc = index__err(open_dbi(txn, "usernames", &ix->dbi_usernames))) != 0 ||
         (rc = index__err(open_dbi(txn, "keys", &ix->dbi_keys))) != 0 ||
         (rc = index__err(open_dbi(txn, "grants", &ix->dbi_grants))) != 0)
+        goto fail;
+    rc = index__err(mdb_dbi_open(txn, "keytree", 0, &ix->dbi_tree));
+    if (rc == -ENOENT) {
+        if ((rc = index__err(open_dbi(txn, "keytree", &ix->dbi_tree))) != 0 ||
+            (rc = tree_build(ix, txn)) != 0)
+            goto fail;
+    }
+    if (rc != 0)
         goto fail;
     rc = index__err(mdb_txn_commit(txn));
     txn = NULL;

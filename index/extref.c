@@ -131,29 +131,23 @@ index__extrefs_is_shared(struct index *ix, MDB_txn *txn, const struct index_exte
 int
 index__extrefs_scan(struct index *ix, MDB_txn *txn, index_extent_fn fn, void *ctx)
 {
-    MDB_cursor *cur = NULL;
-    MDB_val k, v;
-    int rc;
-
-    if ((rc = index__err(mdb_cursor_open(txn, ix->dbi_extrefs, &cur))) != 0)
-        return rc;
-    for (rc = index__err(mdb_cursor_get(cur, &k, &v, MDB_FIRST)); rc == 0;
-         rc = index__err(mdb_cursor_get(cur, &k, &v, MDB_NEXT))) {
-        if (k.mv_size != EXTREF_KEY_LEN || v.mv_size != EXTREF_VAL_LEN) {
+    struct index__iter it;
+    int rc = index__iter_begin(&it, txn, ix->dbi_extrefs, NULL, 0);
+    while (rc == 0 && (rc = index__iter_next(&it)) == 1) {
+        if (it.k.mv_size != EXTREF_KEY_LEN || it.v.mv_size != EXTREF_VAL_LEN) {
             rc = CORRUPT_BKPT("extref record length");
             break;
         }
-        const uint8_t *kp = k.mv_data;
+        const uint8_t *kp = it.k.mv_data;
         struct index_extent e = {
             .volume = get_be32(kp),
             .offset = index__get_be64(kp + 4),
-            .len = index__get_be64((const uint8_t *)v.mv_data + 4),
+            .len = index__get_be64((const uint8_t *)it.v.mv_data + 4),
         };
         fn(ctx, &e);
-    }
-    if (rc == -ENOENT)
         rc = 0;
-    mdb_cursor_close(cur);
+    }
+    index__iter_end(&it);
     return rc;
 }
 

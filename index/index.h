@@ -54,9 +54,12 @@ int index_bucket_create(struct index *ix, struct slice name, const char *owner, 
 int index_bucket_get(struct index *ix, struct slice name, struct index_bucket *out);
 /* Sets or clears the public-read flag of bucket 'name'. Returns 0 or -ENOENT. */
 int index_bucket_set_public(struct index *ix, struct slice name, bool is_public_read);
-/* Deletes an empty bucket. Returns 0, -ENOENT, or -ENOTEMPTY (objects or
- * multipart uploads in progress remain). */
-int index_bucket_delete(struct index *ix, struct slice name);
+/* Deletes bucket 'name' when it is empty and still the bucket of id
+ * 'expected_id' (the one the caller authorized), checked and deleted in one
+ * write transaction. Returns 0, -ENOENT (no bucket of that name), -ESTALE
+ * (the name now belongs to a bucket of another id: nothing is deleted), or
+ * -ENOTEMPTY (objects or multipart uploads in progress remain). */
+int index_bucket_delete(struct index *ix, struct slice name, uint64_t expected_id);
 /* Calls 'fn' for each bucket in name order; stops early when fn returns non-zero.
  * 'fn' runs inside a read transaction (a snapshot); it may call index/
  * functions, including index_commit, which the snapshot will not see. */
@@ -260,8 +263,9 @@ struct index_upload_list_result {
 };
 
 /* ListMultipartUploads with S3's semantics (uploads + common prefixes count
- * against max_uploads). Cost: proportional to the bucket's in-progress
- * uploads (they are few; documented in keys.h). Returns 0 or -errno. */
+ * against max_uploads). Starts with one seek to the markers and skips each
+ * common prefix with one seek, so the cost is proportional to the page
+ * returned, however many uploads the bucket has. Returns 0 or -errno. */
 int index_upload_list(struct index *ix, const struct index_upload_list_params *p, struct arena *a,
                       struct index_upload_list_result *out);
 
@@ -300,7 +304,8 @@ struct index_list_result {
  * Lists in S3 order with S3's prefix/delimiter semantics. A delimiter
  * listing skips each common prefix with one seek, so the cost is
  * proportional to the page returned. Keys of any length up to
- * INDEX_MAX_KEY list in byte order. Returns 0 or -errno.
+ * INDEX_MAX_KEY list in byte order, also many long keys sharing their
+ * first 480 bytes, at the same cost. Returns 0 or -errno.
  */
 int index_object_list(struct index *ix, const struct index_list_params *p, struct arena *a,
                       struct index_list_result *out);
@@ -417,14 +422,5 @@ int index_grant_delete(struct index *ix, struct slice user_id, uint64_t bucket_i
  * still exists, with 'bucket' filled in; read snapshot, fn must not write. */
 typedef int (*index_grant_fn)(void *ctx, const struct index_grant *g);
 int index_grant_list(struct index *ix, struct slice user_id, index_grant_fn fn, void *ctx);
-
-/* ---- small key/value settings (credentials, config) --------------------- */
-
-/* Stores / reads a small named value in the index's settings table.
- * get returns the value length (copied into 'a'), or -ENOENT. Names are
- * NUL-terminated, 1..511 bytes (put: -EINVAL otherwise). */
-int index_setting_put(struct index *ix, const char *name, const void *val, size_t len);
-int index_setting_get(struct index *ix, const char *name, struct arena *a, const void **val,
-                      size_t *len);
 
 #endif

@@ -19,7 +19,6 @@ struct index {
     MDB_dbi dbi_buckets;
     MDB_dbi dbi_bucketids;
     MDB_dbi dbi_objects;
-    MDB_dbi dbi_settings;
     MDB_dbi dbi_meta;
     MDB_dbi dbi_uploads;
     MDB_dbi dbi_bucketuploads;
@@ -29,6 +28,7 @@ struct index {
     MDB_dbi dbi_usernames;
     MDB_dbi dbi_keys;
     MDB_dbi dbi_grants;
+    MDB_dbi dbi_tree; /* ordered long keys and uploads (tree.c) */
     bool is_nosync;
     /* Reset read transactions ready for mdb_txn_renew (see env.c). */
     pthread_mutex_t pool_mu;
@@ -127,12 +127,12 @@ void index__upload_copy(const struct index__upload_rec *r, const uint8_t *raw_id
 /* Returns the length of the common prefix 'key' rolls up into under
  * 'prefix' and 'delim' (S3 rules), or 0 when it does not roll up. */
 size_t index__rollup_len(struct slice key, struct slice prefix, struct slice delim);
+/* Writes succ('cp') into 'out' (room for cp.len bytes): the smallest
+ * string greater than every string starting with 'cp', i.e. 'cp' with its
+ * trailing 0xFF bytes dropped and its last byte incremented. Returns its
+ * length, or 0 when 'cp' is all 0xFF (nothing follows it). */
+size_t index__key_succ(struct slice cp, char *out);
 
-/* ---- test hooks --------------------------------------------------------- */
-
-/* Number of LMDB cursor positioning operations (seeks and steps) made by
- * listings on the calling thread since it started. Tests use it to check
- * that a delimiter listing costs O(page), not O(keys under a prefix). */
 /* ---- shared extents (extref.c) ---------------------------------------- */
 
 /* Adds one holder to each of the 'n' extents (a new record points at
@@ -148,7 +148,107 @@ int index__extrefs_is_shared(struct index *ix, MDB_txn *txn, const struct index_
 /* Calls 'fn' once for every shared extent. Returns 0 or -errno. */
 int index__extrefs_scan(struct index *ix, MDB_txn *txn, index_extent_fn fn, void *ctx);
 
-uint64_t index__list_cursor_ops(void);
-uint64_t index__list_seeks(void);
+/* ---- the cursor loop (iter.c) ------------------------------------------- */
+
+/*
+ * Walks the entries of one database whose keys start with 'prefix', in
+ * key order:
+ *
+ *     struct index__iter it;
+ *     if ((rc = index__iter_begin(&it, txn, dbi, pfx, pfx_len)) != 0) goto fail;
+ *     while ((rc = index__iter_next(&it)) == 1)
+ *         use it.k, it.v;          (borrowing the txn's pages)
+ *     if (rc < 0) goto fail;
+ *     ...
+ *   fail:
+ *     index__iter_end(&it);
+ *
+ * The first index__iter_next starts at the prefix unless a seek placed the
+ * iterator first. Each returns 1 with 'k'/'v' set, 0 once past the prefix
+ * (or the end of the database; later calls stay at 0), or -errno. An
+ * empty prefix walks the whole database. 'k'/'v' stay valid until the
+ * next call or a write to the database in the same txn.
+ */
+#define INDEX_ITER_PREFIX_MAX INDEX_LKEY_MAX
+
+struct index__iter {
+    MDB_cursor *cur;
+    MDB_val k, v;
+    uint8_t prefix[INDEX_ITER_PREFIX_MAX];
+    size_t prefix_len;
+    bool is_started;
+    bool is_end;
+    bool is_deleted; /* the entry last handed out was deleted */
+};
+
+/* Opens a cursor on 'dbi' in 'txn' over the keys starting with 'prefix'
+ * ('prefix_len' <= INDEX_ITER_PREFIX_MAX, copied). Returns 0 or -errno;
+ * index__iter_end is safe either way. */
+int index__iter_begin(struct index__iter *it, MDB_txn *txn, MDB_dbi dbi, const void *prefix,
+                      size_t prefix_len);
+/* Moves to the next entry. Returns 1, 0 (no more) or -errno. */
+int index__iter_next(struct index__iter *it);
+/* Positions at the first entry >= 'key' ('len' bytes; a key shorter than
+ * the prefix means the prefix). Returns 1, 0 or -errno like next. */
+int index__iter_seek(struct index__iter *it, const void *key, size_t len);
+/* Positions at the first entry > 'key'. Returns 1, 0 or -errno. */
+int index__iter_after(struct index__iter *it, const void *key, size_t len);
+/* Deletes the entry last handed out (write txns only); the next
+ * index__iter_next returns the one after it. Returns 0 or -errno. */
+int index__iter_del(struct index__iter *it);
+/* Closes the cursor. Safe on an iterator that failed to begin. */
+void index__iter_end(struct index__iter *it);
+
+/* mdb_get mapped to 0 / -errno and counted in index__reads. */
+int index__get(MDB_txn *txn, MDB_dbi dbi, MDB_val *k, MDB_val *v);
+
+/* ---- the ordered string sets of "keytree" (tree.c) --------------------- */
+
+/* Adds string 's' (1..INDEX_TREE_STR_MAX bytes) to the set of 'root' in
+ * write txn 'txn' (present already: nothing changes). Returns 0, -EINVAL
+ * or -errno. */
+int index__tree_insert(struct index *ix, MDB_txn *txn, uint64_t root, struct slice s);
+/* Removes 's' from the set of 'root'. Returns 0, -ENOENT (not in the set)
+ * or -errno. */
+int index__tree_remove(struct index *ix, MDB_txn *txn, uint64_t root, struct slice s);
+
+/* One entry on the path of the walk (tree.c). */
+struct index__tree_level {
+    uint64_t node;
+    uint64_t child;
+    size_t len; /* of the chunk, stored in the walk's 'str' */
+    bool is_leaf;
+    uint8_t state; /* 0: nothing handed out, 1: leaf done, 2: children done */
+};
+
+/* An in-order walk of one set; each step costs O(1) LMDB reads. */
+struct index__tree_iter {
+    struct index__iter it;
+    uint64_t root;
+    int depth;     /* levels on the path */
+    int cur_level; /* the level whose entry the cursor sits on, or -1 */
+    struct index__tree_level lv[INDEX_TREE_DEPTH];
+    uint8_t str[INDEX_TREE_DEPTH * INDEX_TREE_CHUNK];
+};
+
+/* Starts a walk of the set of 'root' in 'txn'; position it with
+ * index__tree_iter_seek before the first next. Returns 0 or -errno;
+ * index__tree_iter_end is safe either way. */
+int index__tree_iter_begin(struct index__tree_iter *t, struct index *ix, MDB_txn *txn,
+                           uint64_t root);
+/* Positions the walk so that the next string is the first >= 'target'.
+ * Returns 0 or -errno. */
+int index__tree_iter_seek(struct index__tree_iter *t, struct slice target);
+/* Hands out the next string in byte order: '*out' borrows the walk's
+ * buffer until the next call. Returns 1, 0 at the end, or -errno. */
+int index__tree_iter_next(struct index__tree_iter *t, struct slice *out);
+void index__tree_iter_end(struct index__tree_iter *t);
+
+/* ---- test hooks --------------------------------------------------------- */
+
+/* Number of LMDB reads (cursor positionings and index__get calls) made on
+ * the calling thread since it started. Tests use it to check that a
+ * listing page costs O(page), not O(keys or uploads in the bucket). */
+uint64_t index__reads(void);
 
 #endif

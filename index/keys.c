@@ -119,3 +119,26 @@ index__objkey_seek_encode(uint8_t *out, uint64_t bucket_id, struct slice key)
     memset(out + INDEX_BID_LEN + INDEX_DIRECT_MAX, 0, INDEX_HASH_LEN);
     return INDEX_LONG_LKEY_LEN;
 }
+
+size_t
+index__key_escape(uint8_t *out, struct slice key)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < key.len; i++) {
+        out[n++] = (uint8_t)key.ptr[i];
+        if (key.ptr[i] == 0)
+            out[n++] = 0xFF;
+    }
+    return n;
+}
+
+size_t
+index__upload_tree_str(uint8_t *out, struct slice key, const uint8_t *raw_id)
+{
+    assert(key.len <= INDEX_MAX_KEY);
+    size_t n = index__key_escape(out, key);
+    out[n++] = 0;
+    out[n++] = 0;
+    memcpy(out + n, raw_id, INDEX_UPLOAD_RAW_LEN);
+    return n + INDEX_UPLOAD_RAW_LEN;
+}

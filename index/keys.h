@@ -12,11 +12,14 @@
  *                     exist" is one get inside a write transaction)
  *   "objects"    key: object key (below)
  *                val: object record (below)
- *   "settings"   key: setting name (1..511 bytes)
- *                val: opaque bytes
+ *   "settings"   (unused; environments made by older versions may hold
+ *                it, and nothing reads it)
  *   "meta"       key: "next_bucket_id"
  *                val: u64 little-endian, the id the next bucket gets.
  *                     Ids start at 1 and are never reused.
+ *                key: "next_tree_node"
+ *                val: u64 little-endian, the next inner node id of
+ *                     "keytree" (from 1, below 2^62, never reused).
  *   "uploads"    key: upload id, 16 raw bytes (the 32 lower-case hex chars
  *                     of the API decoded; raw order == hex order)
  *                val: upload record (below)
@@ -34,6 +37,10 @@
  *                val: user id (64 chars); kept in step with "users"
  *   "keys"       key: access key (1..128 bytes)
  *                val: key record (below)
+ *   "keytree"    key: node id (8, BE) | chunk (1..480 bytes)
+ *                val: u8 flags (bit 0: a string ends here) | u64 child
+ *                     node id (little-endian; 0: none)
+ *                (ordered sets of long strings; see "The key tree" below)
  *   "grants"     key: user id (64 chars) | bucket id (8, BE)
  *                val: grant record (below). Keyed by bucket id, never by
  *                     name: ids are never reused, so a bucket deleted and
@@ -44,18 +51,14 @@
  * Listing one user's keys scans "keys" (users have a handful of keys and
  * the admin API is rare); a user's grants are one range scan.
  *
- * An upload lives in "uploads" and "bucketuploads", kept in step inside
- * one write transaction; its parts only exist while the upload does.
- * Because a bucket cannot be deleted while it has an upload, an upload's
- * bucket always exists.
+ * An upload lives in "uploads", "bucketuploads" and its bucket's upload
+ * set in "keytree", kept in step inside one write transaction; its parts
+ * only exist while the upload does. Because a bucket cannot be deleted
+ * while it has an upload, an upload's bucket always exists.
  *
- * Listing uploads (ListMultipartUploads) range-scans the bucket's entries
- * in "bucketuploads", fetches each record, keeps those under the prefix
- * and sorts them by (key, upload id) in memory before applying markers,
- * delimiter and max-uploads: a page costs O(u log u) for the u uploads in
- * progress in the bucket. Uploads in progress are few (they live minutes
- * to hours and are aborted or completed), so keying by object key, which
- * needs the long-key machinery of "objects", is not worth it.
+ * Listing uploads (ListMultipartUploads) walks the bucket's upload set in
+ * "keytree" (below), in (key, upload id) order from the markers, and
+ * fetches one record per upload returned: a page costs O(page).
  *
  * Object keys. S3 keys reach 1024 bytes but LMDB keys stop at 511, so:
  *
@@ -71,12 +74,39 @@
  * side of every K with prefix P as of P itself. Hence (a) the mapping
  * full key -> LMDB key is monotone except inside a "run" (all long keys
  * sharing a 480-byte prefix), (b) each run is contiguous in LMDB order,
- * and (c) a run is recognizable by key length (exactly 504 bytes). The
- * lister reads a whole run, sorts it by full key in memory, and emits it
- * in order: its cost is proportional to the size of the run, which only
- * matters for many keys longer than 480 bytes sharing 480 bytes of
- * prefix. A lookup of a long key is exact (the hash; the full key in the
- * record is compared too).
+ * and (c) a run is recognizable by key length (exactly 504 bytes). Inside
+ * a run the order is the hash's, so the lister walks a run in the key
+ * tree instead, where every long key of the bucket is also kept (below),
+ * and then seeks past the run in "objects": a page costs O(page) however
+ * long the runs are. A lookup of a long key is exact (the hash; the full
+ * key in the record is compared too).
+ *
+ * The key tree ("keytree"). An ordered set of byte strings (1..2066
+ * bytes) per root id, stored as a trie of 480-byte chunks: string S of
+ * set R has the entries
+ *   N0 | S[0..480), N1 | S[480..960), ...   up to the chunk S ends in,
+ * where N0 = R and each N(i+1) is the child id in the value of entry i;
+ * the entry of the last chunk has the "ends here" flag. Inner node ids
+ * come from the counter "next_tree_node" in "meta" (from 1, never
+ * reused); root ids are 2^63 | bucket id (the bucket's long object keys,
+ * each its full key, > 480 bytes) and 2^62 | bucket id (the bucket's
+ * uploads, each esc(key) | 00 00 | upload id (16 raw), where esc writes
+ * each 00 byte as 00 FF and every other byte as it is; esc preserves
+ * order and prefixes and 00 00 sorts before anything esc writes, so the
+ * byte order of the strings is (key, upload id) order).
+ * Order: the entries of one node sort by chunk, and only a 480-byte
+ * chunk has a child, whose strings all extend it; so every string under
+ * an entry sorts after the entry's own string and before the next entry
+ * of the node (which cannot extend a 480-byte chunk). An in-order walk
+ * (an entry's own string, then its child's) therefore yields the strings
+ * in byte order, and a seek is one descent. Every entry has the
+ * flag or a child, and a child node is never empty: a removal deletes
+ * what it leaves empty, bottom up. Kept in step with "objects" and
+ * "uploads" inside each write transaction. Environments made before the
+ * key tree existed have no "keytree" database: index_open creates it and
+ * fills it from "objects" (the 504-byte keys) and "uploads" in the same
+ * transaction, once. An older binary writing afterwards would leave it
+ * stale, so downgrading after an upgrade is not supported.
  *
  * Bucket record (little-endian):
  *   u8  version (1)
@@ -146,6 +176,7 @@
 #define SHARD_INDEX_KEYS_H
 
 #include "common/common.h"
+#include "index/index.h"
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -173,6 +204,13 @@
 /* "bucketuploads" key: bucket id | upload id. */
 #define INDEX_BUCKETUPLOAD_KEY_LEN (INDEX_BID_LEN + INDEX_UPLOAD_RAW_LEN)
 
+/* The key tree (see above). */
+#define INDEX_TREE_CHUNK 480
+#define INDEX_TREE_STR_MAX (2 * INDEX_MAX_KEY + 2 + INDEX_UPLOAD_RAW_LEN)
+#define INDEX_TREE_DEPTH ((INDEX_TREE_STR_MAX + INDEX_TREE_CHUNK - 1) / INDEX_TREE_CHUNK)
+#define INDEX_TREE_ROOT_OBJECTS(bid) ((UINT64_C(1) << 63) | (uint64_t)(bid))
+#define INDEX_TREE_ROOT_UPLOADS(bid) ((UINT64_C(1) << 62) | (uint64_t)(bid))
+
 /* Writes the 8-byte big-endian form of 'v' to 'p'. */
 void index__put_be64(uint8_t *p, uint64_t v);
 uint64_t index__get_be64(const uint8_t *p);
@@ -198,6 +236,19 @@ size_t index__objkey_encode(uint8_t *out, uint64_t bucket_id, struct slice key);
  * the run with that prefix. 'key' may be empty. Returns its length.
  */
 size_t index__objkey_seek_encode(uint8_t *out, uint64_t bucket_id, struct slice key);
+
+/*
+ * Writes esc('key') (keys.h: each 00 byte as 00 FF) into 'out' (room for
+ * 2 * key.len bytes) and returns its length. esc is order-preserving and
+ * prefix-preserving, so esc(X) is a seek target for "keys >= X".
+ */
+size_t index__key_escape(uint8_t *out, struct slice key);
+/*
+ * Writes the key-tree string of an upload, esc('key') | 00 00 | 'raw_id'
+ * (INDEX_UPLOAD_RAW_LEN bytes), into 'out' (INDEX_TREE_STR_MAX bytes) and
+ * returns its length.
+ */
+size_t index__upload_tree_str(uint8_t *out, struct slice key, const uint8_t *raw_id);
 
 /* Returns true when an LMDB object key of length 'len' is a long key. */
 static inline bool

@@ -3,12 +3,13 @@
  *
  * An iterator turns the LMDB order of "objects" into exact byte order of
  * the full S3 keys: direct keys come straight from the cursor; a run of
- * long keys (keys.h) is read whole, sorted by full key and replayed. The
- * lister walks that iterator from max(prefix, start_after); whenever a key
- * rolls up into a common prefix CP it emits CP once and seeks to succ(CP),
- * the smallest string greater than every string starting with CP. So a
- * page costs O(page) cursor operations however many keys each common
- * prefix hides (plus the size of any long-key run it touches).
+ * long keys (keys.h), whose LMDB order is the hash's, is walked in the
+ * bucket's key tree instead, which holds the same keys in byte order, and
+ * the cursor then seeks past the run. The lister walks that iterator from
+ * max(prefix, start_after); whenever a key rolls up into a common prefix
+ * CP it emits CP once and seeks to succ(CP), the smallest string greater
+ * than every string starting with CP. So a page costs O(page) LMDB reads
+ * however many keys each common prefix hides and however long the runs.
  */
 #include "index/index_int.h"
 
@@ -18,122 +19,46 @@
 /* Clamp for max_keys (S3's own limit). */
 #define INDEX_LIST_MAX 1000
 
-static _Thread_local uint64_t list_cursor_ops;
-static _Thread_local uint64_t list_seeks;
-
-uint64_t
-index__list_cursor_ops(void)
-{
-    return list_cursor_ops;
-}
-
-uint64_t
-index__list_seeks(void)
-{
-    return list_seeks;
-}
-
 /* ---- the ordered iterator ----------------------------------------------- */
-
-struct run_ent {
-    struct slice key; /* full key, inside the record (txn pages) */
-    MDB_val val;
-};
 
 struct iter {
     struct index *ix;
-    MDB_cursor *cur;
+    MDB_txn *txn;
     uint64_t bucket_id;
-    uint8_t bidkey[INDEX_BID_LEN];
-    /* The cursor sits on an entry of the bucket not yet handed out. */
-    bool has_cur;
-    /* The cursor ran past the bucket (or the database). */
-    bool is_end;
-    MDB_val cur_k, cur_v;
-    /* The long-key run being replayed, sorted by full key. */
-    bool has_run;
+    /* "objects" under the bucket id; 'obj_rc' is 1 while it sits on an
+     * entry not handed out yet, 0 past the bucket. */
+    struct index__iter obj;
+    int obj_rc;
+    bool needs_step; /* the entry it sits on was handed out */
+    /* The run of long keys being walked in the bucket's key tree. */
+    bool in_run;
+    bool has_tree;
     uint8_t run_prefix[INDEX_DIRECT_MAX];
-    struct run_ent *run;
-    size_t run_n, run_cap, run_pos;
+    struct index__tree_iter tree;
 };
 
-/* Positions the cursor with 'op' ('k' is the seek key for MDB_SET_RANGE)
- * and records whether it landed on an entry of the bucket. Returns 0 or
- * -errno (running off the end is not an error). */
-static int
-iter_fetch(struct iter *it, MDB_val *k, MDB_cursor_op op)
-{
-    list_cursor_ops++;
-    int rc = index__err(mdb_cursor_get(it->cur, k, &it->cur_v, op));
-    it->cur_k = *k;
-    it->has_cur = false;
-    it->is_end = true;
-    if (rc == -ENOENT)
-        return 0;
-    if (rc != 0)
-        return rc;
-    if (k->mv_size < INDEX_BID_LEN || memcmp(k->mv_data, it->bidkey, INDEX_BID_LEN) != 0)
-        return 0;
-    it->has_cur = true;
-    it->is_end = false;
-    return 0;
-}
-
-static int
-run_ent_cmp(const void *a, const void *b)
-{
-    return slice_cmp(((const struct run_ent *)a)->key, ((const struct run_ent *)b)->key);
-}
-
 /*
- * Reads the whole run of long keys starting at the cursor's entry into
- * 'it->run', sorted by full key; afterwards the cursor sits on the first
- * entry after the run. Returns 0, or -EIO on a malformed record.
+ * The objects cursor sits on the first LMDB key of a run of long keys:
+ * walks that run in the key tree from the first key >= 't' (or from the
+ * start of the run when 't' does not lie in it). Returns 0 or -errno.
  */
 static int
-iter_load_run(struct iter *it)
+iter_enter_run(struct iter *it, struct slice t)
 {
-    struct index__record r;
-    MDB_val k;
     int rc;
-
-    memcpy(it->run_prefix, (const uint8_t *)it->cur_k.mv_data + INDEX_BID_LEN, INDEX_DIRECT_MAX);
-    it->run_n = 0;
-    it->run_pos = 0;
-    it->has_run = true;
-    while (it->has_cur && index__objkey_is_long(it->cur_k.mv_size) &&
-           memcmp((const uint8_t *)it->cur_k.mv_data + INDEX_BID_LEN, it->run_prefix,
-                  INDEX_DIRECT_MAX) == 0) {
-        if ((rc = index__record_parse(it->cur_v.mv_data, it->cur_v.mv_size, &r)) != 0)
-            return rc;
-        if (r.full_key.len <= INDEX_DIRECT_MAX ||
-            memcmp(r.full_key.ptr, it->run_prefix, INDEX_DIRECT_MAX) != 0)
-            return CORRUPT_BKPT("long key record does not match its LMDB key");
-        if (it->run_n == it->run_cap) {
-            it->run_cap = it->run_cap ? it->run_cap * 2 : 64;
-            it->run = xrealloc(it->run, it->run_cap * sizeof(*it->run));
-        }
-        it->run[it->run_n++] = (struct run_ent){r.full_key, it->cur_v};
-        if ((rc = iter_fetch(it, &k, MDB_NEXT)) != 0)
+    memcpy(it->run_prefix, (const uint8_t *)it->obj.k.mv_data + INDEX_BID_LEN, INDEX_DIRECT_MAX);
+    if (!it->has_tree) {
+        rc = index__tree_iter_begin(&it->tree, it->ix, it->txn,
+                                    INDEX_TREE_ROOT_OBJECTS(it->bucket_id));
+        it->has_tree = true;
+        if (rc != 0)
             return rc;
     }
-    qsort(it->run, it->run_n, sizeof(*it->run), run_ent_cmp);
-    return 0;
-}
-
-/* Moves 'it->run_pos' to the first run entry >= 't'. */
-static void
-iter_run_lower_bound(struct iter *it, struct slice t)
-{
-    size_t lo = 0, hi = it->run_n;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (slice_cmp(it->run[mid].key, t) < 0)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    it->run_pos = lo;
+    struct slice run = {(const char *)it->run_prefix, INDEX_DIRECT_MAX};
+    if (t.len < INDEX_DIRECT_MAX || memcmp(t.ptr, run.ptr, INDEX_DIRECT_MAX) != 0)
+        t = run;
+    it->in_run = true;
+    return index__tree_iter_seek(&it->tree, t);
 }
 
 /*
@@ -143,67 +68,72 @@ iter_run_lower_bound(struct iter *it, struct slice t)
 static int
 iter_seek(struct iter *it, struct slice t)
 {
-    int rc;
-
-    list_seeks++;
-    if (it->has_run && t.len > INDEX_DIRECT_MAX &&
-        memcmp(t.ptr, it->run_prefix, INDEX_DIRECT_MAX) == 0) {
-        /* Inside the run already loaded: every key after the run is
-         * greater than 't' too, and the cursor already sits there. */
-        iter_run_lower_bound(it, t);
-        return 0;
-    }
-    it->has_run = false;
     uint8_t lkey[INDEX_LKEY_MAX];
-    MDB_val k = {index__objkey_seek_encode(lkey, it->bucket_id, t), lkey};
-    if ((rc = iter_fetch(it, &k, MDB_SET_RANGE)) != 0)
-        return rc;
-    if (it->has_cur && index__objkey_is_long(it->cur_k.mv_size)) {
-        if ((rc = iter_load_run(it)) != 0)
-            return rc;
-        iter_run_lower_bound(it, t);
-    }
+    it->in_run = false;
+    it->needs_step = false;
+    it->obj_rc =
+        index__iter_seek(&it->obj, lkey, index__objkey_seek_encode(lkey, it->bucket_id, t));
+    if (it->obj_rc < 0)
+        return it->obj_rc;
+    if (it->obj_rc == 1 && index__objkey_is_long(it->obj.k.mv_size))
+        return iter_enter_run(it, t);
     return 0;
 }
 
 /*
  * Hands out the next key in full-key order: '*key' and '*val' borrow the
- * txn's pages. Returns 1 for an entry, 0 at the end of the bucket, or
- * -errno.
+ * txn's pages (a long key: the walk's buffer, until the next call).
+ * Returns 1 for an entry, 0 at the end of the bucket, or -errno.
  */
 static int
 iter_next(struct iter *it, struct slice *key, MDB_val *val)
 {
-    MDB_val k;
+    uint8_t lkey[INDEX_LKEY_MAX + 1];
     int rc;
 
-    if (it->has_run) {
-        if (it->run_pos < it->run_n) {
-            *key = it->run[it->run_pos].key;
-            *val = it->run[it->run_pos].val;
-            it->run_pos++;
-            return 1;
+    for (;;) {
+        if (it->in_run) {
+            struct slice s;
+            if ((rc = index__tree_iter_next(&it->tree, &s)) < 0)
+                return rc;
+            if (rc == 1 && s.len > INDEX_DIRECT_MAX &&
+                memcmp(s.ptr, it->run_prefix, INDEX_DIRECT_MAX) == 0) {
+                MDB_val k = {index__objkey_encode(lkey, it->bucket_id, s), lkey};
+                rc = index__get(it->txn, it->ix->dbi_objects, &k, val);
+                if (rc == -ENOENT)
+                    return CORRUPT_BKPT("key tree holds a long key without its record");
+                if (rc != 0)
+                    return rc;
+                *key = s;
+                return 1;
+            }
+            /* The run is done: seek past it in "objects", to after
+             * bid | prefix | FF * 16 (one byte longer than any key). */
+            it->in_run = false;
+            size_t n = INDEX_BID_LEN + INDEX_DIRECT_MAX;
+            index__put_be64(lkey, it->bucket_id);
+            memcpy(lkey + INDEX_BID_LEN, it->run_prefix, INDEX_DIRECT_MAX);
+            memset(lkey + n, 0xFF, INDEX_HASH_LEN);
+            lkey[n + INDEX_HASH_LEN] = 0;
+            it->obj_rc = index__iter_seek(&it->obj, lkey, n + INDEX_HASH_LEN + 1);
+            it->needs_step = false;
+        } else if (it->needs_step) {
+            it->obj_rc = index__iter_next(&it->obj);
+            it->needs_step = false;
         }
-        it->has_run = false;
+        if (it->obj_rc <= 0)
+            return it->obj_rc;
+        if (index__objkey_is_long(it->obj.k.mv_size)) {
+            if ((rc = iter_enter_run(it, SLICE_NULL)) != 0)
+                return rc;
+            continue;
+        }
+        *key = (struct slice){(const char *)it->obj.k.mv_data + INDEX_BID_LEN,
+                              it->obj.k.mv_size - INDEX_BID_LEN};
+        *val = it->obj.v;
+        it->needs_step = true;
+        return 1;
     }
-    if (!it->has_cur) {
-        if (it->is_end)
-            return 0;
-        if ((rc = iter_fetch(it, &k, MDB_NEXT)) != 0)
-            return rc;
-        if (!it->has_cur)
-            return 0;
-    }
-    if (index__objkey_is_long(it->cur_k.mv_size)) {
-        if ((rc = iter_load_run(it)) != 0)
-            return rc;
-        return iter_next(it, key, val);
-    }
-    *key = (struct slice){(const char *)it->cur_k.mv_data + INDEX_BID_LEN,
-                          it->cur_k.mv_size - INDEX_BID_LEN};
-    *val = it->cur_v;
-    it->has_cur = false;
-    return 1;
 }
 
 /* ---- S3 listing ---------------------------------------------------------- */
@@ -234,28 +164,32 @@ index__rollup_len(struct slice key, struct slice prefix, struct slice delim)
     return pos < 0 ? 0 : prefix.len + (size_t)pos + delim.len;
 }
 
-/*
- * Seeks past every key starting with 'cp': to succ(cp), which is 'cp'
- * with trailing 0xFF bytes dropped and its last byte incremented. The
- * carry stays inside the S3 key; the bucket id is never touched. When
- * 'cp' is all 0xFF nothing in the bucket can follow it. Returns 0 or
- * -errno.
- */
+size_t
+index__key_succ(struct slice cp, char *out)
+{
+    size_t n = cp.len;
+    while (n > 0 && (uint8_t)cp.ptr[n - 1] == 0xFF)
+        n--;
+    if (n == 0)
+        return 0;
+    memcpy(out, cp.ptr, n);
+    out[n - 1] = (char)((uint8_t)out[n - 1] + 1);
+    return n;
+}
+
+/* Seeks past every key starting with 'cp' (to its successor; when there
+ * is none nothing in the bucket can follow). Returns 0 or -errno. */
 static int
 iter_seek_past(struct iter *it, struct slice cp)
 {
     char succ[INDEX_MAX_KEY];
-    size_t n = cp.len;
-    while (n > 0 && (uint8_t)cp.ptr[n - 1] == 0xFF)
-        n--;
+    size_t n = index__key_succ(cp, succ);
     if (n == 0) {
-        it->has_run = false;
-        it->has_cur = false;
-        it->is_end = true;
+        it->in_run = false;
+        it->needs_step = false;
+        it->obj_rc = 0;
         return 0;
     }
-    memcpy(succ, cp.ptr, n);
-    succ[n - 1] = (char)((uint8_t)succ[n - 1] + 1);
     return iter_seek(it, (struct slice){succ, n});
 }
 
@@ -264,7 +198,7 @@ index_object_list(struct index *ix, const struct index_list_params *p, struct ar
                   struct index_list_result *out)
 {
     struct iter it = {.ix = ix, .bucket_id = p->bucket_id};
-    MDB_txn *txn = NULL;
+    uint8_t bidkey[INDEX_BID_LEN];
     struct index__record r;
     struct slice key;
     MDB_val val;
@@ -283,11 +217,11 @@ index_object_list(struct index *ix, const struct index_list_params *p, struct ar
     struct slice start_after = p->start_after;
     start_after.len = MIN(start_after.len, INDEX_MAX_KEY);
     out->entries = arena_alloc(a, max * sizeof(*out->entries));
-    index__put_be64(it.bidkey, p->bucket_id);
+    index__put_be64(bidkey, p->bucket_id);
 
-    if ((rc = index__read_begin(ix, &txn)) != 0)
+    if ((rc = index__read_begin(ix, &it.txn)) != 0)
         goto fail;
-    if ((rc = index__err(mdb_cursor_open(txn, ix->dbi_objects, &it.cur))) != 0)
+    if ((rc = index__iter_begin(&it.obj, it.txn, ix->dbi_objects, bidkey, sizeof(bidkey))) != 0)
         goto fail;
 
     /* Where to start: a common prefix that start_after lies in was
@@ -346,9 +280,9 @@ fail:
         out->n_entries = 0;
         out->is_truncated = false;
     }
-    free(it.run);
-    if (it.cur)
-        mdb_cursor_close(it.cur);
-    index__read_end(ix, txn);
+    if (it.has_tree)
+        index__tree_iter_end(&it.tree);
+    index__iter_end(&it.obj);
+    index__read_end(ix, it.txn);
     return rc;
 }

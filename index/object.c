@@ -11,6 +11,7 @@
 #include "index/index_int.h"
 
 #include <errno.h>
+#include <inttypes.h>
 
 /*
  * Finds the record of 'key' in bucket 'bucket_id' within 'txn'. Returns
@@ -115,6 +116,28 @@ share_source_check(struct index *ix, MDB_txn *txn, const struct index_op *op, bo
     return 0;
 }
 
+/*
+ * Adds long key 'key' of bucket 'bucket_id' to the bucket's key tree, or
+ * removes it ('is_delete'). A key missing from the tree on removal is
+ * logged and otherwise ignored: the object must stay deletable. Returns
+ * 0 or -errno.
+ */
+static int
+object_tree_update(struct index *ix, MDB_txn *txn, uint64_t bucket_id, struct slice key,
+                   bool is_delete)
+{
+    uint64_t root = INDEX_TREE_ROOT_OBJECTS(bucket_id);
+    if (!is_delete)
+        return index__tree_insert(ix, txn, root, key);
+    int rc = index__tree_remove(ix, txn, root, key);
+    if (rc == -ENOENT) {
+        log_error("index: a %zu-byte key of bucket %" PRIu64 " was missing from the key tree",
+                  key.len, bucket_id);
+        rc = 0;
+    }
+    return rc;
+}
+
 int
 index__object_write(struct index *ix, MDB_txn *txn, struct index_op *op, bool is_delete)
 {
@@ -172,6 +195,11 @@ index__object_write(struct index *ix, MDB_txn *txn, struct index_op *op, bool is
     if (op->n_freed && (rc = index__extrefs_release(ix, txn, op->freed, &op->n_freed)) != 0)
         return rc;
 
+    /* A long key enters or leaves its bucket's key tree with its record. */
+    bool is_long = op->key.len > INDEX_DIRECT_MAX;
+    if (is_long && exists == is_delete &&
+        (rc = object_tree_update(ix, txn, op->bucket_id, op->key, is_delete)) != 0)
+        return rc;
     if (is_delete)
         return index__err(mdb_del(txn, ix->dbi_objects, &k, NULL));
 
@@ -271,17 +299,15 @@ static int
 extents_scan_dbi(struct index *ix, MDB_txn *txn, MDB_dbi dbi, bool check_shared, index_extent_fn fn,
                  void *ctx)
 {
-    MDB_cursor *cur = NULL;
+    struct index__iter it;
     struct index__record r;
     struct index_extent e;
-    MDB_val k, v;
     int rc;
 
-    if ((rc = index__err(mdb_cursor_open(txn, dbi, &cur))) != 0)
+    if ((rc = index__iter_begin(&it, txn, dbi, NULL, 0)) != 0)
         goto fail;
-    for (rc = index__err(mdb_cursor_get(cur, &k, &v, MDB_FIRST)); rc == 0;
-         rc = index__err(mdb_cursor_get(cur, &k, &v, MDB_NEXT))) {
-        if ((rc = index__record_parse(v.mv_data, v.mv_size, &r)) != 0)
+    while ((rc = index__iter_next(&it)) == 1) {
+        if ((rc = index__record_parse(it.v.mv_data, it.v.mv_size, &r)) != 0)
             goto fail;
         for (uint32_t i = 0; i < r.obj.n_extents; i++) {
             index__record_extent(&r, i, &e);
@@ -292,12 +318,9 @@ extents_scan_dbi(struct index *ix, MDB_txn *txn, MDB_dbi dbi, bool check_shared,
                 fn(ctx, &e);
         }
     }
-    if (rc == -ENOENT)
-        rc = 0;
 
 fail:
-    if (cur)
-        mdb_cursor_close(cur);
+    index__iter_end(&it);
     return rc;
 }
 
@@ -330,28 +353,17 @@ object_scan_next(struct index *ix, uint8_t *last, size_t *last_len, struct arena
                  uint64_t *bucket_id, struct slice *key, struct index_object *obj)
 {
     MDB_txn *txn = NULL;
-    MDB_cursor *cur = NULL;
+    struct index__iter it = {0};
     struct index__record r;
-    MDB_val k = {*last_len, last}, v;
     int rc;
 
     if ((rc = index__read_begin(ix, &txn)) != 0)
         goto fail;
-    if ((rc = index__err(mdb_cursor_open(txn, ix->dbi_objects, &cur))) != 0)
+    if ((rc = index__iter_begin(&it, txn, ix->dbi_objects, NULL, 0)) != 0)
         goto fail;
-    if (*last_len == 0) {
-        rc = index__err(mdb_cursor_get(cur, &k, &v, MDB_FIRST));
-    } else {
-        rc = index__err(mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE));
-        if (rc == 0 && k.mv_size == *last_len && memcmp(k.mv_data, last, *last_len) == 0)
-            rc = index__err(mdb_cursor_get(cur, &k, &v, MDB_NEXT));
-    }
-    if (rc == -ENOENT) {
-        rc = 0;
+    if ((rc = index__iter_after(&it, last, *last_len)) != 1)
         goto fail;
-    }
-    if (rc != 0)
-        goto fail;
+    MDB_val k = it.k, v = it.v;
     if (k.mv_size <= INDEX_BID_LEN || k.mv_size > INDEX_LKEY_MAX) {
         rc = CORRUPT_BKPT("object key length");
         goto fail;
@@ -373,8 +385,7 @@ object_scan_next(struct index *ix, uint8_t *last, size_t *last_len, struct arena
     rc = 1;
 
 fail:
-    if (cur)
-        mdb_cursor_close(cur);
+    index__iter_end(&it);
     index__read_end(ix, txn);
     return rc;
 }

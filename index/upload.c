@@ -14,6 +14,7 @@
 #include "index/index_int.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <stdlib.h>
 
 /* ---- upload ids and records --------------------------------------------- */
@@ -203,7 +204,7 @@ static int
 parts_drop(struct index *ix, MDB_txn *txn, const uint8_t *raw, const uint8_t *used,
            struct index_op *op)
 {
-    MDB_cursor *cur = NULL;
+    struct index__iter it = {0};
     struct index__record r;
     struct index_extent e;
     struct buf freed, numbers;
@@ -212,15 +213,10 @@ parts_drop(struct index *ix, MDB_txn *txn, const uint8_t *raw, const uint8_t *us
 
     buf_init(&freed);
     buf_init(&numbers);
-    part_key(pkey, raw, 0);
-    MDB_val k = {sizeof(pkey), pkey}, v;
-    if ((rc = index__err(mdb_cursor_open(txn, ix->dbi_parts, &cur))) != 0)
+    if ((rc = index__iter_begin(&it, txn, ix->dbi_parts, raw, INDEX_UPLOAD_RAW_LEN)) != 0)
         goto fail;
-    for (rc = index__err(mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE)); rc == 0;
-         rc = index__err(mdb_cursor_get(cur, &k, &v, MDB_NEXT))) {
-        if (k.mv_size < INDEX_UPLOAD_RAW_LEN || memcmp(k.mv_data, raw, INDEX_UPLOAD_RAW_LEN) != 0)
-            break;
-        if ((rc = part_parse(&k, &v, &r)) != 0)
+    while ((rc = index__iter_next(&it)) == 1) {
+        if ((rc = part_parse(&it.k, &it.v, &r)) != 0)
             goto fail;
         uint32_t number = r.obj.parts_count;
         buf_append(&numbers, &number, sizeof(number));
@@ -231,16 +227,15 @@ parts_drop(struct index *ix, MDB_txn *txn, const uint8_t *raw, const uint8_t *us
             buf_append(&freed, &e, sizeof(e));
         }
     }
-    if (rc != 0 && rc != -ENOENT)
+    if (rc < 0)
         goto fail;
-    mdb_cursor_close(cur);
-    cur = NULL;
+    index__iter_end(&it);
 
     for (size_t off = 0; off < numbers.len; off += sizeof(uint32_t)) {
         uint32_t number;
         memcpy(&number, numbers.ptr + off, sizeof(number));
         part_key(pkey, raw, number);
-        k = (MDB_val){sizeof(pkey), pkey};
+        MDB_val k = {sizeof(pkey), pkey};
         if ((rc = index__err(mdb_del(txn, ix->dbi_parts, &k, NULL))) != 0)
             goto fail;
     }
@@ -253,27 +248,40 @@ parts_drop(struct index *ix, MDB_txn *txn, const uint8_t *raw, const uint8_t *us
     rc = 0;
 
 fail:
-    if (cur)
-        mdb_cursor_close(cur);
+    index__iter_end(&it);
     buf_cleanup(&freed);
     buf_cleanup(&numbers);
     return rc;
 }
 
-/* Deletes the "uploads" and "bucketuploads" entries of upload 'raw' of
- * bucket 'bucket_id'. Returns 0 or -errno. */
+/* Deletes the "uploads", "bucketuploads" and key tree entries of upload
+ * 'raw' of bucket 'bucket_id'. Returns 0 or -errno. */
 static int
 upload_records_del(struct index *ix, MDB_txn *txn, const uint8_t *raw, uint64_t bucket_id)
 {
-    uint8_t bkey[INDEX_BUCKETUPLOAD_KEY_LEN];
+    struct index__upload_rec rec;
+    uint8_t bkey[INDEX_BUCKETUPLOAD_KEY_LEN], str[INDEX_TREE_STR_MAX];
     index__put_be64(bkey, bucket_id);
     memcpy(bkey + INDEX_BID_LEN, raw, INDEX_UPLOAD_RAW_LEN);
     MDB_val uk = {INDEX_UPLOAD_RAW_LEN, (void *)raw}, bk = {sizeof(bkey), bkey};
-    int rc = index__err(mdb_del(txn, ix->dbi_uploads, &uk, NULL));
+    int rc = upload_lookup(ix, txn, raw, &rec);
+    if (rc != 0)
+        return rc;
+    /* Built before the deletes move the pages 'rec' borrows. */
+    struct slice s = {(const char *)str, index__upload_tree_str(str, rec.key, raw)};
+    rc = index__err(mdb_del(txn, ix->dbi_uploads, &uk, NULL));
     if (rc == 0) {
         rc = index__err(mdb_del(txn, ix->dbi_bucketuploads, &bk, NULL));
         if (rc == -ENOENT)
             rc = CORRUPT_BKPT("upload without its bucketuploads entry");
+    }
+    if (rc == 0) {
+        rc = index__tree_remove(ix, txn, INDEX_TREE_ROOT_UPLOADS(bucket_id), s);
+        if (rc == -ENOENT) {
+            log_error("index: an upload of bucket %" PRIu64 " was missing from the key tree",
+                      bucket_id);
+            rc = 0;
+        }
     }
     return rc;
 }
@@ -352,7 +360,11 @@ apply_create(struct index *ix, MDB_txn *txn, struct index_op *op, uint64_t *chec
     index__put_be64(bkey, u->bucket_id);
     memcpy(bkey + INDEX_BID_LEN, raw, sizeof(raw));
     MDB_val bk = {sizeof(bkey), bkey}, bv = {0, NULL};
-    return index__err(mdb_put(txn, ix->dbi_bucketuploads, &bk, &bv, 0));
+    if ((rc = index__err(mdb_put(txn, ix->dbi_bucketuploads, &bk, &bv, 0))) != 0)
+        return rc;
+    uint8_t str[INDEX_TREE_STR_MAX];
+    struct slice s = {(const char *)str, index__upload_tree_str(str, u->key, raw)};
+    return index__tree_insert(ix, txn, INDEX_TREE_ROOT_UPLOADS(u->bucket_id), s);
 }
 
 static int
@@ -521,7 +533,7 @@ index_part_list(struct index *ix, const char *upload_id, uint32_t after, uint32_
                 struct arena *a, struct index_part **parts, uint32_t *n_parts, bool *is_truncated)
 {
     MDB_txn *txn = NULL;
-    MDB_cursor *cur = NULL;
+    struct index__iter it = {0};
     struct index__upload_rec rec;
     struct index__record r;
     struct index_part part;
@@ -547,24 +559,20 @@ index_part_list(struct index *ix, const char *upload_id, uint32_t after, uint32_
 
     uint32_t n = 0;
     part_key(pkey, raw, after + 1);
-    MDB_val k = {sizeof(pkey), pkey}, v;
-    if ((rc = index__err(mdb_cursor_open(txn, ix->dbi_parts, &cur))) != 0)
+    if ((rc = index__iter_begin(&it, txn, ix->dbi_parts, raw, INDEX_UPLOAD_RAW_LEN)) != 0)
         goto fail;
-    for (rc = index__err(mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE)); rc == 0;
-         rc = index__err(mdb_cursor_get(cur, &k, &v, MDB_NEXT))) {
-        if (k.mv_size < INDEX_UPLOAD_RAW_LEN || memcmp(k.mv_data, raw, INDEX_UPLOAD_RAW_LEN) != 0)
-            break;
+    for (rc = index__iter_seek(&it, pkey, sizeof(pkey)); rc == 1; rc = index__iter_next(&it)) {
         if (n == max) {
             *is_truncated = true;
             break;
         }
-        if ((rc = part_parse(&k, &v, &r)) != 0)
+        if ((rc = part_parse(&it.k, &it.v, &r)) != 0)
             goto fail;
         part_copy(&r, a, &part);
         buf_append(&got, &part, sizeof(part));
         n++;
     }
-    if (rc != 0 && rc != -ENOENT)
+    if (rc < 0)
         goto fail;
     rc = 0;
     *parts = n ? arena_memdup(a, got.ptr, got.len) : NULL;
@@ -574,8 +582,7 @@ fail:
     if (rc != 0)
         *is_truncated = false;
     buf_cleanup(&got);
-    if (cur)
-        mdb_cursor_close(cur);
+    index__iter_end(&it);
     index__read_end(ix, txn);
     return rc;
 }

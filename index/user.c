@@ -214,28 +214,13 @@ static int
 delete_matching(MDB_txn *txn, MDB_dbi dbi, struct slice prefix,
                 bool (*match)(const MDB_val *k, const MDB_val *v, const void *arg), const void *arg)
 {
-    MDB_cursor *cur = NULL;
-    MDB_val k = {prefix.len, (void *)prefix.ptr}, v;
-    int rc = index__err(mdb_cursor_open(txn, dbi, &cur));
-    if (rc != 0)
-        return rc;
-    rc = index__err(mdb_cursor_get(cur, &k, &v, prefix.len ? MDB_SET_RANGE : MDB_FIRST));
-    while (rc == 0) {
-        if (prefix.len && (k.mv_size < prefix.len || memcmp(k.mv_data, prefix.ptr, prefix.len)))
-            break;
-        if (!match || match(&k, &v, arg)) {
-            if ((rc = index__err(mdb_cursor_del(cur, 0))) != 0)
-                break;
-            /* After a delete the cursor sits on the next entry. */
-            rc = index__err(mdb_cursor_get(cur, &k, &v, MDB_GET_CURRENT));
-            if (rc == -EINVAL)
-                rc = -ENOENT;
-            continue;
-        }
-        rc = index__err(mdb_cursor_get(cur, &k, &v, MDB_NEXT));
-    }
-    mdb_cursor_close(cur);
-    return rc == -ENOENT ? 0 : rc;
+    struct index__iter it;
+    int rc = index__iter_begin(&it, txn, dbi, prefix.ptr, prefix.len);
+    while (rc >= 0 && (rc = index__iter_next(&it)) == 1)
+        if (!match || match(&it.k, &it.v, arg))
+            rc = index__iter_del(&it);
+    index__iter_end(&it);
+    return rc < 0 ? rc : 0;
 }
 
 static bool
@@ -278,32 +263,29 @@ int
 index_user_list(struct index *ix, index_user_fn fn, void *ctx)
 {
     MDB_txn *txn = NULL;
-    MDB_cursor *cur = NULL;
+    struct index__iter it = {0};
     struct index_user u;
-    MDB_val k, v;
     int rc;
 
     if ((rc = index__read_begin(ix, &txn)) != 0)
         goto fail;
-    if ((rc = index__err(mdb_cursor_open(txn, ix->dbi_usernames, &cur))) != 0)
+    if ((rc = index__iter_begin(&it, txn, ix->dbi_usernames, NULL, 0)) != 0)
         goto fail;
-    for (rc = index__err(mdb_cursor_get(cur, &k, &v, MDB_FIRST)); rc == 0;
-         rc = index__err(mdb_cursor_get(cur, &k, &v, MDB_NEXT))) {
-        if (v.mv_size != INDEX_USER_ID_LEN) {
+    while ((rc = index__iter_next(&it)) == 1) {
+        if (it.v.mv_size != INDEX_USER_ID_LEN) {
             rc = CORRUPT_BKPT("user name record");
             goto fail;
         }
-        if ((rc = user_lookup_id(ix, txn, (struct slice){v.mv_data, v.mv_size}, &u)) != 0)
+        if ((rc = user_lookup_id(ix, txn, (struct slice){it.v.mv_data, it.v.mv_size}, &u)) != 0)
             goto fail;
         if (fn(ctx, &u) != 0)
             break;
     }
-    if (rc == -ENOENT)
+    if (rc > 0)
         rc = 0;
 
 fail:
-    if (cur)
-        mdb_cursor_close(cur);
+    index__iter_end(&it);
     index__read_end(ix, txn);
     return rc;
 }
@@ -376,30 +358,27 @@ int
 index_key_list(struct index *ix, struct slice user_id, index_key_fn fn, void *ctx)
 {
     MDB_txn *txn = NULL;
-    MDB_cursor *cur = NULL;
+    struct index__iter it = {0};
     struct index_key key;
-    MDB_val k, v;
     int rc;
 
     if ((rc = index__read_begin(ix, &txn)) != 0)
         goto fail;
-    if ((rc = index__err(mdb_cursor_open(txn, ix->dbi_keys, &cur))) != 0)
+    if ((rc = index__iter_begin(&it, txn, ix->dbi_keys, NULL, 0)) != 0)
         goto fail;
-    for (rc = index__err(mdb_cursor_get(cur, &k, &v, MDB_FIRST)); rc == 0;
-         rc = index__err(mdb_cursor_get(cur, &k, &v, MDB_NEXT))) {
-        if ((rc = key_parse(&k, &v, &key)) != 0)
+    while ((rc = index__iter_next(&it)) == 1) {
+        if ((rc = key_parse(&it.k, &it.v, &key)) != 0)
             goto fail;
         if (user_id.len && !slice_eq(user_id, slice_from_cstr(key.user_id)))
             continue;
         if (fn(ctx, &key) != 0)
             break;
     }
-    if (rc == -ENOENT)
+    if (rc > 0)
         rc = 0;
 
 fail:
-    if (cur)
-        mdb_cursor_close(cur);
+    index__iter_end(&it);
     index__read_end(ix, txn);
     return rc;
 }
@@ -492,23 +471,18 @@ int
 index_grant_list(struct index *ix, struct slice user_id, index_grant_fn fn, void *ctx)
 {
     MDB_txn *txn = NULL;
-    MDB_cursor *cur = NULL;
+    struct index__iter it = {0};
     struct index_grant g;
-    MDB_val k = {user_id.len, (void *)user_id.ptr}, v;
     int rc;
 
     if (user_id.len && !user_id_is_valid(user_id))
         return 0;
     if ((rc = index__read_begin(ix, &txn)) != 0)
         goto fail;
-    if ((rc = index__err(mdb_cursor_open(txn, ix->dbi_grants, &cur))) != 0)
+    if ((rc = index__iter_begin(&it, txn, ix->dbi_grants, user_id.ptr, user_id.len)) != 0)
         goto fail;
-    for (rc = index__err(mdb_cursor_get(cur, &k, &v, user_id.len ? MDB_SET_RANGE : MDB_FIRST));
-         rc == 0; rc = index__err(mdb_cursor_get(cur, &k, &v, MDB_NEXT))) {
-        if (user_id.len &&
-            (k.mv_size < INDEX_USER_ID_LEN || memcmp(k.mv_data, user_id.ptr, INDEX_USER_ID_LEN)))
-            break;
-        if ((rc = grant_parse(&k, &v, &g)) != 0)
+    while ((rc = index__iter_next(&it)) == 1) {
+        if ((rc = grant_parse(&it.k, &it.v, &g)) != 0)
             goto fail;
         rc = grant_bucket_name(ix, txn, &g);
         if (rc == -ENOENT)
@@ -518,12 +492,11 @@ index_grant_list(struct index *ix, struct slice user_id, index_grant_fn fn, void
         if (fn(ctx, &g) != 0)
             break;
     }
-    if (rc == -ENOENT)
+    if (rc > 0)
         rc = 0;
 
 fail:
-    if (cur)
-        mdb_cursor_close(cur);
+    index__iter_end(&it);
     index__read_end(ix, txn);
     return rc;
 }

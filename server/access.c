@@ -218,6 +218,9 @@ s3_is_allowed(struct s3_req *r, enum auth_action action, struct slice key)
                                  .prefix = slice_from_cstr(r->grant.prefix)};
     bool is_bucket_action = action != AUTH_ACTION_SERVICE && action != AUTH_ACTION_CREATE_BUCKET &&
                             action != AUTH_ACTION_ADMIN_READ && action != AUTH_ACTION_ADMIN_WRITE;
+    /* A read-only key never writes, whether or not the bucket exists. */
+    if (r->principal.is_read_only && auth_action_is_write(action))
+        return false;
     if (is_bucket_action && !r->has_bucket) {
         /* No such bucket: a signed caller learns that from the handler
          * (NoSuchBucket); an anonymous one is simply denied. */

@@ -202,13 +202,21 @@ op_head_bucket(struct s3_req *r)
 void
 op_delete_bucket(struct s3_req *r)
 {
-    int rc = index_bucket_delete(r->srv->index, r->bucket);
+    struct index_bucket bk;
+    /* The lookup re-authorizes when the bucket appeared or was re-created
+     * since the route was authorized; the delete then acts only on the id
+     * that was authorized, so a bucket re-created in between survives. */
+    if (!s3_bucket_lookup(r, &bk))
+        return;
+    int rc = index_bucket_delete(r->srv->index, r->bucket, bk.id);
     if (rc == 0)
         s3_respond_empty(r, 204);
     else if (rc == -ENOENT)
         s3_respond_error(r, S3_ERR_NO_SUCH_BUCKET, NULL);
     else if (rc == -ENOTEMPTY)
         s3_respond_error(r, S3_ERR_BUCKET_NOT_EMPTY, NULL);
+    else if (rc == -ESTALE)
+        s3_respond_error(r, S3_ERR_SLOW_DOWN, "The bucket changed during the request");
     else
         s3_respond_error(r, S3_ERR_INTERNAL_ERROR, NULL);
 }

@@ -18,6 +18,7 @@
 #include "server/ops.h"
 #include "server/req.h"
 #include "server/server.h"
+#include "server/key.h"
 #include "server/util.h"
 #include "server/xml_out.h"
 
@@ -84,63 +85,14 @@ list_token_parse(struct arena *a, struct slice tok, struct slice *key)
  * distinct second; the ETag is hex from a table.
  */
 
-/* Worst expansion of one key byte: "&#x1F;" in XML, "%XX" in url form. */
-#define LIST_XML_EXPANSION 6
+/* Worst expansion of one key byte: XML_TEXT_EXPANSION in XML, "%XX" in
+ * url form. */
 #define LIST_URL_EXPANSION 3
 /* Everything of one <Contents> but the key and the owner block. */
 #define LIST_CONTENTS_FIXED 256
 #define LIST_PREFIX_FIXED 48
 
 #define PUT_LIT(p, s) (memcpy((p), (s), sizeof(s) - 1), (p) + sizeof(s) - 1)
-
-/* Bytes that XML text cannot hold as they are (as xml_escape decides):
- * 1 marks one. */
-static const uint8_t xml_special[256] = {
-    [0] = 1,  [1] = 1,  [2] = 1,  [3] = 1,  [4] = 1,   [5] = 1,   [6] = 1,   [7] = 1,   [8] = 1,
-    [10] = 1, [11] = 1, [12] = 1, [13] = 1, [14] = 1,  [15] = 1,  [16] = 1,  [17] = 1,  [18] = 1,
-    [19] = 1, [20] = 1, [21] = 1, [22] = 1, [23] = 1,  [24] = 1,  [25] = 1,  [26] = 1,  [27] = 1,
-    [28] = 1, [29] = 1, [30] = 1, [31] = 1, ['&'] = 1, ['<'] = 1, ['>'] = 1, ['"'] = 1, ['\''] = 1,
-};
-
-static char *
-put_xml(char *p, struct slice s)
-{
-    static const char hx[] = "0123456789ABCDEF";
-    size_t start = 0;
-    for (size_t i = 0; i < s.len; i++) {
-        unsigned char c = (unsigned char)s.ptr[i];
-        if (!xml_special[c])
-            continue;
-        memcpy(p, s.ptr + start, i - start);
-        p += i - start;
-        start = i + 1;
-        switch (c) {
-        case '&':
-            p = PUT_LIT(p, "&amp;");
-            break;
-        case '<':
-            p = PUT_LIT(p, "&lt;");
-            break;
-        case '>':
-            p = PUT_LIT(p, "&gt;");
-            break;
-        case '"':
-            p = PUT_LIT(p, "&quot;");
-            break;
-        case '\'':
-            p = PUT_LIT(p, "&apos;");
-            break;
-        default: /* a control character: &#xN; as xml_escape writes it */
-            p = PUT_LIT(p, "&#x");
-            if (c >= 16)
-                *p++ = hx[c >> 4];
-            *p++ = hx[c & 15];
-            *p++ = ';';
-        }
-    }
-    memcpy(p, s.ptr + start, s.len - start);
-    return p + (s.len - start);
-}
 
 /* URL form as s3_url_encode writes it: unreserved bytes and '/' as they
  * are, every other byte %XX. */
@@ -235,7 +187,7 @@ put_etag(char *p, const uint8_t md5[16], uint32_t parts_count)
 static char *
 put_key(char *p, struct slice key, bool is_url)
 {
-    return is_url ? put_url(p, key) : put_xml(p, key);
+    return is_url ? put_url(p, key) : xml_text_put(p, key);
 }
 
 /* The <Owner> block of every <Contents> when the listing shows owners. */
@@ -261,7 +213,7 @@ static void
 list_format_entries(struct buf *b, const struct index_list_result *res, bool is_url,
                     struct slice owner)
 {
-    size_t expansion = is_url ? LIST_URL_EXPANSION : LIST_XML_EXPANSION;
+    size_t expansion = is_url ? LIST_URL_EXPANSION : XML_TEXT_EXPANSION;
     size_t need = 1;
     for (uint32_t i = 0; i < res->n_entries; i++) {
         const struct index_list_entry *e = &res->entries[i];

@@ -694,26 +694,24 @@ op_list_uploads(struct s3_req *r)
         }
         p.max_uploads = v > 1000 ? 1000 : (uint32_t)v;
     }
-    bool is_url = slice_eq(param(r, "encoding-type"), SLICE_LIT("url"));
+    bool is_url = false;
+    if (s3_req_param(r, "encoding-type")) {
+        if (!slice_eq(param(r, "encoding-type"), SLICE_LIT("url"))) {
+            s3_respond_error(r, S3_ERR_INVALID_ARGUMENT,
+                             "Invalid Encoding Method specified in Request");
+            return;
+        }
+        is_url = true;
+    }
     struct index_upload_list_result res;
     int rc = index_upload_list(r->srv->index, &p, r->arena, &res);
     if (rc < 0) {
         s3_respond_error(r, S3_ERR_INTERNAL_ERROR, NULL);
         return;
     }
-    struct buf b, enc;
+    struct buf b;
     buf_init(&b);
-    buf_init(&enc);
-#define KEY_ELEM(name, v)                                                                          \
-    do {                                                                                           \
-        if (is_url) {                                                                              \
-            enc.len = 0;                                                                           \
-            s3_url_encode(&enc, (v));                                                              \
-            xml_elem(&b, (name), (struct slice){enc.ptr ? enc.ptr : "", enc.len});                 \
-        } else {                                                                                   \
-            xml_elem(&b, (name), (v));                                                             \
-        }                                                                                          \
-    } while (0)
+#define KEY_ELEM(name, v) xml_elem_key(&b, (name), (v), is_url)
     xml_begin(&b, "ListMultipartUploadsResult");
     xml_elem(&b, "Bucket", r->bucket);
     KEY_ELEM("KeyMarker", p.key_marker);
@@ -748,5 +746,4 @@ op_list_uploads(struct s3_req *r)
     xml_end(&b, "ListMultipartUploadsResult");
     s3_respond_body(r, 200, "application/xml", b.ptr, b.len);
     buf_cleanup(&b);
-    buf_cleanup(&enc);
 }

@@ -321,6 +321,8 @@ router_route(struct s3_req *r)
         s3_respond_error(r, S3_ERR_KEY_TOO_LONG, NULL);
         return;
     }
+    if (!s3_req_key_check(r))
+        return;
     const struct route *rt = r->route;
     if (rt) {
         if (route_authorize(r, rt))

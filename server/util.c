@@ -1,11 +1,15 @@
 /*
  * util.c: small formatters and parsers the handlers share: ETags, HTTP and
- * ISO dates, URI percent-coding and bucket-name rules. All are pure.
+ * ISO dates, URI percent-coding and bucket-name rules. All are pure but
+ * s3_req_key_check, which answers the request whose key it refuses.
  */
 #include "config.h"
 
 #include "common/common.h"
 #include "index/index.h"
+#include "server/errors.h"
+#include "server/key.h"
+#include "server/req.h"
 #include "server/util.h"
 
 #include <stdio.h>
@@ -166,4 +170,15 @@ s3_bucket_name_is_valid(struct slice n)
     if (n.len >= 7 && memcmp(n.ptr + n.len - 7, "--ol-s3", 7) == 0)
         return false;
     return true;
+}
+
+bool
+s3_req_key_check(struct s3_req *r)
+{
+    bool is_write = slice_eq(r->method, SLICE_LIT("PUT")) || slice_eq(r->method, SLICE_LIT("POST"));
+    if (!is_write || r->key.len == 0 || key_is_writable(r->key))
+        return true;
+    s3_respond_error(r, S3_ERR_INVALID_URI,
+                     "Object keys must be UTF-8 text without NUL characters");
+    return false;
 }

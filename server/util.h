@@ -34,4 +34,11 @@ void s3_url_encode(struct buf *b, struct slice in);
  * the default). Returns 0 or -errno. */
 int server_thread_start(pthread_t *t, size_t stack_len, void *(*fn)(void *), void *arg);
 
+struct s3_req;
+/* Refuses (400 InvalidURI, answered here) a PUT or POST whose object key
+ * may not be written (key.h: not UTF-8, or holds NUL); reads and deletes
+ * pass, so keys stored before the rule stay reachable. Returns false when
+ * it answered. */
+bool s3_req_key_check(struct s3_req *r);
+
 #endif

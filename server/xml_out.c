@@ -1,11 +1,13 @@
 /*
  * xml_out.c: XML responses. S3 documents are small and flat, so they are
  * formatted straight into a growable buffer; every text goes through
- * xml_escape, which also escapes control characters as numeric references.
+ * xml_escape, whose rules (key.h: xml_text_put) keep the document
+ * well-formed XML 1.0 whatever bytes a key or a message holds.
  */
 #include "config.h"
 
 #include "common/common.h"
+#include "server/key.h"
 #include "server/util.h"
 #include "server/xml_out.h"
 
@@ -30,41 +32,10 @@ xml_end(struct buf *b, const char *root)
 void
 xml_escape(struct buf *b, struct slice s)
 {
-    buf_reserve(b, s.len);
-    size_t start = 0;
-    for (size_t i = 0; i < s.len; i++) {
-        unsigned char c = (unsigned char)s.ptr[i];
-        const char *rep = NULL;
-        char num[8];
-        switch (c) {
-        case '&':
-            rep = "&amp;";
-            break;
-        case '<':
-            rep = "&lt;";
-            break;
-        case '>':
-            rep = "&gt;";
-            break;
-        case '"':
-            rep = "&quot;";
-            break;
-        case '\'':
-            rep = "&apos;";
-            break;
-        default:
-            if (c < 0x20 && c != '\t') {
-                snprintf(num, sizeof(num), "&#x%X;", c);
-                rep = num;
-            }
-        }
-        if (rep) {
-            buf_append(b, s.ptr + start, i - start);
-            buf_append_str(b, rep);
-            start = i + 1;
-        }
-    }
-    buf_append(b, s.ptr + start, s.len - start);
+    buf_reserve(b, s.len * XML_TEXT_EXPANSION);
+    char *end = xml_text_put(b->ptr + b->len, s);
+    b->len = (size_t)(end - b->ptr);
+    b->ptr[b->len] = '\0';
 }
 
 void

@@ -143,6 +143,14 @@ def test_read_only_key(srv):
         ro.create_bucket(Bucket="alice-ro-bucket")
     with h.client_error("AccessDenied", 403):
         ro.create_multipart_upload(Bucket="alice-data", Key="ro-mp")
+    # The read-only check comes before the bucket lookup: a write into a
+    # bucket that does not exist (yet) is denied, not NoSuchBucket.
+    with h.client_error("AccessDenied", 403):
+        ro.put_object(Bucket="alice-nobucket", Key="ro-put", Body=b"x")
+    with h.client_error("AccessDenied", 403):
+        ro.delete_bucket(Bucket="alice-nobucket")
+    with h.client_error("AccessDenied", 403):
+        ro.create_multipart_upload(Bucket="alice-nobucket", Key="ro-mp")
 
 
 def test_prefix_grant(srv):

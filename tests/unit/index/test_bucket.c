@@ -98,7 +98,7 @@ main(void)
     ASSERT_EQ(index_bucket_get(ix, SLICE_LIT("beta"), &b2), 0);
     put_one(ix, alpha_id, "k");
     put_one(ix, b2.id, "z");
-    ASSERT_EQ(index_bucket_delete(ix, SLICE_LIT("alpha")), -ENOTEMPTY);
+    ASSERT_EQ(index_bucket_delete(ix, SLICE_LIT("alpha"), alpha_id), -ENOTEMPTY);
     uint64_t n_obj = 0, n_bytes = 0;
     ASSERT_EQ(index_bucket_count(ix, alpha_id, &n_obj, &n_bytes), 0);
     ASSERT_UEQ(n_obj, 1);
@@ -106,8 +106,13 @@ main(void)
     delete_one(ix, alpha_id, "k");
     ASSERT_EQ(index_bucket_count(ix, alpha_id, &n_obj, &n_bytes), 0);
     ASSERT_UEQ(n_obj, 0);
-    ASSERT_EQ(index_bucket_delete(ix, SLICE_LIT("alpha")), 0);
-    ASSERT_EQ(index_bucket_delete(ix, SLICE_LIT("alpha")), -ENOENT);
+    /* Deleting by a stale id (another bucket's, or one never made) does
+     * nothing: the name is acted on only with the id the caller holds. */
+    ASSERT_EQ(index_bucket_delete(ix, SLICE_LIT("alpha"), b2.id), -ESTALE);
+    ASSERT_EQ(index_bucket_delete(ix, SLICE_LIT("alpha"), alpha_id + 1000), -ESTALE);
+    ASSERT_EQ(index_bucket_get(ix, SLICE_LIT("alpha"), &b), 0);
+    ASSERT_EQ(index_bucket_delete(ix, SLICE_LIT("alpha"), alpha_id), 0);
+    ASSERT_EQ(index_bucket_delete(ix, SLICE_LIT("alpha"), alpha_id), -ENOENT);
     ASSERT_EQ(index_bucket_get(ix, SLICE_LIT("alpha"), &b), -ENOENT);
 
     /* A stale id cannot write into the bucket any more. */
@@ -126,7 +131,12 @@ main(void)
     ASSERT_EQ(index_bucket_create(ix, SLICE_LIT("alpha"), "carol", 5000, &b), 0);
     ASSERT(b.id != alpha_id && b.id != b2.id);
     uint64_t max_id = b.id;
-    ASSERT_EQ(index_bucket_delete(ix, SLICE_LIT("alpha")), 0);
+    /* The old id of a re-created name must not delete the new bucket
+     * (a DeleteBucket authorized against the old one). */
+    ASSERT_EQ(index_bucket_delete(ix, SLICE_LIT("alpha"), alpha_id), -ESTALE);
+    ASSERT_EQ(index_bucket_get(ix, SLICE_LIT("alpha"), &b), 0);
+    ASSERT_UEQ(b.id, max_id);
+    ASSERT_EQ(index_bucket_delete(ix, SLICE_LIT("alpha"), max_id), 0);
     index_close(ix);
     ASSERT_EQ(index_open(&ix, dir, 64 << 20, false), 0);
     ASSERT_EQ(index_bucket_create(ix, SLICE_LIT("alpha"), "dave", 6000, &b), 0);

@@ -4,8 +4,10 @@
  * Random keys over a hostile alphabet (delimiters, spaces, '%', '\n',
  * multi-byte UTF-8, 0xFF bytes) plus runs of keys longer than 480 bytes
  * sharing a 480-byte prefix; every page of every walk is compared. Fixed
- * seed; SHARD_SEED=<n> overrides it. A second test checks that a
- * delimiter page costs O(page) cursor operations.
+ * seed; SHARD_SEED=<n> overrides it. Further tests check that a page
+ * costs O(page) LMDB reads, for delimiter listings over many keys and for
+ * a run of thousands of long keys (also after the key tree is rebuilt
+ * for an environment made without it).
  */
 #include "index/index.h"
 #include "index/index_int.h"
@@ -445,9 +447,9 @@ test_cursor_cost(struct arena *a)
     struct index_list_params p = {
         .bucket_id = bid, .prefix = SLICE_LIT("d/"), .delimiter = SLICE_LIT("/"), .max_keys = 10};
     struct index_list_result r;
-    uint64_t ops0 = index__list_cursor_ops();
+    uint64_t ops0 = index__reads();
     ASSERT_EQ(index_object_list(ix, &p, a, &r), 0);
-    uint64_t cost = index__list_cursor_ops() - ops0;
+    uint64_t cost = index__reads() - ops0;
     ASSERT_UEQ(r.n_entries, 10);
     ASSERT(r.is_truncated);
     ASSERT(r.entries[9].is_prefix);
@@ -457,9 +459,9 @@ test_cursor_cost(struct arena *a)
 
     /* Resuming in the middle: start_after inside a common prefix. */
     p.start_after = SLICE_LIT("d/01000/f05");
-    ops0 = index__list_cursor_ops();
+    ops0 = index__reads();
     ASSERT_EQ(index_object_list(ix, &p, a, &r), 0);
-    cost = index__list_cursor_ops() - ops0;
+    cost = index__reads() - ops0;
     ASSERT(slice_eq(r.entries[0].key, SLICE_LIT("d/01001/")));
     ASSERT(cost <= 2 * 10 + 4);
     p.max_keys = 1000;
@@ -468,6 +470,162 @@ test_cursor_cost(struct arena *a)
     ASSERT_UEQ(r.n_entries, 1000);
     ASSERT(slice_eq(r.next_marker, SLICE_LIT("d/00999/")));
 
+    free(keys);
+    bid = saved_bid;
+}
+
+/* ---- long-key runs in O(page) -------------------------------------------- */
+
+#define N_RUN 3000
+
+/* Lists every key of the bucket in pages of 'page' and checks each page
+ * against 'want' (sorted) and its cost against the page size. */
+static void
+walk_run_pages(const struct mkey *want, size_t n_want, uint32_t page, struct arena *a)
+{
+    struct index_list_params p = {.bucket_id = bid, .max_keys = page};
+    struct index_list_result r;
+    char marker[INDEX_MAX_KEY];
+    size_t at = 0;
+    uint64_t worst = 0;
+    do {
+        arena_clear(a);
+        uint64_t ops0 = index__reads();
+        ASSERT_EQ(index_object_list(ix, &p, a, &r), 0);
+        uint64_t cost = index__reads() - ops0;
+        worst = MAX(worst, cost);
+        /* Each key of a run: a step or two in the key tree and its record;
+         * the run's entry and exit: a seek each. */
+        ASSERT(cost <= 6 * (uint64_t)page + 30);
+        for (uint32_t i = 0; i < r.n_entries; i++, at++) {
+            ASSERT(at < n_want);
+            ASSERT(slice_eq(r.entries[i].key, mslice(&want[at])));
+            ASSERT_UEQ(r.entries[i].size, size_of_key(mslice(&want[at])));
+        }
+        /* The marker outlives the arena, cleared for the next page. */
+        if (r.is_truncated)
+            memcpy(marker, r.next_marker.ptr, r.next_marker.len);
+        p.start_after = (struct slice){marker, r.next_marker.len};
+    } while (r.is_truncated);
+    ASSERT_UEQ(at, n_want);
+    fprintf(stderr, "run of %zu long keys in pages of %u: at most %" PRIu64 " reads a page\n",
+            n_want, page, worst);
+}
+
+static void
+test_long_run_cost(struct arena *a, const char *dir)
+{
+    struct index_bucket b;
+    ASSERT_EQ(index_bucket_create(ix, SLICE_LIT("runs"), "", 1, &b), 0);
+    uint64_t saved_bid = bid;
+    bid = b.id;
+    /* N_RUN keys sharing 480 bytes (one run), in an order unrelated to
+     * their hashes; a third of them run past 960 bytes (three chunks),
+     * some roll up under "/". A short key before and after the run. */
+    size_t n = 0;
+    struct mkey *keys = xcalloc(N_RUN + 2, sizeof(*keys));
+    char base[INDEX_DIRECT_MAX];
+    memset(base, 'r', sizeof(base));
+    arena_clear(a);
+    for (size_t i = 0; i < N_RUN; i++) {
+        size_t j = (i * 7919) % N_RUN;
+        size_t tail = j % 3 == 0 ? 500 : j % 5;
+        char *k = arena_alloc(a, INDEX_MAX_KEY);
+        memcpy(k, base, sizeof(base));
+        size_t len = sizeof(base);
+        len += (size_t)sprintf(k + len, "%s%05zu", j % 4 == 0 ? "/" : "", j);
+        memset(k + len, 'z', tail);
+        keys[n++] = (struct mkey){k, len + tail};
+    }
+    keys[n++] = (struct mkey){"a", 1};
+    keys[n++] = (struct mkey){"s", 1};
+    MDB_txn *txn;
+    MDB_stat st0;
+    ASSERT_EQ(mdb_txn_begin(ix->env, NULL, MDB_RDONLY, &txn), 0);
+    ASSERT_EQ(mdb_stat(txn, ix->dbi_tree, &st0), 0);
+    mdb_txn_abort(txn);
+    size_t tree_entries_before = st0.ms_entries;
+    put_keys(keys, n, a);
+    struct mkey *want = xcalloc(n, sizeof(*want));
+    for (size_t i = 0; i < n; i++) {
+        want[i].p = xmalloc(keys[i].len);
+        memcpy(want[i].p, keys[i].p, keys[i].len);
+        want[i].len = keys[i].len;
+    }
+    qsort(want, n, sizeof(*want), mkey_cmp);
+
+    walk_run_pages(want, n, 10, a);
+    walk_run_pages(want, n, 1000, a);
+
+    /* A delimiter inside the run: the keys with a '/' after the base are
+     * one common prefix (listed first), skipped with one seek. */
+    char prefix[INDEX_DIRECT_MAX];
+    memcpy(prefix, base, sizeof(base));
+    struct index_list_params p = {.bucket_id = bid,
+                                  .prefix = {prefix, sizeof(prefix)},
+                                  .delimiter = SLICE_LIT("/"),
+                                  .max_keys = 10};
+    struct index_list_result r;
+    arena_clear(a);
+    uint64_t ops0 = index__reads();
+    ASSERT_EQ(index_object_list(ix, &p, a, &r), 0);
+    ASSERT(index__reads() - ops0 <= 6 * 10 + 30);
+    ASSERT_UEQ(r.n_entries, 10);
+    size_t at = 0;
+    bool has_cp = false;
+    for (size_t i = 0; i < n && at < 10; i++) {
+        struct slice k = mslice(&want[i]);
+        if (!slice_has_prefix(k, p.prefix))
+            continue;
+        bool is_g = k.len > sizeof(base) && k.ptr[sizeof(base)] == '/';
+        if (is_g && has_cp)
+            continue;
+        if (is_g) {
+            has_cp = true;
+            ASSERT(r.entries[at].is_prefix);
+            ASSERT_UEQ(r.entries[at].key.len, sizeof(base) + 1);
+        } else {
+            ASSERT(!r.entries[at].is_prefix);
+            ASSERT(slice_eq(r.entries[at].key, k));
+        }
+        at++;
+    }
+    ASSERT(has_cp);
+
+    /* An environment made before the key tree (no "keytree" database)
+     * gets it built at open, and lists the same. */
+    ASSERT_EQ(mdb_txn_begin(ix->env, NULL, 0, &txn), 0);
+    ASSERT_EQ(mdb_drop(txn, ix->dbi_tree, 1), 0);
+    ASSERT_EQ(mdb_txn_commit(txn), 0);
+    index_close(ix);
+    ASSERT_EQ(index_open(&ix, dir, 1ULL << 30, true), 0);
+    walk_run_pages(want, n, 100, a);
+
+    /* Deleting every key empties the bucket's key tree. */
+    struct index_op op = {.kind = INDEX_OP_DELETE, .bucket_id = bid, .arena = a};
+    for (size_t i = 0; i < n; i++) {
+        op.key = mslice(&want[i]);
+        ASSERT_EQ(index_commit(ix, &op, 1), 0);
+        ASSERT_EQ(op.result, 0);
+    }
+    ASSERT_EQ(mdb_txn_begin(ix->env, NULL, MDB_RDONLY, &txn), 0);
+    struct index__tree_iter t;
+    struct slice s;
+    ASSERT_EQ(index__tree_iter_begin(&t, ix, txn, INDEX_TREE_ROOT_OBJECTS(bid)), 0);
+    ASSERT_EQ(index__tree_iter_seek(&t, SLICE_NULL), 0);
+    ASSERT_EQ(index__tree_iter_next(&t, &s), 0);
+    index__tree_iter_end(&t);
+    /* Nothing is left of its inner nodes either: the entries left are
+     * the other bucket's. */
+    MDB_stat st;
+    ASSERT_EQ(mdb_stat(txn, ix->dbi_tree, &st), 0);
+    mdb_txn_abort(txn);
+    ASSERT_UEQ(st.ms_entries, tree_entries_before);
+    ASSERT_EQ(index_bucket_delete(ix, SLICE_LIT("runs"), bid), 0);
+
+    for (size_t i = 0; i < n; i++)
+        free(want[i].p);
+    free(want);
     free(keys);
     bid = saved_bid;
 }
@@ -509,6 +667,7 @@ main(void)
 
     fprintf(stderr, "%" PRIu64 " pages, %" PRIu64 " entries compared\n", n_pages, n_entries);
     test_cursor_cost(qa);
+    test_long_run_cost(qa, dir);
     for (size_t i = 0; i < n_model; i++)
         free(model[i].p);
     free(model);

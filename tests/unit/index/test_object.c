@@ -413,20 +413,10 @@ main(void)
     test_long_keys_put(a);
     test_long_keys_get(a);
 
-    /* Settings round trip. */
-    const void *val;
-    size_t len;
-    ASSERT_EQ(index_setting_get(ix, "root", a, &val, &len), -ENOENT);
-    ASSERT_EQ(index_setting_put(ix, "root", "s3cr3t\0x", 8), 0);
-    ASSERT_EQ(index_setting_get(ix, "root", a, &val, &len), 8);
-    ASSERT_UEQ(len, 8);
-    ASSERT_MEM_EQ(val, "s3cr3t\0x", 8);
-
     /* Persistence across close and reopen (durable mode this time). */
     index_close(ix);
     ASSERT_EQ(index_open(&ix, dir, 64 << 20, false), 0);
     test_long_keys_get(a);
-    ASSERT_EQ(index_setting_get(ix, "root", a, &val, &len), 8);
 
     /* The extents scan sees every extent of every record exactly once. */
     struct scan_totals t = {0, 0};
@@ -453,7 +443,7 @@ main(void)
     t = (struct scan_totals){0, 0};
     ASSERT_EQ(index_extents_scan(ix, scan_cb, &t), 0);
     ASSERT_UEQ(t.n, 0);
-    ASSERT_EQ(index_bucket_delete(ix, SLICE_LIT("b")), 0);
+    ASSERT_EQ(index_bucket_delete(ix, SLICE_LIT("b"), bid), 0);
 
     index_close(ix);
     test_full(a);

@@ -4,7 +4,9 @@
  * stale etags, missing upload, conditions, long keys, one batch), bucket
  * delete blocked by an upload and ops with a stale bucket id, parts in
  * index_extents_scan, ListMultipartUploads against a model (prefix,
- * delimiter, markers, max, paging), persistence across reopen, the upload
+ * delimiter, markers, max, paging) and its cost of O(page) reads over
+ * thousands of uploads (also after the key tree is rebuilt), persistence
+ * across reopen, the upload
  * record parser's bounds checks, a corrupt part record, and
  * index_object_scan (each object once, early stop, writes from the
  * callback).
@@ -463,12 +465,12 @@ test_bucket_delete(struct arena *a)
 
     ASSERT_EQ(index_bucket_create(ix, SLICE_LIT("tmp"), "", 1, &b), 0);
     ASSERT_EQ(create(a, b.id, SLICE_LIT("k"), id), 0);
-    ASSERT_EQ(index_bucket_delete(ix, SLICE_LIT("tmp")), -ENOTEMPTY);
+    ASSERT_EQ(index_bucket_delete(ix, SLICE_LIT("tmp"), b.id), -ENOTEMPTY);
     ASSERT_EQ(part_put(a, id, 1, 1, 5, 5).result, 0);
-    ASSERT_EQ(index_bucket_delete(ix, SLICE_LIT("tmp")), -ENOTEMPTY);
+    ASSERT_EQ(index_bucket_delete(ix, SLICE_LIT("tmp"), b.id), -ENOTEMPTY);
     ASSERT_EQ(abort_upload(a, id, &op), 0);
     ASSERT_UEQ(op.n_freed, 1);
-    ASSERT_EQ(index_bucket_delete(ix, SLICE_LIT("tmp")), 0);
+    ASSERT_EQ(index_bucket_delete(ix, SLICE_LIT("tmp"), b.id), 0);
 
     /* Ops carrying the deleted bucket's id. */
     ASSERT_EQ(create(a, b.id, SLICE_LIT("k"), id), -ENOENT);
@@ -494,11 +496,11 @@ test_bucket_delete(struct arena *a)
     ASSERT_EQ(commit1(&op), -EINVAL);
     op.bucket_id = b2.id;
     ASSERT_EQ(commit1(&op), 0); /* an empty object from zero parts */
-    ASSERT_EQ(index_bucket_delete(ix, SLICE_LIT("tmp")), -ENOTEMPTY);
+    ASSERT_EQ(index_bucket_delete(ix, SLICE_LIT("tmp"), b2.id), -ENOTEMPTY);
     op = (struct index_op){
         .kind = INDEX_OP_DELETE, .bucket_id = b2.id, .key = SLICE_LIT("k"), .arena = a};
     ASSERT_EQ(commit1(&op), 0);
-    ASSERT_EQ(index_bucket_delete(ix, SLICE_LIT("tmp")), 0);
+    ASSERT_EQ(index_bucket_delete(ix, SLICE_LIT("tmp"), b2.id), 0);
 }
 
 /* ---- ListMultipartUploads against a model ------------------------------- */
@@ -750,6 +752,163 @@ upload_list_cleanup(struct arena *a)
     n_model = 0;
 }
 
+/* ---- ListMultipartUploads in O(page) -------------------------------------- */
+
+#define N_MANY 3000
+
+struct many {
+    struct slice key;
+    const char *id;
+};
+
+static int
+many_cmp(const void *pa, const void *pb)
+{
+    const struct many *a = pa, *b = pb;
+    int c = slice_cmp(a->key, b->key);
+    return c ? c : strcmp(a->id, b->id);
+}
+
+/* Pages through every upload of 'bucket_id' 'page' at a time (no
+ * delimiter) and checks the order against 'want' and each page's cost. */
+static void
+walk_upload_pages(uint64_t bucket_id, const struct many *want, size_t n_want, uint32_t page,
+                  struct arena *a)
+{
+    struct index_upload_list_params p = {.bucket_id = bucket_id, .max_uploads = page};
+    struct index_upload_list_result r;
+    char key_marker[INDEX_MAX_KEY], id_marker[INDEX_UPLOAD_ID_LEN];
+    size_t at = 0;
+    uint64_t worst = 0;
+    do {
+        arena_clear(a);
+        uint64_t ops0 = index__reads();
+        ASSERT_EQ(index_upload_list(ix, &p, a, &r), 0);
+        uint64_t cost = index__reads() - ops0;
+        worst = MAX(worst, cost);
+        /* One or two tree steps and one record fetch per upload, plus the
+         * seek to the markers. */
+        ASSERT(cost <= 6 * (uint64_t)page + 30);
+        ASSERT_UEQ(r.n_prefixes, 0);
+        for (uint32_t i = 0; i < r.n_uploads; i++, at++) {
+            ASSERT(at < n_want);
+            ASSERT(slice_eq(r.uploads[i].key, want[at].key));
+            ASSERT_STR_EQ(r.uploads[i].upload_id, want[at].id);
+        }
+        /* The markers outlive the arena, cleared for the next page. */
+        if (r.is_truncated) {
+            memcpy(key_marker, r.next_key_marker.ptr, r.next_key_marker.len);
+            memcpy(id_marker, r.next_upload_id_marker.ptr, r.next_upload_id_marker.len);
+        }
+        p.key_marker = (struct slice){key_marker, r.next_key_marker.len};
+        p.upload_id_marker = (struct slice){id_marker, r.next_upload_id_marker.len};
+    } while (r.is_truncated);
+    ASSERT_UEQ(at, n_want);
+    fprintf(stderr, "%zu uploads in pages of %u: at most %" PRIu64 " reads a page\n", n_want, page,
+            worst);
+}
+
+static void
+test_upload_list_cost(struct arena *a)
+{
+    struct index_bucket b;
+    ASSERT_EQ(index_bucket_create(ix, SLICE_LIT("many"), "o", 1, &b), 0);
+    /* Two uploads for most keys, a block under "dir/" that rolls up, keys
+     * with NUL and control bytes (stored before keys were checked), and
+     * long keys. */
+    struct many *m = xcalloc(N_MANY + 8, sizeof(*m));
+    size_t n = 0;
+    arena_clear(a);
+    for (size_t i = 0; i < N_MANY; i++) {
+        size_t j = (i * 7919) % N_MANY;
+        char *k;
+        if (j % 6 == 0)
+            k = arena_sprintf(a, "dir/%05zu", j);
+        else
+            k = arena_sprintf(a, "u/%05zu", j / 2);
+        m[n++] = (struct many){slice_from_cstr(k), uid(a, 1000000 + j)};
+    }
+    static const struct slice odd[] = {{"n", 1},       {"n\0", 2},   {"n\0a", 3},
+                                       {"n\0\xff", 3}, {"n\x01", 2}, {"n\xff", 2}};
+    for (size_t i = 0; i < ARRAY_LEN(odd); i++)
+        m[n++] = (struct many){odd[i], uid(a, 5000000 + i)};
+    char *lk = arena_alloc(a, INDEX_MAX_KEY);
+    memset(lk, 'L', INDEX_MAX_KEY);
+    m[n++] = (struct many){{lk, INDEX_MAX_KEY}, uid(a, 6000000)};
+    m[n++] = (struct many){{lk, 700}, uid(a, 6000001)};
+    for (size_t i = 0; i < n; i++)
+        ASSERT_EQ(create(a, b.id, m[i].key, m[i].id), 0);
+    /* 'm' borrows the arena: copy it before pages clear it. */
+    for (size_t i = 0; i < n; i++) {
+        char *k = xmalloc(m[i].key.len + 1);
+        memcpy(k, m[i].key.ptr, m[i].key.len);
+        m[i].key.ptr = k;
+        m[i].id = strdup(m[i].id);
+    }
+    qsort(m, n, sizeof(*m), many_cmp);
+
+    walk_upload_pages(b.id, m, n, 10, a);
+    walk_upload_pages(b.id, m, n, 1000, a);
+
+    /* A delimiter: "dir/" is one common prefix, skipped with one seek, and
+     * a marker inside it resumes after it. */
+    struct index_upload_list_params p = {
+        .bucket_id = b.id, .delimiter = SLICE_LIT("/"), .max_uploads = 3};
+    struct index_upload_list_result r;
+    arena_clear(a);
+    uint64_t ops0 = index__reads();
+    ASSERT_EQ(index_upload_list(ix, &p, a, &r), 0);
+    ASSERT(index__reads() - ops0 <= 6 * 3 + 30);
+    ASSERT_UEQ(r.n_prefixes, 1);
+    ASSERT(slice_eq(r.prefixes[0], SLICE_LIT("dir/")));
+    ASSERT_UEQ(r.n_uploads, 2);
+    ASSERT_UEQ(r.uploads[0].key.len, 700); /* "L..." sorts before "dir/" */
+    ASSERT_UEQ(r.uploads[1].key.len, INDEX_MAX_KEY);
+    p.key_marker = SLICE_LIT("dir/00012");
+    ASSERT_EQ(index_upload_list(ix, &p, a, &r), 0);
+    ASSERT_UEQ(r.n_prefixes, 0);
+    ASSERT(slice_eq(r.uploads[0].key, SLICE_LIT("n")));
+
+    /* A marker in the middle of the bucket: O(page) too. */
+    p = (struct index_upload_list_params){.bucket_id = b.id,
+                                          .key_marker = m[n / 2].key,
+                                          .upload_id_marker = slice_from_cstr(m[n / 2].id),
+                                          .max_uploads = 10};
+    ops0 = index__reads();
+    ASSERT_EQ(index_upload_list(ix, &p, a, &r), 0);
+    ASSERT(index__reads() - ops0 <= 6 * 10 + 30);
+    ASSERT_UEQ(r.n_uploads, 10);
+    ASSERT(slice_eq(r.uploads[0].key, m[n / 2 + 1].key));
+    ASSERT_STR_EQ(r.uploads[0].upload_id, m[n / 2 + 1].id);
+
+    /* Rebuilt from "uploads" when the key tree is missing. */
+    MDB_txn *txn;
+    ASSERT_EQ(mdb_txn_begin(ix->env, NULL, 0, &txn), 0);
+    ASSERT_EQ(mdb_drop(txn, ix->dbi_tree, 1), 0);
+    ASSERT_EQ(mdb_txn_commit(txn), 0);
+    index_close(ix);
+    ASSERT_EQ(index_open(&ix, dir, 64 << 20, true), 0);
+    walk_upload_pages(b.id, m, n, 100, a);
+
+    /* Aborting them all empties the bucket's set; the bucket can go. */
+    for (size_t i = 0; i < n; i++)
+        ASSERT_EQ(abort_upload(a, m[i].id, NULL), 0);
+    ASSERT_EQ(mdb_txn_begin(ix->env, NULL, MDB_RDONLY, &txn), 0);
+    struct index__tree_iter t;
+    struct slice s;
+    ASSERT_EQ(index__tree_iter_begin(&t, ix, txn, INDEX_TREE_ROOT_UPLOADS(b.id)), 0);
+    ASSERT_EQ(index__tree_iter_seek(&t, SLICE_NULL), 0);
+    ASSERT_EQ(index__tree_iter_next(&t, &s), 0);
+    index__tree_iter_end(&t);
+    mdb_txn_abort(txn);
+    ASSERT_EQ(index_bucket_delete(ix, SLICE_LIT("many"), b.id), 0);
+    for (size_t i = 0; i < n; i++) {
+        free((char *)m[i].key.ptr);
+        free((char *)m[i].id);
+    }
+    free(m);
+}
+
 /* ---- persistence, record parsing ---------------------------------------- */
 
 static void
@@ -971,7 +1130,7 @@ test_object_scan(struct arena *a)
         for (int i = 0; i < N_SCAN; i++)
             ASSERT_EQ(c.seen[b][i], 1);
     ASSERT_UEQ(scan().n, 0);
-    ASSERT_EQ(index_bucket_delete(ix, SLICE_LIT("scan2")), 0);
+    ASSERT_EQ(index_bucket_delete(ix, SLICE_LIT("scan2"), b2.id), 0);
 }
 
 int
@@ -998,6 +1157,7 @@ main(void)
     test_bucket_delete(a);
     test_upload_list(a);
     upload_list_cleanup(a);
+    test_upload_list_cost(a);
     arena_clear(a);
     test_reopen(a);
     test_upload_parse();
@@ -1006,7 +1166,7 @@ main(void)
 
     /* Everything was cleaned up: the bucket can go. */
     ASSERT_UEQ(scan().n, 0);
-    ASSERT_EQ(index_bucket_delete(ix, SLICE_LIT("mp")), 0);
+    ASSERT_EQ(index_bucket_delete(ix, SLICE_LIT("mp"), bid), 0);
     index_close(ix);
     arena_destroy(a);
     test_tmpdir_remove(dir);

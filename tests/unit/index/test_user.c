@@ -116,7 +116,7 @@ main(void)
     n = 0;
     ASSERT_EQ(index_grant_list(ix, SLICE_LIT(ID_B), count_grant, &n), 0);
     ASSERT_EQ(n, 1);
-    ASSERT_EQ(index_bucket_delete(ix, SLICE_LIT("data")), 0);
+    ASSERT_EQ(index_bucket_delete(ix, SLICE_LIT("data"), b.id), 0);
     ASSERT_EQ(index_bucket_create(ix, SLICE_LIT("data"), ID_A, 2, &b), 0);
     ASSERT_EQ(index_grant_get(ix, SLICE_LIT(ID_B), b.id, &g), -ENOENT);
     n = 0;

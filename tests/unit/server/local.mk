@@ -1,6 +1,6 @@
 # unit tests of server/
-check_PROGRAMS += %D%/test_range %D%/test_xml_in
-TESTS += %D%/test_range %D%/test_xml_in
+check_PROGRAMS += %D%/test_range %D%/test_xml_in %D%/test_key
+TESTS += %D%/test_range %D%/test_xml_in %D%/test_key
 
 %C%_test_range_SOURCES = %D%/test_range.c
 %C%_test_range_LDADD = server/libs3parse.la tests/lib/libtest.la
@@ -8,8 +8,12 @@ TESTS += %D%/test_range %D%/test_xml_in
 %C%_test_xml_in_SOURCES = %D%/test_xml_in.c
 %C%_test_xml_in_LDADD = server/libs3parse.la tests/lib/libtest.la
 
-# server/reserve.c needs only common/ (its header is server.h).
+# server/reserve.c needs only common/.
 check_PROGRAMS += %D%/test_reserve
 TESTS += %D%/test_reserve
 %C%_test_reserve_SOURCES = %D%/test_reserve.c server/reserve.c
 %C%_test_reserve_LDADD = common/libcommon.la tests/lib/libtest.la
+
+%C%_test_key_SOURCES = %D%/test_key.c
+%C%_test_key_CFLAGS = $(AM_CFLAGS) $(EXPAT_CFLAGS)
+%C%_test_key_LDADD = server/libs3parse.la tests/lib/libtest.la $(EXPAT_LIBS)
