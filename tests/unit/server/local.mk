@@ -17,3 +17,9 @@ TESTS += %D%/test_reserve
 %C%_test_key_SOURCES = %D%/test_key.c
 %C%_test_key_CFLAGS = $(AM_CFLAGS) $(EXPAT_CFLAGS)
 %C%_test_key_LDADD = server/libs3parse.la tests/lib/libtest.la $(EXPAT_LIBS)
+
+%C%_test_tar_SOURCES = %D%/test_tar.c
+%C%_test_tar_LDADD = server/libs3parse.la tests/lib/libtest.la
+check_PROGRAMS += %D%/test_tar
+TESTS += %D%/test_tar
+EXTRA_DIST += %D%/tar_fixtures.py

@@ -1,0 +1,294 @@
+/*
+ * test_tar.c: unit tests of server/tar.c, the streaming tar header parser.
+ * Archives in USTAR, PAX and GNU formats come from Python's tarfile
+ * (tar_fixtures.py, run at test time), which also gives the expected
+ * members (name, data offset, size, mode, mtime). Each archive is parsed
+ * whole, byte by byte and in uneven chunks, with the same result; every
+ * truncation inside a header or a member's data fails; garbage, bit flips,
+ * a name past TAR_NAME_MAX and a callback that stops all fail. Headers made
+ * here cover GNU base-256 sizes and pax size overrides.
+ */
+#include "config.h"
+
+#include "server/tar.h"
+#include "tests/lib/test.h"
+#include "tests/lib/tmpdir.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_MEMBERS 64
+
+struct seen {
+    size_t n;
+    size_t stop_after; /* 0: never stop */
+    char *names[MAX_MEMBERS];
+    struct tar_member m[MAX_MEMBERS];
+};
+
+static int
+collect(void *ctx, const struct tar_member *m)
+{
+    struct seen *s = ctx;
+    if (s->stop_after && s->n == s->stop_after)
+        return -1;
+    if (s->n == MAX_MEMBERS)
+        TEST_FAIL("too many members");
+    ASSERT_UEQ(strlen(m->name), m->name_len);
+    s->names[s->n] = strdup(m->name);
+    s->m[s->n] = *m;
+    s->m[s->n].name = s->names[s->n];
+    s->n++;
+    return 0;
+}
+
+static void
+seen_free(struct seen *s)
+{
+    for (size_t i = 0; i < s->n; i++)
+        free(s->names[i]);
+    s->n = 0;
+}
+
+/* Parses 'data' in chunks of 'chunk' bytes (0: whole); returns finish's status. */
+static enum tar_status
+parse(const uint8_t *data, size_t len, size_t chunk, struct seen *s)
+{
+    static struct tar_parser p; /* large: not on the stack */
+    tar_parser_init(&p, collect, s);
+    size_t off = 0;
+    size_t step = chunk ? chunk : len;
+    while (off < len) {
+        size_t n = len - off < step ? len - off : step;
+        if (tar_parser_feed(&p, data + off, n) == TAR_ERROR)
+            return TAR_ERROR;
+        off += n;
+        if (chunk > 1)
+            step = (step * 7) % 1021 + 1; /* uneven chunks */
+    }
+    return tar_parser_finish(&p);
+}
+
+static uint8_t *
+read_file(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        TEST_FAIL("cannot open %s", path);
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    uint8_t *buf = malloc((size_t)n + 1);
+    ASSERT(buf);
+    ASSERT_UEQ(fread(buf, 1, (size_t)n, f), (size_t)n);
+    fclose(f);
+    buf[n] = 0;
+    *len = (size_t)n;
+    return buf;
+}
+
+static void
+same_members(const struct seen *a, const struct seen *b)
+{
+    ASSERT_UEQ(a->n, b->n);
+    for (size_t i = 0; i < a->n; i++) {
+        ASSERT_STR_EQ(a->m[i].name, b->m[i].name);
+        ASSERT_UEQ(a->m[i].offset, b->m[i].offset);
+        ASSERT_UEQ(a->m[i].size, b->m[i].size);
+        ASSERT_UEQ(a->m[i].mode, b->m[i].mode);
+        ASSERT_EQ(a->m[i].mtime_s, b->m[i].mtime_s);
+    }
+}
+
+/* Checks archive DIR/NAME.tar against DIR/NAME.expect. */
+static void
+check_fixture(const char *dir, const char *name)
+{
+    char path[4096];
+    size_t len, elen;
+    snprintf(path, sizeof(path), "%s/%s.tar", dir, name);
+    uint8_t *tar = read_file(path, &len);
+    snprintf(path, sizeof(path), "%s/%s.expect", dir, name);
+    char *expect = (char *)read_file(path, &elen);
+
+    struct seen whole = {0}, bytes = {0}, chunks = {0};
+    enum tar_status st = parse(tar, len, 0, &whole);
+    bool want_ok = strncmp(expect, "ok\n", 3) == 0;
+    if ((st == TAR_OK) != want_ok)
+        TEST_FAIL("%s: status %d, want %s", name, (int)st, want_ok ? "ok" : "error");
+    ASSERT_EQ(parse(tar, len, 1, &bytes), st);
+    ASSERT_EQ(parse(tar, len, 3, &chunks), st);
+    if (want_ok) {
+        same_members(&whole, &bytes);
+        same_members(&whole, &chunks);
+        /* Against tarfile's view. */
+        size_t i = 0;
+        char *line = strchr(expect, '\n') + 1;
+        while (*line) {
+            char *end = strchr(line, '\n');
+            *end = '\0';
+            char *tab = strchr(line, '\t');
+            *tab = '\0';
+            unsigned long long off, size, mode;
+            long long mtime;
+            ASSERT_EQ(sscanf(tab + 1, "%llu\t%llu\t%llu\t%lld", &off, &size, &mode, &mtime), 4);
+            if (i >= whole.n)
+                TEST_FAIL("%s: member %s not reported", name, line);
+            ASSERT_STR_EQ(whole.m[i].name, line);
+            ASSERT_UEQ(whole.m[i].offset, off);
+            ASSERT_UEQ(whole.m[i].size, size);
+            ASSERT_EQ(whole.m[i].mtime_s, mtime);
+            ASSERT_UEQ(whole.m[i].mode, mode);
+            i++;
+            line = end + 1;
+        }
+        ASSERT_UEQ(i, whole.n);
+        /* Truncated inside a header or a member's data: unreadable. */
+        for (size_t k = 0; k < whole.n; k++) {
+            struct seen t = {0};
+            ASSERT_EQ(parse(tar, whole.m[k].offset - 1, 0, &t), TAR_ERROR);
+            seen_free(&t);
+            if (whole.m[k].size) {
+                ASSERT_EQ(parse(tar, whole.m[k].offset + whole.m[k].size - 1, 0, &t), TAR_ERROR);
+                seen_free(&t);
+            }
+        }
+        /* A callback that stops (a cap) fails the parse. */
+        struct seen capped = {.stop_after = 2};
+        ASSERT_EQ(parse(tar, len, 0, &capped), TAR_ERROR);
+        ASSERT_UEQ(capped.n, 2);
+        seen_free(&capped);
+        /* A flipped bit in the first header breaks its checksum. */
+        tar[10] ^= 0x04;
+        struct seen flipped = {0};
+        ASSERT_EQ(parse(tar, len, 0, &flipped), TAR_ERROR);
+        seen_free(&flipped);
+    }
+    seen_free(&whole);
+    seen_free(&bytes);
+    seen_free(&chunks);
+    free(tar);
+    free(expect);
+}
+
+/* Writes a ustar header for 'name' of 'size' bytes and type 'type' into
+ * 'h' (512 bytes) with a valid checksum; 'base256' writes the size in GNU
+ * base-256. */
+static void
+make_header(uint8_t *h, const char *name, uint64_t size, char type, bool base256)
+{
+    memset(h, 0, TAR_BLOCK);
+    memcpy(h, name, strlen(name));
+    memcpy(h + 100, "0000644", 7);
+    if (base256) {
+        h[124] = 0x80;
+        for (int i = 0; i < 8; i++)
+            h[135 - i] = (uint8_t)(size >> (8 * i));
+    } else {
+        snprintf((char *)h + 124, 12, "%011llo", (unsigned long long)size);
+    }
+    memcpy(h + 136, "14000000000", 11);
+    h[156] = (uint8_t)type;
+    memcpy(h + 257,
+           "ustar\0"
+           "00",
+           8);
+    unsigned sum = 0;
+    memset(h + 148, ' ', 8);
+    for (int i = 0; i < TAR_BLOCK; i++)
+        sum += h[i];
+    snprintf((char *)h + 148, 8, "%06o", sum);
+    h[155] = ' ';
+}
+
+static void
+test_base256_and_pax_size(void)
+{
+    uint8_t buf[TAR_BLOCK * 8];
+    memset(buf, 0, sizeof(buf));
+    make_header(buf, "big.bin", 700, '0', true);
+    /* data 700 bytes -> 2 blocks; then a pax header overriding the size */
+    const char *rec = "12 size=100\n";
+    make_header(buf + 3 * TAR_BLOCK, "PaxHeaders/x", strlen(rec), 'x', false);
+    memcpy(buf + 4 * TAR_BLOCK, rec, strlen(rec));
+    make_header(buf + 5 * TAR_BLOCK, "small.bin", 99999, '0', false);
+    /* 100 bytes of data in block 6; block 7 is the end marker */
+    struct seen s = {0}, b = {0};
+    ASSERT_EQ(parse(buf, sizeof(buf), 0, &s), TAR_OK);
+    ASSERT_EQ(parse(buf, sizeof(buf), 1, &b), TAR_OK);
+    same_members(&s, &b);
+    ASSERT_UEQ(s.n, 2);
+    ASSERT_STR_EQ(s.m[0].name, "big.bin");
+    ASSERT_UEQ(s.m[0].offset, TAR_BLOCK);
+    ASSERT_UEQ(s.m[0].size, 700);
+    ASSERT_EQ(s.m[0].mtime_s, 014000000000);
+    ASSERT_UEQ(s.m[0].mode, 0644);
+    ASSERT_STR_EQ(s.m[1].name, "small.bin");
+    ASSERT_UEQ(s.m[1].offset, 6 * TAR_BLOCK);
+    ASSERT_UEQ(s.m[1].size, 100);
+    seen_free(&s);
+    seen_free(&b);
+    /* Without an end marker but ending after padded data: whole. */
+    ASSERT_EQ(parse(buf, 7 * TAR_BLOCK, 0, &s), TAR_OK);
+    seen_free(&s);
+    /* A malformed pax record fails. */
+    memcpy(buf + 4 * TAR_BLOCK, "99 size=100\n", 12);
+    ASSERT_EQ(parse(buf, sizeof(buf), 0, &s), TAR_ERROR);
+    seen_free(&s);
+    /* A negative base-256 size fails. */
+    make_header(buf, "neg.bin", 0, '0', false);
+    buf[124] = 0xff;
+    unsigned sum = 0;
+    memset(buf + 148, ' ', 8);
+    for (int i = 0; i < TAR_BLOCK; i++)
+        sum += buf[i];
+    snprintf((char *)buf + 148, 8, "%06o", sum);
+    ASSERT_EQ(parse(buf, sizeof(buf), 0, &s), TAR_ERROR);
+    seen_free(&s);
+    /* GNU sparse files are not readable members. */
+    make_header(buf, "sparse", 0, 'S', false);
+    ASSERT_EQ(parse(buf, sizeof(buf), 0, &s), TAR_ERROR);
+    seen_free(&s);
+}
+
+static void
+test_garbage(void)
+{
+    uint8_t buf[4096];
+    struct seen s = {0};
+    uint32_t x = 12345;
+    for (int round = 0; round < 200; round++) {
+        for (size_t i = 0; i < sizeof(buf); i++) {
+            x = x * 1103515245 + 12345;
+            buf[i] = (uint8_t)(x >> 16);
+        }
+        ASSERT_EQ(parse(buf, sizeof(buf), 0, &s), TAR_ERROR);
+        ASSERT_UEQ(s.n, 0);
+    }
+    /* Empty input and a text file are not archives. */
+    ASSERT_EQ(parse(buf, 0, 0, &s), TAR_ERROR);
+    const char *text = "hello, this is not a tar\n";
+    ASSERT_EQ(parse((const uint8_t *)text, strlen(text), 0, &s), TAR_ERROR);
+}
+
+int
+main(void)
+{
+    test_base256_and_pax_size();
+    test_garbage();
+    const char *src = getenv("SHARD_SRCDIR");
+    char cmd[8192];
+    char *dir = test_tmpdir_create("tar");
+    snprintf(cmd, sizeof(cmd), "python3 '%s/tests/unit/server/tar_fixtures.py' '%s'",
+             src ? src : ".", dir);
+    if (system(cmd) != 0) {
+        test_tmpdir_remove(dir);
+        TEST_SKIP("python3 with tarfile is needed for the fixtures");
+    }
+    const char *names[] = {"ustar", "pax", "gnu", "gnu_too_long", "pax_too_long"};
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+        check_fixture(dir, names[i]);
+    test_tmpdir_remove(dir);
+    return 0;
+}
