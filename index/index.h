@@ -110,6 +110,7 @@ enum index_op_kind {
     INDEX_OP_PART_PUT,        /* add or replace a part ('upload_id', 'part') */
     INDEX_OP_UPLOAD_ABORT,    /* drop an upload and all its parts ('upload_id') */
     INDEX_OP_UPLOAD_COMPLETE, /* publish 'object' made of 'parts_used' ('upload_id') */
+    INDEX_OP_MEMBERS_PUT,     /* attach 'members' to the object at 'key' (index_member below) */
 };
 
 /* ---- multipart uploads -------------------------------------------------- */
@@ -196,6 +197,14 @@ struct index_op {
     uint64_t share_bucket_id;
     struct slice share_key;
     uint8_t if_match_etag[16];
+    /* The tar member index of the object (see "tar member indexes"):
+     *  PUT, UPLOAD_COMPLETE: written with the object when non-NULL. Every
+     *    PUT, UPLOAD_COMPLETE and DELETE that applies drops the index the
+     *    replaced or deleted version had, in the same transaction.
+     *  MEMBERS_PUT: 'bucket_id', 'key', 'if_match_etag' (the etag of the
+     *    object the index was built from) and 'members': -ESTALE when the
+     *    object is gone or has another etag now (nothing is written). */
+    const struct index_members *members;
     /* Results, filled by index_commit: */
     int result; /* 0, -ENOENT (bucket gone or id 0), -EEXIST, -ESTALE,
                    -ENOSPC */
@@ -313,6 +322,55 @@ int index_object_list(struct index *ix, const struct index_list_params *p, struc
 /* Number of objects in a bucket (admin/metrics; O(n) allowed). */
 int index_bucket_count(struct index *ix, uint64_t bucket_id, uint64_t *n_objects,
                        uint64_t *n_bytes);
+
+/* ---- tar member indexes (member.c) --------------------------------------- */
+
+/* The member index of a tar object: each regular file of the archive with
+ * the offset of its data in the object. It belongs to one version of one
+ * object (the etag it was built from) and is dropped with that version. */
+#define INDEX_MEMBER_NAME_MAX 4096
+#define INDEX_MEMBERS_MAX 1000000
+
+struct index_member {
+    struct slice name; /* 1..INDEX_MEMBER_NAME_MAX bytes (in the arena when read) */
+    uint64_t offset;   /* of the member's data in the object */
+    uint64_t size;
+    uint32_t mode;
+    int64_t mtime_s;
+};
+
+struct index_members {
+    bool is_archive;                    /* false: the object is known not to be a readable tar
+                                           ('members' unused); member requests say so */
+    const struct index_member *members; /* archive order */
+    uint32_t n_members;                 /* 0..INDEX_MEMBERS_MAX */
+};
+
+/*
+ * Finds member 'name' (the last one of that name, as tar extracts) in the
+ * index of object 'key' of bucket 'bucket_id' built from the version with
+ * etag 'etag'. Returns 0 and fills 'out' (name copied into 'a'), -ENOENT
+ * (an archive without that member), -ENODATA (no index for that version:
+ * build one), -EILSEQ (that version is not a readable tar), or -errno.
+ */
+int index_member_get(struct index *ix, uint64_t bucket_id, struct slice key, const uint8_t etag[16],
+                     struct slice name, struct arena *a, struct index_member *out);
+
+/*
+ * Lists up to 'max' (1..INDEX_MEMBERS_MAX) members of that index in
+ * archive order, after member 'marker' (empty: from the first; a name
+ * present several times: after its last occurrence), copied into 'a'.
+ * '*is_truncated' says whether more follow. Costs O(max + log n). Returns
+ * 0, -ENOENT (a marker that is no member), -ENODATA, -EILSEQ (as
+ * index_member_get) or -errno.
+ */
+int index_member_list(struct index *ix, uint64_t bucket_id, struct slice key,
+                      const uint8_t etag[16], struct slice marker, uint32_t max, struct arena *a,
+                      struct index_member **out, uint32_t *n_out, bool *is_truncated);
+
+/* Number of member index records (heads) in the whole index, for tests and
+ * metrics (O(n)). Returns 0 or -errno. */
+int index_member_count(struct index *ix, uint64_t *n_indexes);
 
 /* ---- space accounting --------------------------------------------------- */
 

@@ -28,7 +28,8 @@ struct index {
     MDB_dbi dbi_usernames;
     MDB_dbi dbi_keys;
     MDB_dbi dbi_grants;
-    MDB_dbi dbi_tree; /* ordered long keys and uploads (tree.c) */
+    MDB_dbi dbi_tree;    /* ordered long keys and uploads (tree.c) */
+    MDB_dbi dbi_members; /* tar member indexes (member.c) */
     bool is_nosync;
     /* Reset read transactions ready for mdb_txn_renew (see env.c). */
     pthread_mutex_t pool_mu;
@@ -97,6 +98,18 @@ int index__bucket_check(struct index *ix, MDB_txn *txn, uint64_t bucket_id, uint
  * extents; returns 0, or -errno when the txn failed and must be aborted.
  */
 int index__object_write(struct index *ix, MDB_txn *txn, struct index_op *op, bool is_delete);
+
+/* ---- tar member indexes (member.c) --------------------------------------- */
+
+/* Deletes every record of the member index of 'key' in bucket 'bucket_id'
+ * inside write txn 'txn' (none is fine). Returns 0 or -errno. */
+int index__members_drop(struct index *ix, MDB_txn *txn, uint64_t bucket_id, struct slice key);
+/* Writes member index 'm' of that object, built from the version with etag
+ * 'etag', inside 'txn'; the caller dropped any older one. Returns 0,
+ * -EINVAL (a name of 0 or more than INDEX_MEMBER_NAME_MAX bytes, too many
+ * members) or -errno. */
+int index__members_write(struct index *ix, MDB_txn *txn, uint64_t bucket_id, struct slice key,
+                         const uint8_t etag[16], const struct index_members *m);
 
 /* ---- multipart uploads (upload.c, upload_list.c) ------------------------ */
 

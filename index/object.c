@@ -200,6 +200,9 @@ index__object_write(struct index *ix, MDB_txn *txn, struct index_op *op, bool is
     if (is_long && exists == is_delete &&
         (rc = object_tree_update(ix, txn, op->bucket_id, op->key, is_delete)) != 0)
         return rc;
+    /* The replaced or deleted version's member index goes with it. */
+    if (exists && (rc = index__members_drop(ix, txn, op->bucket_id, op->key)) != 0)
+        return rc;
     if (is_delete)
         return index__err(mdb_del(txn, ix->dbi_objects, &k, NULL));
 
@@ -209,7 +212,27 @@ index__object_write(struct index *ix, MDB_txn *txn, struct index_op *op, bool is
     if ((rc = index__err(mdb_put(txn, ix->dbi_objects, &k, &v, MDB_RESERVE))) != 0)
         return rc;
     index__record_format(v.mv_data, op->object, op->key.ptr, key_len);
+    if (op->members)
+        return index__members_write(ix, txn, op->bucket_id, op->key, op->object->etag, op->members);
     return 0;
+}
+
+/* INDEX_OP_MEMBERS_PUT: replaces the member index of op->key when the
+ * object still has etag op->if_match_etag (else op->result = -ESTALE). */
+static int
+members_put(struct index *ix, MDB_txn *txn, struct index_op *op)
+{
+    struct index__record cur;
+    int rc = object_lookup(ix, txn, op->bucket_id, op->key, &cur);
+    if (rc == -ENOENT || (rc == 0 && memcmp(cur.obj.etag, op->if_match_etag, 16) != 0)) {
+        op->result = -ESTALE;
+        return 0;
+    }
+    if (rc != 0)
+        return rc;
+    if ((rc = index__members_drop(ix, txn, op->bucket_id, op->key)) != 0)
+        return rc;
+    return index__members_write(ix, txn, op->bucket_id, op->key, op->if_match_etag, op->members);
 }
 
 /*
@@ -233,6 +256,7 @@ apply_op(struct index *ix, MDB_txn *txn, struct index_op *op, uint64_t *checked_
     switch (op->kind) {
     case INDEX_OP_PUT:
     case INDEX_OP_DELETE:
+    case INDEX_OP_MEMBERS_PUT:
         break;
     case INDEX_OP_UPLOAD_CREATE:
     case INDEX_OP_PART_PUT:
@@ -255,6 +279,12 @@ apply_op(struct index *ix, MDB_txn *txn, struct index_op *op, uint64_t *checked_
     }
     if (rc != 0)
         return rc;
+    if (op->kind == INDEX_OP_MEMBERS_PUT) {
+        if (op->members)
+            return members_put(ix, txn, op);
+        op->result = -EINVAL;
+        return 0;
+    }
     return index__object_write(ix, txn, op, op->kind == INDEX_OP_DELETE);
 }
 
