@@ -74,6 +74,10 @@ admin_metrics(struct s3_req *r)
            st.n_pins);
     metric(&b, "shardstore_index_shared_extents", "gauge",
            "Extents held by more than one object (copies)", index_shared_extents(srv->index));
+    uint64_t n_member_indexes = 0;
+    index_member_count(srv->index, &n_member_indexes);
+    metric(&b, "shardstore_index_member_indexes", "gauge",
+           "Tar objects with a member index (or known not to be tars)", n_member_indexes);
     metric(&b, "shardstore_http_offloaded_total", "counter",
            "Request steps run on a worker instead of an event-loop thread",
            atomic_load(&srv->metrics.offloaded));

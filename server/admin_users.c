@@ -32,6 +32,7 @@
 #include "server/ops.h"
 #include "server/req.h"
 #include "server/server.h"
+#include "server/xml_out.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -50,22 +51,6 @@ struct out {
     size_t n_records;
     size_t n_fields;
 };
-
-static void
-json_string(struct buf *b, struct slice s)
-{
-    buf_append_str(b, "\"");
-    for (size_t i = 0; i < s.len; i++) {
-        unsigned char c = (unsigned char)s.ptr[i];
-        if (c == '"' || c == '\\')
-            buf_printf(b, "\\%c", c);
-        else if (c < 0x20 || c == 0x7f)
-            buf_printf(b, "\\u%04x", c);
-        else
-            buf_append(b, &s.ptr[i], 1);
-    }
-    buf_append_str(b, "\"");
-}
 
 static void
 out_begin(struct out *o, struct s3_req *r, const char *list_name)

@@ -92,12 +92,9 @@ s3_req_unpin(struct s3_req *r)
     r->has_pin = false;
 }
 
-/* Makes the response body for bytes [first, first+len) of 'obj'. A body
- * read from storage keeps the request's pin, narrowed to those bytes;
- * otherwise the pin is dropped here. */
-static struct MHD_Response *
-body_response(struct s3_req *r, const struct index_object *obj, uint64_t first, uint64_t len,
-              bool is_head)
+struct MHD_Response *
+s3_body_response(struct s3_req *r, const struct index_object *obj, uint64_t first, uint64_t len,
+                 bool is_head)
 {
     struct MHD_Response *resp = NULL;
     struct storage_reader *rd = NULL;
@@ -331,7 +328,7 @@ get_or_head(struct s3_req *r, bool is_head)
         status = 206;
         range_format_content_range(&rg, obj.size, content_range, sizeof(content_range));
     }
-    struct MHD_Response *resp = body_response(r, &obj, first, len, is_head);
+    struct MHD_Response *resp = s3_body_response(r, &obj, first, len, is_head);
     if (!resp) {
         s3_respond_error(r, S3_ERR_INTERNAL_ERROR, NULL);
         goto unpin;

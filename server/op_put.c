@@ -12,7 +12,8 @@
  * arrive; what it holds ahead of them is charged to the caller's principal
  * (reserve.c) at each reservation step, and a principal past
  * reserve_max_per_principal gets 503 SlowDown, the upload's space released
- * at once.
+ * at once. A tar's member index is built from the same payload bytes
+ * (op_member.c) and committed with the object.
  */
 #include "config.h"
 
@@ -70,6 +71,7 @@ struct put_ctx {
     bool if_none_match;
     bool has_if_match;
     uint8_t if_match[16];
+    struct member_builder *members; /* a tar: its member index (op_member.c) */
 };
 
 /* Gives back what the upload holds: the writer's space and buffers (unless
@@ -103,6 +105,8 @@ put_cleanup(struct s3_req *r)
     if (!c)
         return;
     put_release(r, c, false);
+    member_builder_destroy(c->members);
+    c->members = NULL;
     if (c->has_md5)
         auth_checksum_cleanup(&c->md5);
     if (c->has_ck)
@@ -119,6 +123,8 @@ put_body(struct s3_req *r, const char *data, size_t len)
     auth_checksum_update(&c->md5, data, len);
     if (c->has_ck)
         auth_checksum_update(&c->ck, data, len);
+    if (c->members)
+        member_builder_feed(c->members, data, len);
     if (c->is_inline) {
         memcpy(c->inline_buf + c->inline_len, data, len);
         c->inline_len += len;
@@ -358,6 +364,12 @@ put_end(struct s3_req *r)
         .arena = r->arena,
     };
     memcpy(op.if_match_etag, c->if_match, 16);
+    struct index_members members;
+    if (c->members) {
+        /* Committed with the object: never a version without its index. */
+        member_builder_finish(c->members, r->arena, &members);
+        op.members = &members;
+    }
     int rc = committer_run(r->srv->committer, &op, 1);
     if (rc == 0)
         rc = op.result;
@@ -489,6 +501,8 @@ put_begin(struct s3_req *r, struct put_ctx *c)
             return;
         }
     }
+    if (!c->is_part && member_put_is_tar(r))
+        c->members = member_builder_create();
     r->payload_max = max;
     r->on_body = put_body;
     r->on_end = put_end;

@@ -11,7 +11,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+struct MHD_Response;
 struct index_bucket;
+struct index_members;
 struct index_object;
 struct index_upload;
 struct s3_req;
@@ -44,6 +46,34 @@ void op_complete_multipart(struct s3_req *r);
 void op_abort_multipart(struct s3_req *r);
 void op_list_parts(struct s3_req *r);
 void op_list_uploads(struct s3_req *r);
+void op_get_member(struct s3_req *r);
+void op_head_member(struct s3_req *r);
+void op_list_members(struct s3_req *r);
+
+/* Makes the response body for bytes [first, first+len) of 'obj' (op_get.c):
+ * one storage span goes out zero-copy (sendfile), several are streamed
+ * through a storage reader; 'is_head' gives the length and no body. A body
+ * read from storage keeps the request's pin (s3_req_pin), narrowed to
+ * those bytes; otherwise the pin is dropped here. Returns NULL on failure
+ * (the caller answers InternalError). */
+struct MHD_Response *s3_body_response(struct s3_req *r, const struct index_object *obj,
+                                      uint64_t first, uint64_t len, bool is_head);
+
+/* Builds a tar member index from bytes fed as they stream in (op_member.c):
+ * PutObject feeds its payload, so no second read is needed. */
+struct member_builder;
+/* Whether PutObject of 'r' builds a member index: a key ending in ".tar"
+ * or Content-Type application/x-tar. */
+bool member_put_is_tar(struct s3_req *r);
+/* Starts a builder (caller frees with member_builder_destroy). */
+struct member_builder *member_builder_create(void);
+/* Feeds the next 'len' bytes of the object. Past a cap or on malformed
+ * input the builder only remembers that the object is no readable tar. */
+void member_builder_feed(struct member_builder *b, const void *data, size_t len);
+/* Ends the input and fills '*out' (arrays copied into 'a'). */
+void member_builder_finish(struct member_builder *b, struct arena *a, struct index_members *out);
+/* Frees the builder; NULL is a no-op. */
+void member_builder_destroy(struct member_builder *b);
 
 /* Resolves ?uploadId= (and ?partNumber= when 'part_number' is non-NULL)
  * for the request's bucket and key; on failure responds (NoSuchUpload,

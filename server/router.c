@@ -153,6 +153,12 @@ static const struct route routes[] = {
     {"DELETE", LEVEL_OBJECT, "uploadId", NULL, AUTH_ACTION_WRITE, RKEY_OBJECT, BLOCKS,
      op_abort_multipart},
     {"GET", LEVEL_OBJECT, "uploadId", NULL, AUTH_ACTION_WRITE, RKEY_OBJECT, 0, op_list_parts},
+    /* Tar members: the object's read grant. The first request builds the
+     * member index of an object that has none (a scan and a commit). */
+    {"GET", LEVEL_OBJECT, "member", NULL, AUTH_ACTION_READ, RKEY_OBJECT, BLOCKS, op_get_member},
+    {"HEAD", LEVEL_OBJECT, "member", NULL, AUTH_ACTION_READ, RKEY_OBJECT, BLOCKS, op_head_member},
+    {"GET", LEVEL_OBJECT, "list-members", NULL, AUTH_ACTION_READ, RKEY_OBJECT, BLOCKS,
+     op_list_members},
     {"GET", LEVEL_OBJECT, NULL, NULL, AUTH_ACTION_READ, RKEY_OBJECT, 0, op_get_object},
     {"HEAD", LEVEL_OBJECT, NULL, NULL, AUTH_ACTION_READ, RKEY_OBJECT, 0, op_head_object},
     {"PUT", LEVEL_OBJECT, NULL, COPY_SRC, AUTH_ACTION_WRITE, RKEY_OBJECT, BLOCKS, op_copy_object},
@@ -216,8 +222,10 @@ static const struct {
     SUB("inventory"),
     SUB("legal-hold"),
     SUB("lifecycle"),
+    SUB("list-members"),
     SUB("location"),
     SUB("logging"),
+    SUB("member"),
     SUB("metrics"),
     SUB("notification"),
     SUB("object-lock"),

@@ -392,3 +392,26 @@ tar_parser_finish(struct tar_parser *p)
         p->state = TAR_STATE_ERROR;
     return is_whole ? TAR_OK : TAR_ERROR;
 }
+
+uint64_t
+tar_parser_skippable(const struct tar_parser *p)
+{
+    return p->state == TAR_STATE_SKIP ? p->left : 0;
+}
+
+void
+tar_parser_skip(struct tar_parser *p, uint64_t len)
+{
+    if (p->state != TAR_STATE_SKIP || len > p->left)
+        return;
+    p->left -= len;
+    p->pos += len;
+    if (p->left == 0)
+        p->state = TAR_STATE_HEADER;
+}
+
+bool
+tar_parser_is_end(const struct tar_parser *p)
+{
+    return p->state == TAR_STATE_END;
+}

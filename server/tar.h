@@ -84,6 +84,14 @@ void tar_parser_init(struct tar_parser *p, tar_member_fn fn, void *ctx);
 /* Feeds the next 'len' bytes of the archive (any split is fine). Returns
  * TAR_OK or TAR_ERROR (then and ever after: not a readable archive). */
 enum tar_status tar_parser_feed(struct tar_parser *p, const void *data, size_t len);
+/* Bytes the parser will skip unread next (the rest of a member's data and
+ * its padding; 0 when it needs the bytes). A reader with random access may
+ * pass them to tar_parser_skip instead of reading them. */
+uint64_t tar_parser_skippable(const struct tar_parser *p);
+/* Consumes 'len' (<= tar_parser_skippable) bytes without their content. */
+void tar_parser_skip(struct tar_parser *p, uint64_t len);
+/* True once the end-of-archive block was read: later bytes are ignored. */
+bool tar_parser_is_end(const struct tar_parser *p);
 /* Ends the input. TAR_OK when the archive is whole: it ended with an
  * end-of-archive (zero) block, or exactly after an entry's padded data.
  * TAR_ERROR when it is truncated inside a header or an entry's data, or an

@@ -2,7 +2,8 @@
  * xml_out.c: XML responses. S3 documents are small and flat, so they are
  * formatted straight into a growable buffer; every text goes through
  * xml_escape, whose rules (key.h: xml_text_put) keep the document
- * well-formed XML 1.0 whatever bytes a key or a message holds.
+ * well-formed XML 1.0 whatever bytes a key or a message holds. JSON strings
+ * for the JSON variants of listings are escaped here too.
  */
 #include "config.h"
 
@@ -90,4 +91,20 @@ xml_error(struct buf *b, const char *code, const char *message, struct slice res
     xml_elem_str(b, "RequestId", request_id);
     xml_elem_str(b, "HostId", "shardstore");
     buf_append_str(b, "</Error>");
+}
+
+void
+json_string(struct buf *b, struct slice s)
+{
+    buf_append_str(b, "\"");
+    for (size_t i = 0; i < s.len; i++) {
+        unsigned char c = (unsigned char)s.ptr[i];
+        if (c == '"' || c == '\\')
+            buf_printf(b, "\\%c", c);
+        else if (c < 0x20 || c == 0x7f)
+            buf_printf(b, "\\u%04x", c);
+        else
+            buf_append(b, &s.ptr[i], 1);
+    }
+    buf_append_str(b, "\"");
 }

@@ -19,6 +19,9 @@ void xml_elem_key(struct buf *b, const char *name, struct slice value, bool is_u
 void xml_elem_str(struct buf *b, const char *name, const char *value);
 void xml_elem_u64(struct buf *b, const char *name, uint64_t v);
 void xml_elem_bool(struct buf *b, const char *name, bool v);
+/* Appends 's' as a JSON string: quoted, with '"', '\\' and control bytes
+ * escaped; other bytes (UTF-8) as they are. */
+void json_string(struct buf *b, struct slice s);
 /* Builds a complete S3 error document. */
 void xml_error(struct buf *b, const char *code, const char *message, struct slice resource,
                const char *request_id);
