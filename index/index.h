@@ -369,7 +369,7 @@ int index_member_list(struct index *ix, uint64_t bucket_id, struct slice key,
                       struct index_member **out, uint32_t *n_out, bool *is_truncated);
 
 /* Number of member index records (heads) in the whole index, for tests and
- * metrics (O(n)). Returns 0 or -errno. */
+ * metrics (one seek per index). Returns 0 or -errno. */
 int index_member_count(struct index *ix, uint64_t *n_indexes);
 
 /* ---- space accounting --------------------------------------------------- */

@@ -295,11 +295,20 @@ index_member_count(struct index *ix, uint64_t *n_indexes)
     MDB_val k, v;
     if (rc == 0)
         rc = index__err(mdb_cursor_get(cur, &k, &v, MDB_FIRST));
+    /* One seek per object: past the head, to the next object id. */
     while (rc == 0) {
-        if (k.mv_size == MEMBER_OID_LEN + 1 &&
-            ((const uint8_t *)k.mv_data)[MEMBER_OID_LEN] == MEMBER_TAG_HEAD)
+        uint8_t next[MEMBER_OID_LEN + 1];
+        if (k.mv_size < MEMBER_OID_LEN + 1) {
+            rc = CORRUPT_BKPT("short member key");
+            break;
+        }
+        if (((const uint8_t *)k.mv_data)[MEMBER_OID_LEN] == MEMBER_TAG_HEAD)
             n++;
-        rc = index__err(mdb_cursor_get(cur, &k, &v, MDB_NEXT));
+        memcpy(next, k.mv_data, MEMBER_OID_LEN);
+        next[MEMBER_OID_LEN] = 0xff;
+        MDB_val nk = {sizeof(next), next};
+        k = nk;
+        rc = index__err(mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE));
     }
     if (cur)
         mdb_cursor_close(cur);
