@@ -41,6 +41,20 @@
  *                val: u8 flags (bit 0: a string ends here) | u64 child
  *                     node id (little-endian; 0: none)
  *                (ordered sets of long strings; see "The key tree" below)
+ *   "members"    tar member indexes (member.c); every key starts with the
+ *                object id O = XXH3-128(bucket id (8, BE) | object key),
+ *                canonical (big-endian), 16 bytes:
+ *                key: O | 00                  val: member head (below)
+ *                key: O | 01 | seq (4, BE)    val: member entry (below)
+ *                key: O | 02 | XXH3-64(name) (8, BE) | seq (4, BE)
+ *                                             val: empty (lookup by name)
+ *                seq numbers the members in archive order from 0, so a
+ *                listing is one range scan from O | 01 | seq. An object's
+ *                records are dropped (one range delete of prefix O) by
+ *                every write that replaces or deletes the object, in the
+ *                same transaction, and written only with the object (PUT)
+ *                or after checking it still has the head's etag
+ *                (MEMBERS_PUT); the etag in the head is checked on reads.
  *   "grants"     key: user id (64 chars) | bucket id (8, BE)
  *                val: grant record (below). Keyed by bucket id, never by
  *                     name: ids are never reused, so a bucket deleted and
@@ -166,6 +180,22 @@
  *    20    4  meta_len
  *    24       key_len bytes of key, meta_len bytes of meta (opaque)
  *   The record length must equal the sum exactly.
+ *
+ * Member head (little-endian, 24 bytes):
+ *     0    1  version (1)
+ *     1    1  flags (bit 0: a readable tar; clear: the object is known
+ *             not to be one, and no entries follow)
+ *     2    2  reserved (0)
+ *     4   16  etag of the object version the index was built from
+ *    20    4  n_members (0..INDEX_MEMBERS_MAX)
+ *
+ * Member entry (little-endian):
+ *     0    8  offset of the member's data in the object
+ *     8    8  size
+ *    16    4  mode
+ *    20    8  mtime (seconds, signed)
+ *    28    2  name_len (1..4096), then name_len bytes of name
+ *   The value length must equal 30 + name_len.
  *
  * Part record: an object record, version 1 (same codec, same checks),
  * with key_len = 0, inline_len = 0 and parts_count = the part number,
