@@ -17,6 +17,7 @@
 #
 # Env knobs (defaults): BENCH_RUNS=5 BENCH_SIZE_MB=1024 BENCH_MEMBER_KB=100 BENCH_SMALL_N=5000
 #   BENCH_SMALL_KB=10 BENCH_CONC=16 BENCH_SECS=8 BENCH_WRK_THREADS=2 BENCH_PAUSE=2
+#   BENCH_SKIP="" (words among: put get)
 #   BENCH_DATA=/tmp/shardstore-tar-bench (removed at the end unless BENCH_KEEP=1)
 #   SHARDSTORE_BIN (default: build/dev/shardstore of this tree, else ./shardstore)
 # Output: "RESULT ..." lines on stdout; progress on stderr.
@@ -34,6 +35,7 @@ SECS=${BENCH_SECS:-8}
 THREADS=${BENCH_WRK_THREADS:-2}
 PAUSE=${BENCH_PAUSE:-2}
 DATA=${BENCH_DATA:-/tmp/shardstore-tar-bench}
+SKIP=${BENCH_SKIP:-}
 AK=benchkey SK=benchsecret BUCKET=tarbench
 need_tools curl wrk python3
 find_bin "$SRC/build/dev/shardstore" ./shardstore
@@ -92,6 +94,7 @@ put_one() { # put_one KEY: one PUT of BIG; prints MiB/s
   mibs_of "$t" "$SIZE"
 }
 TAR_RUNS="" BIN_RUNS=""
+if ! skip put; then
 quiet put
 for i in $(seq 1 "$RUNS"); do
   # Alternate which goes first, so neither always follows the other.
@@ -107,6 +110,8 @@ n_idx=$(ss_metric shardstore_index_member_indexes)
 [ "${n_idx%.*}" -ge 1 ] || die "the .tar PUT built no member index"
 TAR_MED=$(echo $TAR_RUNS | median) BIN_MED=$(echo $BIN_RUNS | median)
 echo "RESULT put_overhead size_MiB=$((SIZE / 1048576)) members=$(python3 -c "import tarfile;print(len(tarfile.open('$BIG').getmembers()))") indexed_MiB_s=$(f1 "$TAR_MED") plain_MiB_s=$(f1 "$BIN_MED") overhead_pct=$(awk -v a="$TAR_MED" -v b="$BIN_MED" 'BEGIN{printf "%.1f", (1-a/b)*100}') runs_indexed=$(csv $TAR_RUNS) runs_plain=$(csv $BIN_RUNS)"
+fi
+skip get && { echo "RESULT load cores_used_by_others_before:$NOISE loadavg=$(cut -d' ' -f1-3 /proc/loadavg)"; exit 0; }
 
 # ---------------- member GET vs range GET ----------------
 ss_curl -f -T "$SMALL" "$SS_EP/$BUCKET/small.tar" -o /dev/null || die "PUT small.tar failed"

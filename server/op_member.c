@@ -8,7 +8,9 @@
  * CompleteMultipartUpload or CopyObject (or PUT under another name) get
  * theirs on first use: the first member request reads the headers through
  * storage, skipping member data, and commits the index for the etag it
- * read (index_op MEMBERS_PUT), so it is built once. A malformed or
+ * read (index_op MEMBERS_PUT), so it is built once. Requests run on the
+ * event loop while the index exists; when it does not, the handler leaves
+ * the build to its end step (on_end), which the route runs on a worker. A malformed or
  * truncated tar never fails a PUT: its index says "not an archive" and
  * member requests answer InvalidArchive. Member bytes go out like any
  * range of the object (s3_body_response: zero-copy spans).
@@ -121,9 +123,8 @@ member_builder_feed(struct member_builder *b, const void *data, size_t len)
 }
 
 void
-member_builder_finish(struct member_builder *b, struct arena *a, struct index_members *out)
+member_builder_finish(struct member_builder *b, struct index_members *out)
 {
-    (void)a; /* the list stays in the builder until it is destroyed */
     if (!b->is_failed && tar_parser_finish(&b->parser) != TAR_OK)
         builder_fail(b);
     memset(out, 0, sizeof(*out));
@@ -209,7 +210,7 @@ build_from_storage(struct s3_req *r, const struct index_object *obj, struct memb
         member_builder_feed(b, buf, n);
         pos += n;
     }
-    member_builder_finish(b, r->arena, out);
+    member_builder_finish(b, out);
     return 0;
 }
 
@@ -324,8 +325,14 @@ member_respond_error(struct s3_req *r, int rc)
         s3_respond_error(r, s3_error_from_errno(rc), NULL);
 }
 
+static void get_member_end(struct s3_req *r);
+static void head_member_end(struct s3_req *r);
+
+/* Serves GET or HEAD ?member=. Without an index for the object, when
+ * 'may_build' is false (the event loop), defers to the end step, which
+ * calls again with 'may_build' on a worker. */
 static void
-get_or_head_member(struct s3_req *r, bool is_head)
+get_or_head_member(struct s3_req *r, bool is_head, bool may_build)
 {
     struct index_bucket bk;
     struct index_object obj;
@@ -339,6 +346,10 @@ get_or_head_member(struct s3_req *r, bool is_head)
     if (!member_object(r, &bk, &obj))
         return;
     int rc = index_member_get(r->srv->index, bk.id, r->key, obj.etag, name, r->arena, &m);
+    if (rc == -ENODATA && !may_build) {
+        r->on_end = is_head ? head_member_end : get_member_end;
+        goto unpin;
+    }
     if (rc == -ENODATA) {
         rc = build_on_first_use(r, &bk, &obj);
         if (rc == 0)
@@ -392,16 +403,28 @@ unpin:
     s3_req_unpin(r);
 }
 
+static void
+get_member_end(struct s3_req *r)
+{
+    get_or_head_member(r, false, true);
+}
+
+static void
+head_member_end(struct s3_req *r)
+{
+    get_or_head_member(r, true, true);
+}
+
 void
 op_get_member(struct s3_req *r)
 {
-    get_or_head_member(r, false);
+    get_or_head_member(r, false, false);
 }
 
 void
 op_head_member(struct s3_req *r)
 {
-    get_or_head_member(r, true);
+    get_or_head_member(r, true, false);
 }
 
 /* Formats one page of members as XML (S3 style) or JSON. */
@@ -457,8 +480,23 @@ format_list(struct s3_req *r, struct buf *b, bool is_json, bool is_url, struct s
     xml_end(b, "ListMembersResult");
 }
 
+static void list_members(struct s3_req *r, bool may_build);
+
+static void
+list_members_end(struct s3_req *r)
+{
+    list_members(r, true);
+}
+
 void
 op_list_members(struct s3_req *r)
+{
+    list_members(r, false);
+}
+
+/* Serves ?list-members; 'may_build' as in get_or_head_member. */
+static void
+list_members(struct s3_req *r, bool may_build)
 {
     struct index_bucket bk;
     struct index_object obj;
@@ -491,6 +529,11 @@ op_list_members(struct s3_req *r)
     /* Only the index is read: storage is needed only to build it. */
     int rc = index_member_list(r->srv->index, bk.id, r->key, obj.etag, marker,
                                max ? (uint32_t)max : 1, r->arena, &ms, &n, &is_truncated);
+    if (rc == -ENODATA && !may_build) {
+        s3_req_unpin(r);
+        r->on_end = list_members_end;
+        return;
+    }
     if (rc == -ENODATA) {
         rc = build_on_first_use(r, &bk, &obj);
         if (rc == 0)

@@ -367,7 +367,7 @@ put_end(struct s3_req *r)
     struct index_members members;
     if (c->members) {
         /* Committed with the object: never a version without its index. */
-        member_builder_finish(c->members, r->arena, &members);
+        member_builder_finish(c->members, &members);
         op.members = &members;
     }
     int rc = committer_run(r->srv->committer, &op, 1);

@@ -70,8 +70,9 @@ struct member_builder *member_builder_create(void);
 /* Feeds the next 'len' bytes of the object. Past a cap or on malformed
  * input the builder only remembers that the object is no readable tar. */
 void member_builder_feed(struct member_builder *b, const void *data, size_t len);
-/* Ends the input and fills '*out' (arrays copied into 'a'). */
-void member_builder_finish(struct member_builder *b, struct arena *a, struct index_members *out);
+/* Ends the input and fills '*out', whose arrays the builder keeps until
+ * member_builder_destroy (no copy of a list that may be megabytes). */
+void member_builder_finish(struct member_builder *b, struct index_members *out);
 /* Frees the builder; NULL is a no-op. */
 void member_builder_destroy(struct member_builder *b);
 

@@ -153,11 +153,14 @@ static const struct route routes[] = {
     {"DELETE", LEVEL_OBJECT, "uploadId", NULL, AUTH_ACTION_WRITE, RKEY_OBJECT, BLOCKS,
      op_abort_multipart},
     {"GET", LEVEL_OBJECT, "uploadId", NULL, AUTH_ACTION_WRITE, RKEY_OBJECT, 0, op_list_parts},
-    /* Tar members: the object's read grant. The first request builds the
-     * member index of an object that has none (a scan and a commit). */
-    {"GET", LEVEL_OBJECT, "member", NULL, AUTH_ACTION_READ, RKEY_OBJECT, BLOCKS, op_get_member},
-    {"HEAD", LEVEL_OBJECT, "member", NULL, AUTH_ACTION_READ, RKEY_OBJECT, BLOCKS, op_head_member},
-    {"GET", LEVEL_OBJECT, "list-members", NULL, AUTH_ACTION_READ, RKEY_OBJECT, BLOCKS,
+    /* Tar members: the object's read grant. They answer on the event loop
+     * from the member index; an object that has none yet gets it built in
+     * the end step, on a worker (a scan of its headers and a commit). */
+    {"GET", LEVEL_OBJECT, "member", NULL, AUTH_ACTION_READ, RKEY_OBJECT, ROUTE_END_BLOCKS,
+     op_get_member},
+    {"HEAD", LEVEL_OBJECT, "member", NULL, AUTH_ACTION_READ, RKEY_OBJECT, ROUTE_END_BLOCKS,
+     op_head_member},
+    {"GET", LEVEL_OBJECT, "list-members", NULL, AUTH_ACTION_READ, RKEY_OBJECT, ROUTE_END_BLOCKS,
      op_list_members},
     {"GET", LEVEL_OBJECT, NULL, NULL, AUTH_ACTION_READ, RKEY_OBJECT, 0, op_get_object},
     {"HEAD", LEVEL_OBJECT, NULL, NULL, AUTH_ACTION_READ, RKEY_OBJECT, 0, op_head_object},
