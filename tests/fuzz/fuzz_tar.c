@@ -6,7 +6,8 @@
  * input gives the same status and the same members; members come in
  * archive order with data ranges that never overlap and start after their
  * header; when the parse finishes TAR_OK every member's data lies within
- * the input; names have their stated length and fit TAR_NAME_MAX.
+ * the input; names have their stated length and fit TAR_NAME_MAX; skipping
+ * member data unread (as the server's first-use build does) changes nothing.
  */
 #include "server/tar.h"
 
@@ -54,7 +55,10 @@ fuzz_tar_collect(void *ctx, const struct tar_member *m)
     return 0;
 }
 
-/* Parses 'data' in chunks: 0 whole, 1 byte by byte, else sizes from 'seed'. */
+/* Parses 'data' in chunks: 0 whole, 1 byte by byte, 2 sizes taken from the
+ * input, 3 as the server's first-use build reads: skippable bytes skipped
+ * unread (tar_parser_skip), the rest fed a block at a time, stopping at the
+ * end-of-archive block. */
 static enum tar_status
 fuzz_tar_parse(const uint8_t *data, size_t size, int mode, struct fuzz_tar_list *l)
 {
@@ -63,7 +67,18 @@ fuzz_tar_parse(const uint8_t *data, size_t size, int mode, struct fuzz_tar_list 
     size_t off = 0, k = 0;
     while (off < size) {
         size_t n = size - off;
-        if (mode == 1)
+        if (mode == 3) {
+            uint64_t skip = tar_parser_skippable(&p);
+            if (tar_parser_is_end(&p))
+                break;
+            if (skip) {
+                n = skip < n ? (size_t)skip : n;
+                tar_parser_skip(&p, n);
+                off += n;
+                continue;
+            }
+            n = n < TAR_BLOCK ? n : TAR_BLOCK;
+        } else if (mode == 1)
             n = 1;
         else if (mode == 2 && n > 1)
             n = 1 + (size_t)data[k++ % size] % n;
@@ -83,7 +98,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         for (size_t i = 0; i < a.n; i++)
             if (a.offset[i] > size || a.size[i] > size - a.offset[i])
                 fuzz_tar_fail("member data past the end of a whole archive");
-    for (int mode = 1; mode <= 2; mode++) {
+    for (int mode = 1; mode <= 3; mode++) {
         memset(&b, 0, sizeof(b));
         if (fuzz_tar_parse(data, size, mode, &b) != st)
             fuzz_tar_fail("chunked status differs from whole");
