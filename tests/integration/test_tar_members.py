@@ -8,8 +8,10 @@ CopyObject (both indexed on first use). Checked: member bytes, Content-Type,
 the object's ETag, HEAD, Range inside a member, NoSuchMember, a non-tar and
 malformed or truncated tars (the PUT still succeeds; member requests answer
 InvalidArchive), XML and JSON listings paged over 3000 members, a presigned
-member URL (the member is covered by the signature), overwrites, and that a
-delete leaves no index behind (shardstore_index_member_indexes).
+member URL (the member is covered by the signature), that indexed members are
+served on the event loop (only a first-use build goes to a worker),
+overwrites, and that a delete leaves no index behind
+(shardstore_index_member_indexes).
 """
 import io
 import json
@@ -258,6 +260,25 @@ def test_presigned_member(srv):
         h.eq(e.code, 403, "forged member URL")
 
 
+def test_event_loop_unless_building(srv):
+    """An indexed member is served on the event loop like any GET; only the
+    first request on an object without an index goes to a worker."""
+    s3 = srv.client()
+    raw, info = make_tar(samples(3, 700, seed=8))
+    s3.put_object(Bucket=B, Key="loop.tar", Body=raw)
+    s3.put_object(Bucket=B, Key="loop-unindexed", Body=raw)
+    off0 = srv.metric("shardstore_http_offloaded_total")
+    for _ in range(5):
+        h.eq(member(srv, "loop.tar", "000001.jpg").status, 200, "indexed member")
+    h.eq(srv.request("GET", "/%s/loop.tar" % B, "list-members").status, 200, "indexed listing")
+    h.eq(srv.metric("shardstore_http_offloaded_total"), off0, "no worker for indexed members")
+    h.eq(member(srv, "loop-unindexed", "000001.jpg").status, 200, "first use")
+    off1 = srv.metric("shardstore_http_offloaded_total")
+    h.eq(off1, off0 + 1, "the first use builds on a worker")
+    h.eq(member(srv, "loop-unindexed", "000002.cls").status, 200, "second use")
+    h.eq(srv.metric("shardstore_http_offloaded_total"), off1, "built once")
+
+
 def test_overwrite_and_delete(srv):
     s3 = srv.client()
     n0 = srv.metric(INDEXES)
@@ -290,6 +311,7 @@ TESTS = [
     test_not_a_tar_and_malformed,
     test_list_members,
     test_presigned_member,
+    test_event_loop_unless_building,
     test_overwrite_and_delete,
 ]
 
