@@ -200,8 +200,10 @@ index__object_write(struct index *ix, MDB_txn *txn, struct index_op *op, bool is
     if (is_long && exists == is_delete &&
         (rc = object_tree_update(ix, txn, op->bucket_id, op->key, is_delete)) != 0)
         return rc;
-    /* The replaced or deleted version's member index goes with it. */
-    if (exists && (rc = index__members_drop(ix, txn, op->bucket_id, op->key)) != 0)
+    /* The replaced or deleted version's member index goes with it (also
+     * when no version exists: one seek, and nothing left over by any
+     * other path can be taken for the new version's). */
+    if ((rc = index__members_drop(ix, txn, op->bucket_id, op->key)) != 0)
         return rc;
     if (is_delete)
         return index__err(mdb_del(txn, ix->dbi_objects, &k, NULL));
