@@ -45,11 +45,13 @@
  *                object id O = XXH3-128(bucket id (8, BE) | object key),
  *                canonical (big-endian), 16 bytes:
  *                key: O | 00                  val: member head (below)
- *                key: O | 01 | seq (4, BE)    val: member entry (below)
- *                key: O | 02 | XXH3-64(name) (8, BE) | seq (4, BE)
- *                                             val: empty (lookup by name)
- *                seq numbers the members in archive order from 0, so a
- *                listing is one range scan from O | 01 | seq. An object's
+ *                key: O | 01 | page (4, BE)   val: member page (below)
+ *                key: O | 02 | bucket (4, BE) val: name bucket (below)
+ *                seq numbers the members in archive order from 0; page p
+ *                holds members 256p .. 256p+255, so a listing from seq is
+ *                one range scan from page seq / 256. A name's bucket is
+ *                the top 'bits' (head) bits of XXH3-64(name) (0 when bits
+ *                is 0); a lookup reads one bucket and one page. An object's
  *                records are dropped (one range delete of prefix O) by
  *                every write that replaces or deletes the object, in the
  *                same transaction, and written only with the object (PUT)
@@ -181,21 +183,29 @@
  *    24       key_len bytes of key, meta_len bytes of meta (opaque)
  *   The record length must equal the sum exactly.
  *
- * Member head (little-endian, 24 bytes):
+ * Member head (little-endian, 28 bytes):
  *     0    1  version (1)
  *     1    1  flags (bit 0: a readable tar; clear: the object is known
- *             not to be one, and no entries follow)
- *     2    2  reserved (0)
+ *             not to be one, and no pages or buckets follow)
+ *     2    1  bits (0..24): 2^bits name buckets, the fewest that keep
+ *             n_members / 2^bits <= 64
+ *     3    1  reserved (0)
  *     4   16  etag of the object version the index was built from
  *    20    4  n_members (0..INDEX_MEMBERS_MAX)
+ *    24    4  members per page (256)
  *
- * Member entry (little-endian):
+ * Member page: up to 256 member entries back to back, in archive order;
+ * every page but the last is full. Member entry (little-endian):
  *     0    8  offset of the member's data in the object
  *     8    8  size
  *    16    4  mode
  *    20    8  mtime (seconds, signed)
  *    28    2  name_len (1..4096), then name_len bytes of name
- *   The value length must equal 30 + name_len.
+ *
+ * Name bucket: 12-byte slots { u64 XXH3-64(name), u32 seq } (little-
+ * endian) of every member whose name falls in the bucket, in seq order
+ * (the last slot whose member's name matches wins, as tar extracts).
+ * Empty buckets have no record.
  *
  * Part record: an object record, version 1 (same codec, same checks),
  * with key_len = 0, inline_len = 0 and parts_count = the part number,
