@@ -8,7 +8,8 @@
 #                  (UNSIGNED-PAYLOAD) under a key ending in .tar (indexed as it streams in) and
 #                  the same bytes under a key that does not end in .tar (not indexed); runs
 #                  alternate (bin, tar, tar, bin, ...) so drift hits both alike. MiB/s and the
-#                  overhead (1 - tar/bin).
+#                  overhead (1 - tar/bin); and the server's CPU seconds per PUT, which a busy
+#                  machine disturbs less than the wall time.
 #   member_get     wrk, BENCH_CONC connections, BENCH_SECS s: GET ?member=NAME on presigned URLs
 #                  (one per member, random member per request) of a tar of BENCH_SMALL_N members
 #                  of BENCH_SMALL_KB KiB, vs plain Range GETs of the same bytes on the object's
@@ -84,16 +85,18 @@ log "shardstore pid $SS_PID on $SS_EP ($BIN)"
 ss_curl -f -X PUT "$SS_EP/$BUCKET" -o /dev/null || die "create bucket failed"
 
 # ---------------- PUT overhead ----------------
-put_one() { # put_one KEY: one PUT of BIG; prints MiB/s
-  local out t code
+put_one() { # put_one KEY: one PUT of BIG; prints "MiB/s server-CPU-s"
+  local out t code c0 c1
+  c0=$(cpu_ticks "$SS_PID")
   out=$(timeout 900 curl -s --aws-sigv4 aws:amz:us-east-1:s3 -u "$AK:$SK" \
     -H 'x-amz-content-sha256: UNSIGNED-PAYLOAD' -T "$BIG" -o "$W/put.body" \
     -w '%{time_total} %{http_code}' "$SS_EP/$BUCKET/$1") || die "PUT $1 failed"
   t=${out% *}; code=${out#* }
   [ "$code" = 200 ] || { cat "$W/put.body" >&2; die "PUT $1 answered $code"; }
-  mibs_of "$t" "$SIZE"
+  c1=$(cpu_ticks "$SS_PID")
+  echo "$(mibs_of "$t" "$SIZE") $(awk -v a="$c0" -v b="$c1" -v hz="$HZ" 'BEGIN{printf "%.2f", (b-a)/hz}')"
 }
-TAR_RUNS="" BIN_RUNS=""
+TAR_RUNS="" BIN_RUNS="" TAR_CPU="" BIN_CPU=""
 if ! skip put; then
 quiet put
 for i in $(seq 1 "$RUNS"); do
@@ -101,15 +104,15 @@ for i in $(seq 1 "$RUNS"); do
   if [ $((i % 2)) = 1 ]; then order="bin tar"; else order="tar bin"; fi
   for kind in $order; do
     sleep "$PAUSE"
-    if [ "$kind" = tar ]; then v=$(put_one shard.tar); TAR_RUNS="$TAR_RUNS $v"
-    else v=$(put_one shard.bin); BIN_RUNS="$BIN_RUNS $v"; fi
-    log "put $kind run $i: $v MiB/s"
+    if [ "$kind" = tar ]; then read -r v c < <(put_one shard.tar); TAR_RUNS="$TAR_RUNS $v"; TAR_CPU="$TAR_CPU $c"
+    else read -r v c < <(put_one shard.bin); BIN_RUNS="$BIN_RUNS $v"; BIN_CPU="$BIN_CPU $c"; fi
+    log "put $kind run $i: $v MiB/s, server CPU $c s"
   done
 done
 n_idx=$(ss_metric shardstore_index_member_indexes)
 [ "${n_idx%.*}" -ge 1 ] || die "the .tar PUT built no member index"
 TAR_MED=$(echo $TAR_RUNS | median) BIN_MED=$(echo $BIN_RUNS | median)
-echo "RESULT put_overhead size_MiB=$((SIZE / 1048576)) members=$(python3 -c "import tarfile;print(len(tarfile.open('$BIG').getmembers()))") indexed_MiB_s=$(f1 "$TAR_MED") plain_MiB_s=$(f1 "$BIN_MED") overhead_pct=$(awk -v a="$TAR_MED" -v b="$BIN_MED" 'BEGIN{printf "%.1f", (1-a/b)*100}') runs_indexed=$(csv $TAR_RUNS) runs_plain=$(csv $BIN_RUNS)"
+echo "RESULT put_overhead size_MiB=$((SIZE / 1048576)) members=$(python3 -c "import tarfile;print(len(tarfile.open('$BIG').getmembers()))") indexed_MiB_s=$(f1 "$TAR_MED") plain_MiB_s=$(f1 "$BIN_MED") overhead_pct=$(awk -v a="$TAR_MED" -v b="$BIN_MED" 'BEGIN{printf "%.1f", (1-a/b)*100}') runs_indexed=$(csv $TAR_RUNS) runs_plain=$(csv $BIN_RUNS) server_cpu_s_indexed=$(echo $TAR_CPU | median) server_cpu_s_plain=$(echo $BIN_CPU | median) cpu_runs_indexed=$(csv $TAR_CPU) cpu_runs_plain=$(csv $BIN_CPU)"
 fi
 skip get && { echo "RESULT load cores_used_by_others_before:$NOISE loadavg=$(cut -d' ' -f1-3 /proc/loadavg)"; exit 0; }
 
