@@ -52,9 +52,10 @@ enum auth_result {
     AUTH_BAD_EXPIRES, /* presigned: X-Amz-Expires not in 1..604800:
                          AuthorizationQueryParametersError */
     AUTH_BAD_REGION,  /* credential scope names another region: AuthorizationHeaderMalformed */
-    AUTH_HEADERS_NOT_SIGNED, /* an x-amz-* header is present but not in SignedHeaders (it could
-                                change what the request does, e.g. x-amz-copy-source added to a
-                                presigned PUT): AccessDenied, as S3 answers */
+    AUTH_HEADERS_NOT_SIGNED, /* host is not in SignedHeaders, or an x-amz-* header is present
+                                but not in SignedHeaders (it could change what the request does,
+                                e.g. x-amz-copy-source added to a presigned PUT): AccessDenied,
+                                as S3 answers */
 };
 
 /* How the body is protected, from x-amz-content-sha256. */

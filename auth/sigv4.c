@@ -506,26 +506,51 @@ has_unsigned_amz_header(const struct auth_request *req, struct slice signed_head
     return false;
 }
 
+/* The per-thread signing-key cache (see derive_key). It never holds the
+ * secret: entries are found by an HMAC of the secret under a random salt
+ * drawn once per thread, so a memory dump of the cache yields derived keys
+ * (one day, one region, s3 only) and no secret. */
+struct key_cache {
+    bool has_salt;
+    bool is_valid;
+    uint8_t salt[32];
+    uint8_t secret_mac[32]; /* HMAC-SHA256(salt, secret) */
+    char date8[8];
+    char region[64];
+    size_t region_len;
+    uint8_t key[32];
+};
+
+static __thread struct key_cache key_cache;
+
+const void *
+auth__key_cache_bytes(size_t *len)
+{
+    *len = sizeof(key_cache);
+    return &key_cache;
+}
+
 /* Derives the SigV4 signing key for 'date8' and 'region' (service s3). */
 static void
 derive_key(const char *secret, struct slice date8, struct slice region, uint8_t out[32])
 {
     /* The key changes once a day per secret and region: a connection thread
-     * remembers the last one it derived (4 HMACs saved per request). */
-    static __thread struct {
-        bool is_valid;
-        char secret[SECRET_CAP];
-        char date8[8];
-        char region[64];
-        size_t region_len;
-        uint8_t key[32];
-    } cache;
+     * remembers the last one it derived (4 HMACs saved per request for 1). */
+    struct key_cache *cache = &key_cache;
     size_t sl = strnlen(secret, SECRET_CAP - 1);
-    if (cache.is_valid && date8.len == 8 && memcmp(cache.date8, date8.ptr, 8) == 0 &&
-        region.len == cache.region_len && memcmp(cache.region, region.ptr, region.len) == 0 &&
-        strncmp(cache.secret, secret, SECRET_CAP) == 0) {
-        memcpy(out, cache.key, 32);
-        return;
+    uint8_t mac[32];
+    bool can_cache = date8.len == 8 && region.len <= sizeof(cache->region);
+    if (can_cache && !cache->has_salt)
+        cache->has_salt = auth_random_bytes(cache->salt, sizeof(cache->salt)) == 0;
+    can_cache = can_cache && cache->has_salt;
+    if (can_cache) {
+        auth_hmac_sha256(cache->salt, sizeof(cache->salt), secret, sl, mac);
+        if (cache->is_valid && memcmp(cache->date8, date8.ptr, 8) == 0 &&
+            region.len == cache->region_len && memcmp(cache->region, region.ptr, region.len) == 0 &&
+            auth_equal_ct(cache->secret_mac, mac, sizeof(mac))) {
+            memcpy(out, cache->key, 32);
+            return;
+        }
     }
     char k[4 + SECRET_CAP];
     memcpy(k, "AWS4", 4);
@@ -538,14 +563,13 @@ derive_key(const char *secret, struct slice date8, struct slice region, uint8_t 
     OPENSSL_cleanse(k, sizeof(k));
     OPENSSL_cleanse(a, sizeof(a));
     OPENSSL_cleanse(b, sizeof(b));
-    if (date8.len == 8 && region.len <= sizeof(cache.region)) {
-        memcpy(cache.secret, secret, sl);
-        cache.secret[sl] = '\0';
-        memcpy(cache.date8, date8.ptr, 8);
-        memcpy(cache.region, region.ptr, region.len);
-        cache.region_len = region.len;
-        memcpy(cache.key, out, 32);
-        cache.is_valid = true;
+    if (can_cache) {
+        memcpy(cache->secret_mac, mac, sizeof(mac));
+        memcpy(cache->date8, date8.ptr, 8);
+        memcpy(cache->region, region.ptr, region.len);
+        cache->region_len = region.len;
+        memcpy(cache->key, out, 32);
+        cache->is_valid = true;
     }
 }
 
@@ -680,6 +704,12 @@ verify_common(const struct auth_request *req, const struct sigv4_input *in,
         goto fail;
     if (in->signed_headers.len == 0 || !auth__parse_sig(in->signature, got))
         goto fail;
+    /* AWS requires host among the signed headers: without it, one signature
+     * would serve every virtual-hosted bucket (the bucket is in Host). */
+    if (!list_has(in->signed_headers, SLICE_LIT("host"))) {
+        r = AUTH_HEADERS_NOT_SIGNED;
+        goto fail;
+    }
     /* Scope problems are reported before the clock, as S3 does. */
     if (time_verdict != AUTH_OK) {
         r = time_verdict;

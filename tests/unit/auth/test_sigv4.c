@@ -5,7 +5,7 @@
  */
 #include "config.h"
 
-#include "auth/auth.h"
+#include "auth/auth_int.h"
 #include "tests/lib/test.h"
 
 #include <time.h>
@@ -344,6 +344,62 @@ expect_header(const char *authz, enum auth_result want)
         TEST_FAIL("\"%s\": %s, want %s", authz, auth_result_name(got), auth_result_name(want));
 }
 
+/* Signs canonical request 'cr' by hand (date 20130524, us-east-1, s3) and
+ * writes the hex signature into 'sig', independently of auth_sigv4_sign. */
+static void
+sign_by_hand(const char *cr, char sig[65])
+{
+    uint8_t h[32], k1[32], k2[32];
+    char sts[256], hex[65];
+    auth_sha256(cr, strlen(cr), h);
+    hex_encode(h, 32, hex);
+    snprintf(sts, sizeof(sts),
+             "AWS4-HMAC-SHA256\n20130524T000000Z\n20130524/us-east-1/s3/aws4_request\n%s", hex);
+    auth_hmac_sha256("AWS4" SK, strlen("AWS4" SK), "20130524", 8, k1);
+    auth_hmac_sha256(k1, 32, "us-east-1", 9, k2);
+    auth_hmac_sha256(k2, 32, "s3", 2, k1);
+    auth_hmac_sha256(k1, 32, "aws4_request", 12, k2);
+    auth_hmac_sha256(k2, 32, sts, strlen(sts), h);
+    hex_encode(h, 32, sig);
+}
+
+/* AWS requires host in SignedHeaders (header and presigned forms): a
+ * correct signature over a request that leaves host out is refused, with
+ * or without a Host header. */
+static void
+test_host_must_be_signed(void)
+{
+    struct req q;
+    struct auth_verdict v;
+    char sig[65], hdr[512], query[512];
+    sign_by_hand("GET\n/test.txt\n\nx-amz-content-sha256:" EMPTY_SHA "\n"
+                 "x-amz-date:20130524T000000Z\n\nx-amz-content-sha256;x-amz-date\n" EMPTY_SHA,
+                 sig);
+    snprintf(hdr, sizeof(hdr),
+             "AWS4-HMAC-SHA256 Credential=" AK "/20130524/us-east-1/s3/aws4_request,"
+             "SignedHeaders=x-amz-content-sha256;x-amz-date,Signature=%s",
+             sig);
+    req_init(&q, "GET", "/test.txt", "");
+    req_add(&q, "x-amz-content-sha256", EMPTY_SHA);
+    req_add(&q, "x-amz-date", "20130524T000000Z");
+    req_add(&q, "Authorization", hdr);
+    ASSERT_EQ(verify(&q, &v), AUTH_HEADERS_NOT_SIGNED);
+    req_add(&q, "Host", "bucket-a.s3.example.com");
+    ASSERT_EQ(verify(&q, &v), AUTH_HEADERS_NOT_SIGNED);
+
+    const char *cq = "X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Credential=" AK
+                     "%2F20130524%2Fus-east-1%2Fs3%2Faws4_request&X-Amz-Date=20130524T000000Z"
+                     "&X-Amz-Expires=86400&X-Amz-SignedHeaders=range";
+    char cr[1024];
+    snprintf(cr, sizeof(cr), "GET\n/test.txt\n%s\nrange:bytes=0-9\n\nrange\nUNSIGNED-PAYLOAD", cq);
+    sign_by_hand(cr, sig);
+    snprintf(query, sizeof(query), "%s&X-Amz-Signature=%s", cq, sig);
+    req_init(&q, "GET", "/test.txt", query);
+    req_add(&q, "Range", "bytes=0-9");
+    req_add(&q, "Host", "bucket-b.s3.example.com");
+    ASSERT_EQ(verify(&q, &v), AUTH_HEADERS_NOT_SIGNED);
+}
+
 #define SIG_OK "f0e8bdb87c964420e857bd35b5d6ed310bd44f0170aba48dd91039c6036bdb41"
 #define SH "SignedHeaders=host;range;x-amz-content-sha256;x-amz-date"
 
@@ -426,18 +482,8 @@ test_malformed(void)
     const char *cr =
         "GET\n/\n\ndate:Fri, 24 May 2013 00:00:00 GMT\nhost:h\n"
         "x-amz-content-sha256:" EMPTY_SHA "\n\ndate;host;x-amz-content-sha256\n" EMPTY_SHA;
-    uint8_t h[32], k1[32], k2[32];
-    char sts[256], hex[65], sig[65], hdr[512];
-    auth_sha256(cr, strlen(cr), h);
-    hex_encode(h, 32, hex);
-    snprintf(sts, sizeof(sts),
-             "AWS4-HMAC-SHA256\n20130524T000000Z\n20130524/us-east-1/s3/aws4_request\n%s", hex);
-    auth_hmac_sha256("AWS4" SK, strlen("AWS4" SK), "20130524", 8, k1);
-    auth_hmac_sha256(k1, 32, "us-east-1", 9, k2);
-    auth_hmac_sha256(k2, 32, "s3", 2, k1);
-    auth_hmac_sha256(k1, 32, "aws4_request", 12, k2);
-    auth_hmac_sha256(k2, 32, sts, strlen(sts), h);
-    hex_encode(h, 32, sig);
+    char sig[65], hdr[512];
+    sign_by_hand(cr, sig);
     snprintf(hdr, sizeof(hdr),
              "AWS4-HMAC-SHA256 Credential=" AK "/20130524/us-east-1/s3/aws4_request,"
              "SignedHeaders=date;host;x-amz-content-sha256,Signature=%s",
@@ -548,6 +594,34 @@ test_presign(void)
     ASSERT_EQ(verify(&q, &v), AUTH_ANONYMOUS);
 }
 
+/* The per-thread signing-key cache keeps the derived key, never the
+ * secret, and still answers for the right secret only. */
+static void
+test_key_cache_holds_no_secret(void)
+{
+    struct req q;
+    struct auth_verdict v;
+    size_t len = 0;
+    signed_req(&q, "a=1", 1700000000);
+    ASSERT_EQ(verify(&q, &v), AUTH_OK);
+    ASSERT_EQ(verify(&q, &v), AUTH_OK); /* a cache hit */
+    const void *cache = auth__key_cache_bytes(&len);
+    ASSERT(len > 0);
+    ASSERT(memmem(cache, len, SK, strlen(SK)) == NULL);
+    ASSERT(memmem(cache, len, "AWS4" SK, strlen("AWS4" SK)) == NULL);
+    ASSERT(memmem(cache, len, SK, 8) == NULL);
+    /* Another secret for the same date and region must miss the cache. */
+    char authz[512];
+    req_init(&q, "PUT", "/bucket/k", "");
+    q.r.now_s = 1700000000;
+    req_add(&q, "Host", "localhost:9000");
+    req_add(&q, "X-Amz-Date", "20231114T221320Z");
+    req_add(&q, "x-amz-content-sha256", EMPTY_SHA);
+    ASSERT_EQ(auth_sigv4_sign(&q.r, AK, "another-secret", authz, sizeof(authz)), 0);
+    req_add(&q, "Authorization", authz);
+    ASSERT_EQ(verify(&q, &v), AUTH_BAD_SIGNATURE);
+}
+
 int
 main(void)
 {
@@ -555,6 +629,8 @@ main(void)
     test_round_trip();
     test_malformed();
     test_presign();
+    test_host_must_be_signed();
+    test_key_cache_holds_no_secret();
 
     for (int r = AUTH_OK; r <= AUTH_HEADERS_NOT_SIGNED; r++)
         ASSERT(auth_result_name((enum auth_result)r) != NULL);
