@@ -261,7 +261,9 @@ void auth_hmac_sha256(const void *key, size_t key_len, const void *data, size_t 
 enum auth_action {
     AUTH_ACTION_SERVICE,       /* ListBuckets: any authenticated principal */
     AUTH_ACTION_CREATE_BUCKET, /* CreateBucket: any principal whose key may write */
-    AUTH_ACTION_BUCKET_INFO,   /* HeadBucket, location, versioning, GetBucketAcl */
+    AUTH_ACTION_BUCKET_INFO,   /* HeadBucket, location, versioning */
+    AUTH_ACTION_READ_ACP,      /* GetBucketAcl: S3's READ_ACP, which public-read and a read or
+                                  write grant do not give (it shows the owner's canonical id) */
     AUTH_ACTION_LIST,          /* ListObjects*, ListMultipartUploads: 'key' is the prefix */
     AUTH_ACTION_READ,          /* GetObject, HeadObject */
     AUTH_ACTION_WRITE,         /* PutObject, DeleteObject(s), multipart, copy target */
@@ -303,8 +305,9 @@ struct auth_grant_view {
  * Rules: root may do anything; a read-only key never writes; the bucket
  * owner may do anything in its bucket; a grant allows its level, and a
  * prefix grant only for keys (and listing prefixes) under the prefix;
- * anonymous principals may only read and list a public-read bucket; admin
- * actions need root or the admin flag.
+ * anonymous principals may only read and list a public-read bucket; the
+ * bucket's ACL (READ_ACP) needs ownership or a whole-bucket admin grant;
+ * admin actions need root or the admin flag.
  */
 bool auth_policy_allows(const struct auth_principal *who, const struct auth_bucket_view *bucket,
                         const struct auth_grant_view *grant, enum auth_action action,

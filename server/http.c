@@ -325,7 +325,7 @@ static const struct route routes[] = {
     {"GET", LEVEL_BUCKET, "location", AUTH_ACTION_BUCKET_INFO, RKEY_NONE, op_get_bucket_location},
     {"GET", LEVEL_BUCKET, "versioning", AUTH_ACTION_BUCKET_INFO, RKEY_NONE,
      op_get_bucket_versioning},
-    {"GET", LEVEL_BUCKET, "acl", AUTH_ACTION_BUCKET_INFO, RKEY_NONE, op_get_bucket_acl},
+    {"GET", LEVEL_BUCKET, "acl", AUTH_ACTION_READ_ACP, RKEY_NONE, op_get_bucket_acl},
     {"PUT", LEVEL_BUCKET, "acl", AUTH_ACTION_BUCKET_ADMIN, RKEY_NONE, op_put_bucket_acl},
     {"GET", LEVEL_BUCKET, "versions", AUTH_ACTION_LIST, RKEY_PREFIX, op_list_object_versions},
     {"GET", LEVEL_BUCKET, NULL, AUTH_ACTION_LIST, RKEY_PREFIX, op_list_objects},
