@@ -56,6 +56,9 @@ enum auth_result {
                                 but not in SignedHeaders (it could change what the request does,
                                 e.g. x-amz-copy-source added to a presigned PUT): AccessDenied,
                                 as S3 answers */
+    AUTH_PARAMS_NOT_SIGNED,  /* SigV2 presigned URL with a query parameter SigV2 does not sign
+                                (only sub-resources, response-* overrides and its own
+                                parameters may appear): AccessDenied */
 };
 
 /* How the body is protected, from x-amz-content-sha256. */
@@ -89,12 +92,18 @@ struct auth_verdict {
 enum auth_result auth_sigv4_verify(const struct auth_request *req, auth_secret_fn lookup, void *ctx,
                                    struct auth_verdict *out);
 
+/* The longest a SigV2 URL may be valid: Expires at most this far ahead. */
+#define AUTH_SIGV2_MAX_EXPIRES_S 604800
+
 /*
  * Verifies a SigV2 presigned URL (query AWSAccessKeyId, Expires,
  * Signature), as aws-cli v1 `aws s3 presign` and boto3's default presigner
  * make them. 'bucket_prefix' is "/bucket" for a virtual-hosted request
  * (the bucket is then not in the path), else empty. Returns AUTH_OK (the
- * verdict says UNSIGNED-PAYLOAD, presigned), AUTH_MALFORMED,
+ * verdict says UNSIGNED-PAYLOAD, presigned), AUTH_MALFORMED (a part
+ * missing), AUTH_BAD_EXPIRES (Expires not a number, or more than
+ * AUTH_SIGV2_MAX_EXPIRES_S after 'req->now_s'), AUTH_PARAMS_NOT_SIGNED (a
+ * query parameter SigV2 does not sign, an escaped or repeated name),
  * AUTH_UNKNOWN_KEY, AUTH_BAD_SIGNATURE or AUTH_EXPIRED. Constant-time
  * comparison; the secret is wiped after use.
  */

@@ -11,6 +11,8 @@
  *
  * CanonicalizedResource is [/bucket for virtual-hosted requests] + the raw
  * path + the S3 sub-resources of the query, sorted, values decoded.
+ * Because nothing else of the query is signed, a URL carrying any other
+ * parameter is refused, and Expires may be at most 7 days ahead.
  */
 #include "auth/auth_int.h"
 
@@ -199,6 +201,55 @@ sign(const char *secret, const struct buf *b, char out[32])
     base64_encode(mac, mac_len, out);
 }
 
+/* The parameters a SigV2 presigned URL carries for its own use. */
+static const char *auth_params[] = {"AWSAccessKeyId", "Expires", "Signature"};
+
+static bool
+is_listed(struct slice name, const char *const *list, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (slice_eq(name, slice_from_cstr(list[i])))
+            return true;
+    return false;
+}
+
+/*
+ * SigV2 signs only the sub-resources of the query (the 'subresources'
+ * table, response-* overrides included), so any other parameter could be
+ * added or changed by whoever holds the URL (?name=mallory&admin=true).
+ * Returns true when every parameter of 'q' is a signed sub-resource or one
+ * of 'auth_params', named without %-escapes (the server decodes names and
+ * string_to_sign matches them raw: both must see the same parameter) and
+ * none named twice.
+ */
+static bool
+query_is_all_signed(struct slice q)
+{
+    struct slice seen[ARRAY_LEN(subresources) + ARRAY_LEN(auth_params)];
+    size_t n_seen = 0;
+    size_t i = 0;
+    while (i < q.len) {
+        size_t j = i;
+        while (j < q.len && q.ptr[j] != '&')
+            j++;
+        struct slice name = {q.ptr + i, j - i};
+        i = j + 1;
+        if (name.len == 0)
+            continue;
+        const char *eq = memchr(name.ptr, '=', name.len);
+        if (eq)
+            name.len = (size_t)(eq - name.ptr);
+        if (!is_listed(name, subresources, ARRAY_LEN(subresources)) &&
+            !is_listed(name, auth_params, ARRAY_LEN(auth_params)))
+            return false;
+        for (size_t k = 0; k < n_seen; k++)
+            if (slice_eq(seen[k], name))
+                return false;
+        seen[n_seen++] = name;
+    }
+    return true;
+}
+
 enum auth_result
 auth_sigv2_verify_query(const struct auth_request *req, struct slice bucket_prefix,
                         auth_secret_fn lookup, void *ctx, struct auth_verdict *out)
@@ -207,9 +258,13 @@ auth_sigv2_verify_query(const struct auth_request *req, struct slice bucket_pref
     if (!query_find(req->query, "AWSAccessKeyId", &akp) ||
         !query_find(req->query, "Expires", &exp) || !query_find(req->query, "Signature", &sigp))
         return AUTH_MALFORMED;
+    /* SigV2 itself bounds nothing: keep its URLs to SigV4's 7 days. */
     uint64_t expires;
-    if (parse_u64(exp.value, INT64_MAX, &expires) != 0)
-        return AUTH_MALFORMED;
+    if (parse_u64(exp.value, INT64_MAX, &expires) != 0 ||
+        (int64_t)expires > req->now_s + AUTH_SIGV2_MAX_EXPIRES_S)
+        return AUTH_BAD_EXPIRES;
+    if (!query_is_all_signed(req->query))
+        return AUTH_PARAMS_NOT_SIGNED;
     struct buf ak, sig, sts;
     buf_init(&ak);
     buf_init(&sig);

@@ -917,6 +917,8 @@ auth_result_name(enum auth_result r)
         return "AuthorizationHeaderMalformedRegion";
     case AUTH_HEADERS_NOT_SIGNED:
         return "AccessDeniedHeadersNotSigned";
+    case AUTH_PARAMS_NOT_SIGNED:
+        return "AccessDeniedParametersNotSigned";
     }
     return "Unknown";
 }
