@@ -22,6 +22,7 @@
  * again, which queues it. Only /_/health runs before authentication.
  */
 #include "server/server.h"
+#include "server/unsupported.h"
 
 #include <errno.h>
 #include <microhttpd.h>
@@ -462,7 +463,7 @@ route(struct s3_req *r)
             continue;
         has_method = true;
         if (rt->subresource ? (sub && !strcmp(sub, rt->subresource)) : !sub) {
-            if (route_authorize(r, rt))
+            if (route_authorize(r, rt) && !s3_refuse_unsupported(r))
                 rt->handler(r);
             return;
         }

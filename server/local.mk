@@ -11,3 +11,5 @@ shardstore_CFLAGS = $(AM_CFLAGS) $(MHD_CFLAGS) $(EXPAT_CFLAGS) $(LIBCURL_CFLAGS)
 shardstore_LDADD = server/libs3parse.la auth/libauth.la index/libindex.la storage/libstorage.la \
 	common/libcommon.la $(MHD_LIBS) $(EXPAT_LIBS) $(OPENSSL_LIBS) $(URING_LIBS) $(LMDB_LIBS) \
 	$(XXHASH_LIBS) $(LIBCURL_LIBS) -lz -lpthread
+# Request headers refused because the server does not do what they ask.
+shardstore_SOURCES += server/unsupported.c server/unsupported.h

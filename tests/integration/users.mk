@@ -12,3 +12,7 @@ EXTRA_DIST += \
 # and unsigned parameters, host in SignedHeaders, anonymous overrides.
 TESTS += %D%/test_auth_hardening.py
 EXTRA_DIST += %D%/test_auth_hardening.py
+
+# Request headers the server cannot honour are refused (501), not ignored.
+TESTS += %D%/test_unsupported_headers.py
+EXTRA_DIST += %D%/test_unsupported_headers.py
