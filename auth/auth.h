@@ -347,6 +347,18 @@ long auth_secret_seal(const uint8_t key[AUTH_SECRET_KEY_LEN], struct slice acces
  */
 long auth_secret_open(const uint8_t key[AUTH_SECRET_KEY_LEN], struct slice access_key,
                       const uint8_t *blob, size_t len, char *out, size_t cap);
+/* Lengths of generated credentials: an access key of [A-Z0-9] and a
+ * secret of [A-Za-z0-9+/], as AWS makes them. */
+#define AUTH_ACCESS_KEY_LEN 20
+#define AUTH_SECRET_LEN 40
+/*
+ * Generates a new access key and secret (NUL-terminated) from the CSPRNG,
+ * each character uniform over its alphabet. The one generator for root's
+ * first credentials and users' keys. Returns 0, or -1 when no randomness
+ * is available (the secret is then wiped).
+ */
+int auth_credentials_generate(char access_key[AUTH_ACCESS_KEY_LEN + 1],
+                              char secret[AUTH_SECRET_LEN + 1]);
 /* Fills 'out' with 'len' bytes from the OpenSSL CSPRNG. Returns 0 or -1. */
 int auth_random_bytes(void *out, size_t len);
 /* Wipes 'len' bytes at 'p' in a way the compiler cannot drop. */

@@ -106,18 +106,6 @@ verify_trailer(struct auth_chunked *c, const char sig[65])
     return true;
 }
 
-static int
-hexdigit(int ch)
-{
-    if (ch >= '0' && ch <= '9')
-        return ch - '0';
-    if (ch >= 'a' && ch <= 'f')
-        return ch - 'a' + 10;
-    if (ch >= 'A' && ch <= 'F')
-        return ch - 'A' + 10;
-    return -1;
-}
-
 static struct slice
 trim(struct slice s)
 {
@@ -141,7 +129,7 @@ on_size_line(struct auth_chunked *c, struct slice line)
     size_t i = 0;
     bool has_sig = false;
     int d;
-    for (; i < line.len && (d = hexdigit((unsigned char)line.ptr[i])) >= 0; i++) {
+    for (; i < line.len && (d = hex_digit_value((unsigned char)line.ptr[i])) >= 0; i++) {
         if (size > (UINT64_MAX >> 4))
             return ST_ERROR;
         size = size << 4 | (uint64_t)d;
@@ -204,7 +192,7 @@ on_trailer_line(struct auth_chunked *c, struct slice line)
     struct slice value = trim((struct slice){colon + 1, line.len - (size_t)(colon + 1 - line.ptr)});
     if (name.len == 0)
         return ST_ERROR;
-    if (auth__eq_nocase(name, SLICE_LIT("x-amz-trailer-signature"))) {
+    if (slice_eq_nocase(name, "x-amz-trailer-signature")) {
         char sig[65];
         if (!c->trailer_signed || !auth__parse_sig(value, sig))
             return ST_ERROR;
@@ -328,7 +316,7 @@ auth_chunked_trailer(const struct auth_chunked *c, const char *name)
 {
     struct slice n = slice_from_cstr(name);
     for (size_t i = 0; i < c->n_trailers && i < AUTH_CHUNKED_MAX_TRAILERS; i++)
-        if (auth__eq_nocase(slice_from_cstr(c->trailer_name[i]), n))
+        if (slice_casecmp(slice_from_cstr(c->trailer_name[i]), n) == 0)
             return slice_from_cstr(c->trailer_value[i]);
     return (struct slice){"", 0};
 }

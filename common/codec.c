@@ -1,6 +1,8 @@
 /*
- * codec.c: base64 (RFC 4648, padded) and lower-case hex. Decoders reject
- * any byte outside the alphabet; they never read past 'len'.
+ * codec.c: base64 (RFC 4648, padded), hex and decimal. Decoders reject any
+ * byte outside the alphabet; they never read past 'len'. The only hex
+ * digit tables of the tree live here (hex_encode, hex_digit_value); the
+ * URI coder (uri.c) uses them too.
  */
 #include "common/common.h"
 
@@ -106,8 +108,8 @@ hex_encode(const void *in, size_t n, char *out)
     out[2 * n] = '\0';
 }
 
-static int
-hexval(unsigned char c)
+int
+hex_digit_value(int c)
 {
     if (c >= '0' && c <= '9')
         return c - '0';
@@ -125,74 +127,13 @@ hex_decode(const char *in, size_t len, void *out)
     if (len % 2)
         return -1;
     for (size_t i = 0; i < len; i += 2) {
-        int hi = hexval((unsigned char)in[i]);
-        int lo = hexval((unsigned char)in[i + 1]);
+        int hi = hex_digit_value((unsigned char)in[i]);
+        int lo = hex_digit_value((unsigned char)in[i + 1]);
         if (hi < 0 || lo < 0)
             return -1;
         o[i / 2] = (unsigned char)(hi << 4 | lo);
     }
     return 0;
-}
-
-/* Civil date of 'days' since 1970-01-01, proleptic Gregorian (H. Hinnant's
- * civil_from_days). */
-static void
-civil_from_days(int64_t days, int64_t *y, unsigned *m, unsigned *d)
-{
-    days += 719468;
-    int64_t era = (days >= 0 ? days : days - 146096) / 146097;
-    unsigned doe = (unsigned)(days - era * 146097);
-    unsigned yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
-    unsigned doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    unsigned mp = (5 * doy + 2) / 153;
-    *d = doy - (153 * mp + 2) / 5 + 1;
-    *m = mp < 10 ? mp + 3 : mp - 9;
-    *y = (int64_t)yoe + era * 400 + (*m <= 2);
-}
-
-static char *
-put2(char *p, unsigned v)
-{
-    p[0] = (char)('0' + v / 10);
-    p[1] = (char)('0' + v % 10);
-    return p + 2;
-}
-
-size_t
-http_date_format(int64_t s, char *out)
-{
-    static const char wdays[] = "ThuFriSatSunMonTueWed"; /* 1970-01-01 was a Thursday */
-    static const char months[] = "JanFebMarAprMayJunJulAugSepOctNovDec";
-    int64_t days = s >= 0 ? s / 86400 : -((-s + 86399) / 86400);
-    unsigned secs = (unsigned)(s - days * 86400);
-    int64_t y;
-    unsigned m, d;
-    civil_from_days(days, &y, &m, &d);
-    if (y < 0)
-        y = 0;
-    if (y > 9999)
-        y = 9999;
-    unsigned wd = (unsigned)(((days % 7) + 7) % 7);
-    char *p = out;
-    memcpy(p, wdays + wd * 3, 3);
-    p += 3;
-    *p++ = ',';
-    *p++ = ' ';
-    p = put2(p, d);
-    *p++ = ' ';
-    memcpy(p, months + (m - 1) * 3, 3);
-    p += 3;
-    *p++ = ' ';
-    p = put2(p, (unsigned)(y / 100));
-    p = put2(p, (unsigned)(y % 100));
-    *p++ = ' ';
-    p = put2(p, secs / 3600);
-    *p++ = ':';
-    p = put2(p, secs / 60 % 60);
-    *p++ = ':';
-    p = put2(p, secs % 60);
-    memcpy(p, " GMT", 5);
-    return (size_t)(p + 4 - out);
 }
 
 size_t

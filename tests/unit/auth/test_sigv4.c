@@ -622,6 +622,43 @@ test_key_cache_holds_no_secret(void)
     ASSERT_EQ(verify(&q, &v), AUTH_BAD_SIGNATURE);
 }
 
+/* The canonicalizer decodes the query with common/'s strict decoder: a
+ * malformed %-escape makes the request malformed (the server's query
+ * parser refuses it too), so a signed query cannot mean one thing to the
+ * signature and another to the handler. */
+static void
+test_malformed_escapes(void)
+{
+    struct req q;
+    struct auth_verdict v;
+    char url[2048], bad[4096];
+    signed_req(&q, "prefix=a%2Fb", 1700000000);
+    ASSERT_EQ(verify(&q, &v), AUTH_OK);
+    static const char *escapes[] = {"prefix=a%2Fb&x=%zz", "prefix=a%2Fb%", "prefix=a%2Fb&%g1=1",
+                                    "prefix=a%2"};
+    for (size_t i = 0; i < ARRAY_LEN(escapes); i++) {
+        q.r.query = slice_from_cstr(escapes[i]);
+        ASSERT_EQ(verify(&q, &v), AUTH_MALFORMED);
+    }
+    /* The signer refuses to sign one. */
+    req_init(&q, "GET", "/b", "prefix=%zz");
+    req_add(&q, "Host", "h");
+    req_add(&q, "x-amz-date", "20130524T000000Z");
+    req_add(&q, "x-amz-content-sha256", EMPTY_SHA);
+    ASSERT_EQ(auth_sigv4_sign(&q.r, AK, SK, q.authz, sizeof(q.authz)), -1);
+    ASSERT_EQ(auth_sigv4_presign(&q.r, AK, SK, 60, url, sizeof(url)), -1);
+    /* A presigned listing URL with a broken escape appended. */
+    req_init(&q, "GET", "/b", "prefix=mine%2F");
+    q.r.now_s = 1700000000;
+    req_add(&q, "Host", "h");
+    ASSERT_EQ(auth_sigv4_presign(&q.r, AK, SK, 60, url, sizeof(url)), 0);
+    q.r.query = slice_from_cstr(url);
+    ASSERT_EQ(verify(&q, &v), AUTH_OK);
+    snprintf(bad, sizeof(bad), "%s&prefix%%=", url);
+    q.r.query = slice_from_cstr(bad);
+    ASSERT_EQ(verify(&q, &v), AUTH_MALFORMED);
+}
+
 int
 main(void)
 {
@@ -631,6 +668,7 @@ main(void)
     test_presign();
     test_host_must_be_signed();
     test_key_cache_holds_no_secret();
+    test_malformed_escapes();
 
     for (int r = AUTH_OK; r <= AUTH_PARAMS_NOT_SIGNED; r++)
         ASSERT(auth_result_name((enum auth_result)r) != NULL);
