@@ -186,16 +186,16 @@ run_op(struct worker *w, enum bench_op op, uint64_t i, uint64_t *bytes, uint64_t
         req.key = NULL;
         if (w->token[0] != '\0') {
             buf_append_str(&q, "continuation-token=");
-            client__uri_encode(&q, w->token, strlen(w->token), false);
+            uri_encode(&q, w->token, strlen(w->token), false);
             buf_append_str(&q, "&");
         }
         if (b->o->delimiter != NULL) {
             buf_append_str(&q, "delimiter=");
-            client__uri_encode(&q, b->o->delimiter, strlen(b->o->delimiter), false);
+            uri_encode(&q, b->o->delimiter, strlen(b->o->delimiter), false);
             buf_append_str(&q, "&");
         }
         buf_printf(&q, "list-type=2&max-keys=%u&prefix=", b->max_keys);
-        client__uri_encode(&q, b->prefix, strlen(b->prefix), false);
+        uri_encode(&q, b->prefix, strlen(b->prefix), false);
         req.query = q.ptr;
         break;
     default:

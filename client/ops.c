@@ -167,12 +167,12 @@ client__list_page(struct shard_client *c, const char *bucket, const char *prefix
     /* Parameters in canonical (sorted) order; values URI-encoded. */
     if (token != NULL && token[0] != '\0') {
         buf_append_str(&q, "continuation-token=");
-        client__uri_encode(&q, token, strlen(token), false);
+        uri_encode(&q, token, strlen(token), false);
         buf_append_str(&q, "&");
     }
     if (delimiter != NULL && delimiter[0] != '\0') {
         buf_append_str(&q, "delimiter=");
-        client__uri_encode(&q, delimiter, strlen(delimiter), false);
+        uri_encode(&q, delimiter, strlen(delimiter), false);
         buf_append_str(&q, "&");
     }
     buf_append_str(&q, "list-type=2");
@@ -180,7 +180,7 @@ client__list_page(struct shard_client *c, const char *bucket, const char *prefix
         buf_printf(&q, "&max-keys=%u", max_keys);
     if (prefix != NULL && prefix[0] != '\0') {
         buf_append_str(&q, "&prefix=");
-        client__uri_encode(&q, prefix, strlen(prefix), false);
+        uri_encode(&q, prefix, strlen(prefix), false);
     }
     struct client_req req = {.method = "GET", .bucket = bucket, .query = q.ptr};
     int rc = client__perform(c, &req, NULL, 0, resp, err);

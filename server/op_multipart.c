@@ -524,7 +524,7 @@ complete_end(struct s3_req *r)
     xml_escape(&b, slice_from_cstr(loc));
     struct buf enc;
     buf_init(&enc);
-    s3_url_encode(&enc, r->key);
+    uri_encode(&enc, r->key.ptr, r->key.len, true);
     xml_escape(&b, (struct slice){enc.ptr ? enc.ptr : "", enc.len});
     buf_cleanup(&enc);
     buf_append_str(&b, "</Location>");
@@ -691,7 +691,7 @@ op_list_uploads(struct s3_req *r)
     do {                                                                                           \
         if (is_url) {                                                                              \
             enc.len = 0;                                                                           \
-            s3_url_encode(&enc, (v));                                                              \
+            uri_encode(&enc, (v).ptr, (v).len, true);                                              \
             xml_elem(&b, (name), (struct slice){enc.ptr ? enc.ptr : "", enc.len});                 \
         } else {                                                                                   \
             xml_elem(&b, (name), (v));                                                             \
