@@ -65,18 +65,6 @@ auth_equal_ct(const void *a, const void *b, size_t len)
     return acc == 0;
 }
 
-static struct slice
-slice_trim(struct slice s)
-{
-    while (s.len > 0 && (s.ptr[0] == ' ' || s.ptr[0] == '\t')) {
-        s.ptr++;
-        s.len--;
-    }
-    while (s.len > 0 && (s.ptr[s.len - 1] == ' ' || s.ptr[s.len - 1] == '\t'))
-        s.len--;
-    return s;
-}
-
 /* ------------------------------------------------------------------------ */
 /* Canonical request pieces                                                  */
 /* ------------------------------------------------------------------------ */

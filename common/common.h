@@ -39,6 +39,8 @@ int ascii_lower(int c);
 int slice_cmp(struct slice a, struct slice b);
 /* Returns true when 's' begins with 'prefix'. */
 bool slice_has_prefix(struct slice s, struct slice prefix);
+/* 's' without leading and trailing spaces and tabs (HTTP's OWS). */
+struct slice slice_trim(struct slice s);
 /* Splits '*s' at the first 'sep': '*head' gets the part before it and '*s'
  * the rest after it (empty when 'sep' is absent). Returns false, leaving
  * '*head' unset, when '*s' was already empty; so "a&&b" gives "a", "", "b"

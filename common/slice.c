@@ -59,6 +59,18 @@ slice_has_prefix(struct slice s, struct slice prefix)
     return s.len >= prefix.len && (prefix.len == 0 || memcmp(s.ptr, prefix.ptr, prefix.len) == 0);
 }
 
+struct slice
+slice_trim(struct slice s)
+{
+    while (s.len > 0 && (s.ptr[0] == ' ' || s.ptr[0] == '\t')) {
+        s.ptr++;
+        s.len--;
+    }
+    while (s.len > 0 && (s.ptr[s.len - 1] == ' ' || s.ptr[s.len - 1] == '\t'))
+        s.len--;
+    return s;
+}
+
 bool
 slice_split_next(struct slice *s, char sep, struct slice *head)
 {

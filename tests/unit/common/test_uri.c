@@ -134,5 +134,8 @@ main(void)
     ASSERT_EQ(n, ARRAY_LEN(want));
     rest = SLICE_NULL;
     ASSERT(!slice_split_next(&rest, '&', &part));
+    ASSERT(slice_eq(slice_trim(SLICE_LIT(" \t a b\t ")), SLICE_LIT("a b")));
+    ASSERT_EQ(slice_trim(SLICE_LIT(" \t ")).len, 0);
+    ASSERT_EQ(slice_trim(SLICE_NULL).len, 0);
     return 0;
 }
