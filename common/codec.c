@@ -96,14 +96,18 @@ base64_decode(const char *in, size_t len, void *out)
     return (long)n;
 }
 
+const char hex_digits_lower[16] = {'0', '1', '2', '3', '4', '5', '6', '7',
+                                   '8', '9', 'a', 'b', 'c', 'd', 'e', 'f'};
+const char hex_digits_upper[16] = {'0', '1', '2', '3', '4', '5', '6', '7',
+                                   '8', '9', 'A', 'B', 'C', 'D', 'E', 'F'};
+
 void
 hex_encode(const void *in, size_t n, char *out)
 {
-    static const char hx[] = "0123456789abcdef";
     const unsigned char *p = in;
     for (size_t i = 0; i < n; i++) {
-        out[2 * i] = hx[p[i] >> 4];
-        out[2 * i + 1] = hx[p[i] & 15];
+        out[2 * i] = hex_digits_lower[p[i] >> 4];
+        out[2 * i + 1] = hex_digits_lower[p[i] & 15];
     }
     out[2 * n] = '\0';
 }

@@ -119,6 +119,10 @@ size_t u64_format(uint64_t v, char *out);
 int hex_decode(const char *in, size_t len, void *out);
 /* The value (0-15) of hex digit 'c' in either case, or -1. */
 int hex_digit_value(int c);
+/* "0123456789abcdef" and "0123456789ABCDEF", for formatters that write
+ * digits one at a time (%XX escapes, XML character references, ids). */
+extern const char hex_digits_lower[16];
+extern const char hex_digits_upper[16];
 
 /* ---- dates (date.c): UTC, years 0 to 9999, no locale, thread-safe ------ */
 

@@ -26,15 +26,14 @@ static const bool unreserved[256] = {
 char *
 uri_encode_to(char *out, const char *in, size_t len, bool keep_slash)
 {
-    static const char hx[] = "0123456789ABCDEF";
     for (size_t i = 0; i < len; i++) {
         unsigned char c = (unsigned char)in[i];
         if (unreserved[c] || (c == '/' && keep_slash)) {
             *out++ = (char)c;
         } else {
             out[0] = '%';
-            out[1] = hx[c >> 4];
-            out[2] = hx[c & 15];
+            out[1] = hex_digits_upper[c >> 4];
+            out[2] = hex_digits_upper[c & 15];
             out += 3;
         }
     }

@@ -95,7 +95,6 @@ static const uint8_t xml_special[256] = {
 static char *
 put_xml(char *p, struct slice s)
 {
-    static const char hx[] = "0123456789ABCDEF";
     size_t start = 0;
     for (size_t i = 0; i < s.len; i++) {
         unsigned char c = (unsigned char)s.ptr[i];
@@ -123,8 +122,8 @@ put_xml(char *p, struct slice s)
         default: /* a control character: &#xN; as xml_escape writes it */
             p = PUT_LIT(p, "&#x");
             if (c >= 16)
-                *p++ = hx[c >> 4];
-            *p++ = hx[c & 15];
+                *p++ = hex_digits_upper[c >> 4];
+            *p++ = hex_digits_upper[c & 15];
             *p++ = ';';
         }
     }
