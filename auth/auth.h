@@ -52,9 +52,13 @@ enum auth_result {
     AUTH_BAD_EXPIRES, /* presigned: X-Amz-Expires not in 1..604800:
                          AuthorizationQueryParametersError */
     AUTH_BAD_REGION,  /* credential scope names another region: AuthorizationHeaderMalformed */
-    AUTH_HEADERS_NOT_SIGNED, /* an x-amz-* header is present but not in SignedHeaders (it could
-                                change what the request does, e.g. x-amz-copy-source added to a
-                                presigned PUT): AccessDenied, as S3 answers */
+    AUTH_HEADERS_NOT_SIGNED, /* host is not in SignedHeaders, or an x-amz-* header is present
+                                but not in SignedHeaders (it could change what the request does,
+                                e.g. x-amz-copy-source added to a presigned PUT): AccessDenied,
+                                as S3 answers */
+    AUTH_PARAMS_NOT_SIGNED,  /* SigV2 presigned URL with a query parameter SigV2 does not sign
+                                (only sub-resources, response-* overrides and its own
+                                parameters may appear): AccessDenied */
 };
 
 /* How the body is protected, from x-amz-content-sha256. */
@@ -88,12 +92,18 @@ struct auth_verdict {
 enum auth_result auth_sigv4_verify(const struct auth_request *req, auth_secret_fn lookup, void *ctx,
                                    struct auth_verdict *out);
 
+/* The longest a SigV2 URL may be valid: Expires at most this far ahead. */
+#define AUTH_SIGV2_MAX_EXPIRES_S 604800
+
 /*
  * Verifies a SigV2 presigned URL (query AWSAccessKeyId, Expires,
  * Signature), as aws-cli v1 `aws s3 presign` and boto3's default presigner
  * make them. 'bucket_prefix' is "/bucket" for a virtual-hosted request
  * (the bucket is then not in the path), else empty. Returns AUTH_OK (the
- * verdict says UNSIGNED-PAYLOAD, presigned), AUTH_MALFORMED,
+ * verdict says UNSIGNED-PAYLOAD, presigned), AUTH_MALFORMED (a part
+ * missing), AUTH_BAD_EXPIRES (Expires not a number, or more than
+ * AUTH_SIGV2_MAX_EXPIRES_S after 'req->now_s'), AUTH_PARAMS_NOT_SIGNED (a
+ * query parameter SigV2 does not sign, an escaped or repeated name),
  * AUTH_UNKNOWN_KEY, AUTH_BAD_SIGNATURE or AUTH_EXPIRED. Constant-time
  * comparison; the secret is wiped after use.
  */
@@ -260,7 +270,9 @@ void auth_hmac_sha256(const void *key, size_t key_len, const void *data, size_t 
 enum auth_action {
     AUTH_ACTION_SERVICE,       /* ListBuckets: any authenticated principal */
     AUTH_ACTION_CREATE_BUCKET, /* CreateBucket: any principal whose key may write */
-    AUTH_ACTION_BUCKET_INFO,   /* HeadBucket, location, versioning, GetBucketAcl */
+    AUTH_ACTION_BUCKET_INFO,   /* HeadBucket, location, versioning */
+    AUTH_ACTION_READ_ACP,      /* GetBucketAcl: S3's READ_ACP, which public-read and a read or
+                                  write grant do not give (it shows the owner's canonical id) */
     AUTH_ACTION_LIST,          /* ListObjects*, ListMultipartUploads: 'key' is the prefix */
     AUTH_ACTION_READ,          /* GetObject, HeadObject */
     AUTH_ACTION_WRITE,         /* PutObject, DeleteObject(s), multipart, copy target */
@@ -302,8 +314,9 @@ struct auth_grant_view {
  * Rules: root may do anything; a read-only key never writes; the bucket
  * owner may do anything in its bucket; a grant allows its level, and a
  * prefix grant only for keys (and listing prefixes) under the prefix;
- * anonymous principals may only read and list a public-read bucket; admin
- * actions need root or the admin flag.
+ * anonymous principals may only read and list a public-read bucket; the
+ * bucket's ACL (READ_ACP) needs ownership or a whole-bucket admin grant;
+ * admin actions need root or the admin flag.
  */
 bool auth_policy_allows(const struct auth_principal *who, const struct auth_bucket_view *bucket,
                         const struct auth_grant_view *grant, enum auth_action action,
@@ -334,6 +347,18 @@ long auth_secret_seal(const uint8_t key[AUTH_SECRET_KEY_LEN], struct slice acces
  */
 long auth_secret_open(const uint8_t key[AUTH_SECRET_KEY_LEN], struct slice access_key,
                       const uint8_t *blob, size_t len, char *out, size_t cap);
+/* Lengths of generated credentials: an access key of [A-Z0-9] and a
+ * secret of [A-Za-z0-9+/], as AWS makes them. */
+#define AUTH_ACCESS_KEY_LEN 20
+#define AUTH_SECRET_LEN 40
+/*
+ * Generates a new access key and secret (NUL-terminated) from the CSPRNG,
+ * each character uniform over its alphabet. The one generator for root's
+ * first credentials and users' keys. Returns 0, or -1 when no randomness
+ * is available (the secret is then wiped).
+ */
+int auth_credentials_generate(char access_key[AUTH_ACCESS_KEY_LEN + 1],
+                              char secret[AUTH_SECRET_LEN + 1]);
 /* Fills 'out' with 'len' bytes from the OpenSSL CSPRNG. Returns 0 or -1. */
 int auth_random_bytes(void *out, size_t len);
 /* Wipes 'len' bytes at 'p' in a way the compiler cannot drop. */

@@ -391,7 +391,7 @@ enum auth_checksum_algo
 auth_checksum_from_name(struct slice name)
 {
     for (size_t i = 0; i < ARRAY_LEN(algos); i++)
-        if (auth__eq_nocase(name, slice_from_cstr(algos[i].name)))
+        if (slice_eq_nocase(name, algos[i].name))
             return algos[i].algo;
     return AUTH_CK_NONE;
 }

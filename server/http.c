@@ -148,11 +148,10 @@ on_uri(void *cls, const char *uri, struct MHD_Connection *conn)
     r->start_ns = clock_mono_ns();
     r->id = atomic_fetch_add(&srv->request_seq, 1) + 1;
     /* 8 hex digits of the second, 8 of the sequence number. */
-    static const char hex[] = "0123456789ABCDEF";
     uint64_t v =
         ((uint64_t)(clock_now_ns() / 1000000000) & 0xffffffffu) << 32 | (r->id & 0xffffffffu);
     for (int i = 15; i >= 0; i--, v >>= 4)
-        r->request_id[i] = hex[v & 15];
+        r->request_id[i] = hex_digits_upper[v & 15];
     r->request_id[16] = '\0';
     size_t len = strlen(uri);
     r->raw_uri = (struct slice){arena_strndup(a, uri, len), len};

@@ -183,13 +183,13 @@ get_conditions(struct s3_req *r, const struct index_object *obj)
     if (im.ptr) {
         if (!etag_matches(im, obj->etag))
             return S3_ERR_PRECONDITION_FAILED;
-    } else if (ius.ptr && s3_parse_http_date(ius, &t) == 0 && mtime_s > t) {
+    } else if (ius.ptr && http_date_parse(ius, &t) == 0 && mtime_s > t) {
         return S3_ERR_PRECONDITION_FAILED;
     }
     if (inm.ptr) {
         if (etag_matches(inm, obj->etag))
             return S3_ERR_NOT_MODIFIED;
-    } else if (ims.ptr && s3_parse_http_date(ims, &t) == 0 && mtime_s <= t) {
+    } else if (ims.ptr && http_date_parse(ims, &t) == 0 && mtime_s <= t) {
         return S3_ERR_NOT_MODIFIED;
     }
     return S3_OK;

@@ -541,7 +541,7 @@ complete_end(struct s3_req *r)
     xml_escape(&b, slice_from_cstr(loc));
     struct buf enc;
     buf_init(&enc);
-    s3_url_encode(&enc, r->key);
+    uri_encode(&enc, r->key.ptr, r->key.len, true);
     xml_escape(&b, (struct slice){enc.ptr ? enc.ptr : "", enc.len});
     buf_cleanup(&enc);
     buf_append_str(&b, "</Location>");

@@ -16,6 +16,7 @@
 #include "server/ops.h"
 #include "server/req.h"
 #include "server/router.h"
+#include "server/unsupported.h"
 #include "server/server.h"
 #include "server/util.h"
 
@@ -127,7 +128,7 @@ static const struct route routes[] = {
      op_get_bucket_location},
     {"GET", LEVEL_BUCKET, "versioning", NULL, AUTH_ACTION_BUCKET_INFO, RKEY_NONE, 0,
      op_get_bucket_versioning},
-    {"GET", LEVEL_BUCKET, "acl", NULL, AUTH_ACTION_BUCKET_INFO, RKEY_NONE, 0, op_get_bucket_acl},
+    {"GET", LEVEL_BUCKET, "acl", NULL, AUTH_ACTION_READ_ACP, RKEY_NONE, 0, op_get_bucket_acl},
     {"PUT", LEVEL_BUCKET, "acl", NULL, AUTH_ACTION_BUCKET_ADMIN, RKEY_NONE, BODY_END,
      op_put_bucket_acl},
     {"GET", LEVEL_BUCKET, "versions", NULL, AUTH_ACTION_LIST, RKEY_PREFIX, 0,
@@ -325,7 +326,7 @@ router_route(struct s3_req *r)
         return;
     const struct route *rt = r->route;
     if (rt) {
-        if (route_authorize(r, rt))
+        if (route_authorize(r, rt) && !s3_refuse_unsupported(r))
             rt->handler(r);
         return;
     }
