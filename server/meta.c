@@ -6,7 +6,8 @@
  * Names are lower-case header names: content-type, content-encoding,
  * content-disposition, content-language, cache-control, expires,
  * x-amz-meta-*, x-amz-checksum-<algo>, x-amz-checksum-type,
- * x-amz-storage-class, x-amz-website-redirect-location.
+ * x-amz-storage-class, x-amz-website-redirect-location; and internal
+ * entries (META_INTERNAL_PREFIX), e.g. the tags (META_TAGS).
  */
 #include "config.h"
 
@@ -14,6 +15,7 @@
 #include "server/errors.h"
 #include "server/meta.h"
 #include "server/req.h"
+#include "server/tags.h"
 
 #include <ctype.h>
 
@@ -171,4 +173,34 @@ meta_from_request(struct s3_req *r, struct meta *out)
     if (user_len > META_MAX_USER)
         return S3_ERR_METADATA_TOO_LARGE;
     return S3_OK;
+}
+
+bool
+meta_tags_get(const struct meta *m, struct arena *a, struct s3_tag **tags, size_t *n)
+{
+    struct slice v = meta_get(m, META_TAGS);
+    if (!v.ptr) {
+        *tags = NULL;
+        *n = 0;
+        return true;
+    }
+    return tags_decode((const uint8_t *)v.ptr, v.len, a, tags, n);
+}
+
+void
+meta_tags_set(struct arena *a, const struct meta *m, const struct s3_tag *tags, size_t n,
+              struct meta *out)
+{
+    out->entries = arena_calloc(a, m->n + 1, sizeof(*out->entries));
+    out->n = 0;
+    for (size_t i = 0; i < m->n; i++)
+        if (!slice_eq(m->entries[i].name, SLICE_LIT(META_TAGS)))
+            out->entries[out->n++] = m->entries[i];
+    if (n == 0)
+        return;
+    const uint8_t *p;
+    size_t len;
+    tags_encode(a, tags, n, &p, &len);
+    out->entries[out->n++] =
+        (struct meta_entry){SLICE_LIT(META_TAGS), (struct slice){(const char *)p, len}};
 }

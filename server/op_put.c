@@ -408,6 +408,8 @@ put_begin(struct s3_req *r, struct put_ctx *c)
         s3_respond_error(r, e, NULL);
         return;
     }
+    if (!c->is_part && !s3_tagging_from_request(r, &c->meta))
+        return;
     r->op_ctx = c;
     r->on_cleanup = put_cleanup;
     auth_checksum_init(&c->md5, AUTH_CK_MD5);
