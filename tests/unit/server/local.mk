@@ -1,9 +1,12 @@
 # unit tests of server/
-check_PROGRAMS += %D%/test_range %D%/test_xml_in
-TESTS += %D%/test_range %D%/test_xml_in
+check_PROGRAMS += %D%/test_range %D%/test_xml_in %D%/test_tags
+TESTS += %D%/test_range %D%/test_xml_in %D%/test_tags
 
 %C%_test_range_SOURCES = %D%/test_range.c
 %C%_test_range_LDADD = server/libs3parse.la tests/lib/libtest.la
 
 %C%_test_xml_in_SOURCES = %D%/test_xml_in.c
 %C%_test_xml_in_LDADD = server/libs3parse.la tests/lib/libtest.la
+
+%C%_test_tags_SOURCES = %D%/test_tags.c
+%C%_test_tags_LDADD = server/libs3parse.la tests/lib/libtest.la
