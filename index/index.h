@@ -110,6 +110,7 @@ enum index_op_kind {
     INDEX_OP_PART_PUT,        /* add or replace a part ('upload_id', 'part') */
     INDEX_OP_UPLOAD_ABORT,    /* drop an upload and all its parts ('upload_id') */
     INDEX_OP_UPLOAD_COMPLETE, /* publish 'object' made of 'parts_used' ('upload_id') */
+    INDEX_OP_SET_META,        /* replace the metadata blob of an object (below) */
 };
 
 /* ---- multipart uploads -------------------------------------------------- */
@@ -196,6 +197,14 @@ struct index_op {
     uint64_t share_bucket_id;
     struct slice share_key;
     uint8_t if_match_etag[16];
+    /* INDEX_OP_SET_META: rewrites the record of 'key' with the metadata
+     * blob of 'object' (meta, meta_len) and everything else as stored:
+     * size, ETag, mtime, extents, block sums and inline data stay, so no
+     * data moves and nothing is freed. 'object' names the version the
+     * caller read: unless the stored object still has object->etag and
+     * object->mtime_ns, -ESTALE and nothing changes (a concurrent
+     * overwrite is never clobbered); an absent key is -ENOENT. Only
+     * 'object's etag, mtime_ns, meta and meta_len are read. */
     /* Results, filled by index_commit: */
     int result; /* 0, -ENOENT (bucket gone or id 0), -EEXIST, -ESTALE,
                    -ENOSPC */

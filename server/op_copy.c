@@ -227,6 +227,8 @@ copy_once(struct s3_req *r, const struct index_bucket *dst_bk, const struct inde
     } else {
         new_meta = src_meta;
     }
+    if (!s3_tagging_for_copy(r, &new_meta))
+        return 1;
 
     /* Same extents, same sums, same ETag (a multipart source keeps its
      * "-N" ETag and part layout, so partNumber reads still work). */

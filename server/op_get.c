@@ -337,6 +337,7 @@ get_or_head(struct s3_req *r, bool is_head)
         goto unpin;
     }
     object_headers(r, resp, &obj, &m, status == 200);
+    s3_tagging_count_header(r, resp, &m);
     if (status == 206)
         s3_resp_header(resp, "Content-Range", content_range);
     if (!is_head) {

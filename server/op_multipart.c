@@ -105,6 +105,8 @@ op_create_multipart(struct s3_req *r)
         s3_respond_error(r, e, NULL);
         return;
     }
+    if (!s3_tagging_from_request(r, &m))
+        return;
     struct slice alg = s3_req_header(r, "x-amz-checksum-algorithm");
     struct slice type = s3_req_header(r, "x-amz-checksum-type");
     enum auth_checksum_algo algo = AUTH_CK_NONE;

@@ -469,6 +469,8 @@ put_begin(struct s3_req *r, struct put_ctx *c)
         s3_respond_error(r, e, NULL);
         return;
     }
+    if (!c->is_part && !s3_tagging_from_request(r, &c->meta))
+        return;
     if (!reserve_has_room(r->srv->reserves, r->user_id)) {
         s3_respond_error(r, S3_ERR_SLOW_DOWN,
                          "Too many uploads of this user are in flight; retry later.");

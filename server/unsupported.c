@@ -43,22 +43,6 @@ object_acl_is_honoured(struct s3_req *r, struct slice v)
     return slice_eq(v, SLICE_LIT("private")) || slice_eq(v, SLICE_LIT("bucket-owner-full-control"));
 }
 
-/* Objects carry no tags: an empty tag set is what they get anyway. */
-static bool
-is_empty(struct s3_req *r, struct slice v)
-{
-    (void)r;
-    return v.len == 0;
-}
-
-/* COPY (the default) copies the source's tags, of which there are none. */
-static bool
-is_copy(struct s3_req *r, struct slice v)
-{
-    (void)r;
-    return slice_eq(v, SLICE_LIT("COPY"));
-}
-
 static bool
 is_false(struct s3_req *r, struct slice v)
 {
@@ -89,8 +73,6 @@ static const struct refused_header refused[] = {
     {"x-amz-grant-", SCOPE_ANY, NULL, "ACL grants (x-amz-grant-*)"},
     {"x-amz-acl", SCOPE_OBJECT_WRITE, object_acl_is_honoured,
      "object ACLs (an object is as readable as its bucket: use the bucket's canned ACL)"},
-    {"x-amz-tagging", SCOPE_OBJECT_WRITE, is_empty, "object tagging"},
-    {"x-amz-tagging-directive", SCOPE_OBJECT_WRITE, is_copy, "object tagging"},
     {"x-amz-website-redirect-location", SCOPE_OBJECT_WRITE, NULL, "website redirects"},
 };
 

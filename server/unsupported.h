@@ -12,7 +12,7 @@ struct s3_req;
 /*
  * Checks the request's headers against the table of features the server
  * does not implement (server-side encryption, SSE-C, object lock, grants,
- * object ACLs it cannot honour, tagging, website redirects). Call once per
+ * object ACLs it cannot honour, website redirects). Call once per
  * request, after authorization and before the handler: the canned-ACL
  * check reads the bucket facts authorization loaded. Returns true when it
  * refused the request (501 NotImplemented naming the header, already

@@ -9,7 +9,8 @@ TESTS += \
 	%D%/test_hostile.py \
 	%D%/test_crash.py \
 	%D%/test_concurrency.py \
-	%D%/test_event_loop.py
+	%D%/test_event_loop.py \
+	%D%/test_tagging.py
 
 EXTRA_DIST += \
 	%D%/harness.py \
@@ -20,7 +21,8 @@ EXTRA_DIST += \
 	%D%/test_hostile.py \
 	%D%/test_crash.py \
 	%D%/test_concurrency.py \
-	%D%/test_event_loop.py
+	%D%/test_event_loop.py \
+	%D%/test_tagging.py
 
 check_PROGRAMS += %D%/test_curl
 TESTS += %D%/test_curl

@@ -1,10 +1,9 @@
 """test_unsupported_headers.py: headers that ask for what the server does
 not do are refused (501 NotImplemented naming the header), never ignored
 (issue 16 item 4): server-side encryption, SSE-C, object lock, ACL grants,
-object ACLs the bucket cannot honour, tagging, website redirects. Each
+object ACLs the bucket cannot honour, website redirects. Each
 refused write leaves no object behind; the values the server honours
-anyway (x-amz-acl matching the bucket, an empty tag set, the COPY tagging
-directive, object lock disabled) still pass, and so do the headers SDKs
+anyway (x-amz-acl matching the bucket, object lock disabled) still pass, and so do the headers SDKs
 send by default (checksums, Content-MD5).
 """
 import base64
@@ -143,23 +142,8 @@ def test_object_acl(srv):
     s3.put_bucket_acl(Bucket=BUCKET, ACL="private")
 
 
-def test_tagging_and_redirects(srv):
-    s3 = setup(srv)
-    r = put(srv, "tagged", {"x-amz-tagging": "team=a"})
-    refused(r, "x-amz-tagging", "PutObject with tags")
-    absent(srv, BUCKET, "tagged", "tagged PutObject")
-    with h.client_error("NotImplemented", 501):
-        s3.put_object(Bucket=BUCKET, Key="tagged-boto", Body=b"x", Tagging="a=b")
-    with h.client_error("NotImplemented", 501):
-        s3.create_multipart_upload(Bucket=BUCKET, Key="tagged-mp", Tagging="a=b")
-    r = srv.request("PUT", "/%s/tag-copy" % BUCKET, headers={"x-amz-copy-source": "/%s/src" % BUCKET, "x-amz-tagging-directive": "REPLACE", "x-amz-tagging": "a=b"})
-    refused(r, "x-amz-tagging", "CopyObject replacing tags")
-    r = srv.request("PUT", "/%s/tag-copy" % BUCKET, headers={"x-amz-copy-source": "/%s/src" % BUCKET, "x-amz-tagging-directive": "REPLACE"})
-    refused(r, "x-amz-tagging-directive", "CopyObject with tagging directive REPLACE")
-    absent(srv, BUCKET, "tag-copy", "tagged CopyObject")
-    r = srv.request("PUT", "/%s/tag-copy" % BUCKET, headers={"x-amz-copy-source": "/%s/src" % BUCKET, "x-amz-tagging-directive": "COPY"})
-    h.eq(r.status, 200, "CopyObject with tagging directive COPY (%r)" % r.body[:200])
-    h.eq(put(srv, "no-tags", {"x-amz-tagging": ""}).status, 200, "an empty tag set")
+def test_redirects(srv):
+    setup(srv)
     r = put(srv, "redirect", {"x-amz-website-redirect-location": "https://evil.example/"})
     refused(r, "x-amz-website-redirect-location", "PutObject with a website redirect")
     absent(srv, BUCKET, "redirect", "redirect PutObject")
@@ -183,6 +167,6 @@ if __name__ == "__main__":
         test_object_lock,
         test_grants,
         test_object_acl,
-        test_tagging_and_redirects,
+        test_redirects,
         test_default_client_headers_pass,
     ])

@@ -1,6 +1,6 @@
 # unit tests of server/
-check_PROGRAMS += %D%/test_range %D%/test_xml_in %D%/test_key
-TESTS += %D%/test_range %D%/test_xml_in %D%/test_key
+check_PROGRAMS += %D%/test_range %D%/test_xml_in %D%/test_key %D%/test_tags
+TESTS += %D%/test_range %D%/test_xml_in %D%/test_key %D%/test_tags
 
 %C%_test_range_SOURCES = %D%/test_range.c
 %C%_test_range_LDADD = server/libs3parse.la tests/lib/libtest.la
@@ -17,3 +17,6 @@ TESTS += %D%/test_reserve
 %C%_test_key_SOURCES = %D%/test_key.c
 %C%_test_key_CFLAGS = $(AM_CFLAGS) $(EXPAT_CFLAGS)
 %C%_test_key_LDADD = server/libs3parse.la tests/lib/libtest.la $(EXPAT_LIBS)
+
+%C%_test_tags_SOURCES = %D%/test_tags.c
+%C%_test_tags_LDADD = server/libs3parse.la tests/lib/libtest.la
