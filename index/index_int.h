@@ -29,6 +29,7 @@ struct index {
     MDB_dbi dbi_usernames;
     MDB_dbi dbi_keys;
     MDB_dbi dbi_grants;
+    MDB_dbi dbi_bucketconfig; /* per-bucket configuration (bucket_config.c) */
     bool is_nosync;
     /* Reset read transactions ready for mdb_txn_renew (see env.c). */
     pthread_mutex_t pool_mu;
@@ -133,6 +134,12 @@ size_t index__rollup_len(struct slice key, struct slice prefix, struct slice del
 /* Number of LMDB cursor positioning operations (seeks and steps) made by
  * listings on the calling thread since it started. Tests use it to check
  * that a delimiter listing costs O(page), not O(keys under a prefix). */
+/* ---- per-bucket configuration (bucket_config.c) ----------------------- */
+
+/* Deletes every configuration of bucket 'bucket_id' inside write txn
+ * 'txn' (the bucket is being deleted). Returns 0 or -errno. */
+int index__bucket_config_drop(struct index *ix, MDB_txn *txn, uint64_t bucket_id);
+
 /* ---- shared extents (extref.c) ---------------------------------------- */
 
 /* Adds one holder to each of the 'n' extents (a new record points at
