@@ -427,7 +427,7 @@ enum index_bucket_config_kind {
     INDEX_BUCKET_CONFIG_TAGGING = 2,
 };
 /* Largest configuration value (a 1,000-rule lifecycle fits easily). */
-#define INDEX_BUCKET_CONFIG_MAX (1u << 20)
+#define INDEX_BUCKET_CONFIG_MAX (4u << 20)
 
 /* Stores (or replaces) configuration 'kind' of bucket 'bucket_id': 'len'
  * bytes at 'val' (copied). Durable when it returns 0. Returns 0, -ENOENT

@@ -35,6 +35,10 @@ struct config {
     bool index_nosync;             /* tests only */
     uint32_t test_commit_delay_ms; /* tests only: each commit waits this long first */
     char secret_key_file[4096];    /* key sealing access-key secrets; "" = DATA/secret.key */
+    /* Lifecycle worker (lifecycle.c). */
+    uint32_t lifecycle_day_s;             /* seconds in a lifecycle "day" (86400) */
+    uint32_t lifecycle_interval_s;        /* seconds between background passes; 0 = none */
+    uint32_t lifecycle_max_objects_per_s; /* bound on expirations + aborts per second */
 };
 
 /* Fills 'c' with the embedded defaults. */

@@ -60,6 +60,9 @@ static const struct directive directives[] = {
     {"index_nosync", DIR_BOOL, FIELD(index_nosync), 0},
     {"test_commit_delay_ms", DIR_U32, FIELD(test_commit_delay_ms), 0},
     {"secret_key_file", DIR_STRING, FIELD(secret_key_file), FIELD_LEN(secret_key_file)},
+    {"lifecycle_day_seconds", DIR_U32, FIELD(lifecycle_day_s), 0},
+    {"lifecycle_interval_s", DIR_U32, FIELD(lifecycle_interval_s), 0},
+    {"lifecycle_max_objects_per_s", DIR_U32, FIELD(lifecycle_max_objects_per_s), 0},
 };
 
 void
@@ -89,6 +92,9 @@ config_defaults(struct config *c)
     c->inline_max = 0;
     c->log_level = LOG_INFO;
     c->index_nosync = false;
+    c->lifecycle_day_s = 86400;
+    c->lifecycle_interval_s = 3600;
+    c->lifecycle_max_objects_per_s = 1000;
 }
 
 int

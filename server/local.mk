@@ -9,7 +9,8 @@ shardstore_SOURCES = server/main.c server/server.h server/conf.h server/config.c
 	server/body.c server/ops.h server/access.h server/access.c server/op_bucket.c \
 	server/op_list.c server/op_put.c server/op_get.c server/op_copy.c server/op_delete.c \
 	server/op_multipart.c server/admin.c server/creds.c server/creds.h server/admin_users.c \
-	server/op_versions.c server/admin_cli.c server/admin_cli.h
+	server/op_versions.c server/admin_cli.c server/admin_cli.h \
+	server/lifecycle.h server/lifecycle.c server/op_lifecycle.c
 shardstore_CFLAGS = $(AM_CFLAGS) $(MHD_CFLAGS) $(EXPAT_CFLAGS) $(LIBCURL_CFLAGS)
 shardstore_LDADD = server/libs3parse.la auth/libauth.la index/libindex.la storage/libstorage.la \
 	common/libcommon.la $(MHD_LIBS) $(EXPAT_LIBS) $(OPENSSL_LIBS) $(URING_LIBS) $(LMDB_LIBS) \

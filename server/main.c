@@ -11,6 +11,7 @@
 
 #include "common/common.h"
 #include "index/index.h"
+#include "server/lifecycle.h"
 #include "server/admin_cli.h"
 #include "server/commit.h"
 #include "server/conf.h"
@@ -201,6 +202,9 @@ main(int argc, char **argv)
     srv.committer = committer_create(&srv, srv.cfg.group_commit, srv.cfg.group_commit_max);
     if (!srv.committer)
         goto out;
+    srv.lifecycle = lifecycle_create(&srv);
+    if (!srv.lifecycle)
+        goto out;
     if (http_start(&srv) != 0)
         goto out;
     int sig = 0;
@@ -210,6 +214,7 @@ main(int argc, char **argv)
     http_stop(&srv);
     exit_code = 0;
 out:
+    lifecycle_destroy(srv.lifecycle);
     committer_destroy(srv.committer);
     storage_close(srv.storage);
     index_close(srv.index);

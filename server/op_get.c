@@ -14,6 +14,7 @@
 #include "index/index.h"
 #include "server/access.h"
 #include "server/errors.h"
+#include "server/lifecycle.h"
 #include "server/meta.h"
 #include "server/ops.h"
 #include "server/range.h"
@@ -358,6 +359,10 @@ get_or_head(struct s3_req *r, bool is_head)
         return;
     }
     object_headers(r, resp, &obj, &m, status == 200);
+    char expiration[LIFECYCLE_HEADER_MAX];
+    if (lifecycle_expiration_header(r->srv->lifecycle, bk.id, r->key, obj.size, obj.mtime_ns,
+                                    expiration, sizeof(expiration)))
+        s3_resp_header(resp, "x-amz-expiration", expiration);
     if (status == 206)
         s3_resp_header(resp, "Content-Range", content_range);
     if (!is_head) {

@@ -2,6 +2,7 @@
 # of their own, so unit tests and fuzz targets link them without the rest of
 # the server. Included from server/local.mk.
 noinst_LTLIBRARIES += %D%/libs3parse.la
-%C%_libs3parse_la_SOURCES = %D%/range.c %D%/range.h %D%/xml_in.c %D%/xml_in.h
+%C%_libs3parse_la_SOURCES = %D%/range.c %D%/range.h %D%/xml_in.c %D%/xml_in.h \
+	%D%/lifecycle_xml.c %D%/lifecycle_xml.h
 %C%_libs3parse_la_CFLAGS = $(AM_CFLAGS) $(EXPAT_CFLAGS)
 %C%_libs3parse_la_LIBADD = common/libcommon.la $(EXPAT_LIBS)

@@ -13,6 +13,7 @@
 #include "index/index.h"
 #include "server/access.h"
 #include "server/errors.h"
+#include "server/lifecycle.h"
 #include "server/ops.h"
 #include "server/req.h"
 #include "server/router.h"
@@ -115,6 +116,16 @@ static const struct route routes[] = {
      op_get_bucket_versioning},
     {"GET", LEVEL_BUCKET, "acl", AUTH_ACTION_BUCKET_INFO, RKEY_NONE, op_get_bucket_acl},
     {"PUT", LEVEL_BUCKET, "acl", AUTH_ACTION_BUCKET_ADMIN, RKEY_NONE, op_put_bucket_acl},
+    {"GET", LEVEL_BUCKET, "lifecycle", AUTH_ACTION_BUCKET_ADMIN, RKEY_NONE,
+     op_get_bucket_lifecycle},
+    {"PUT", LEVEL_BUCKET, "lifecycle", AUTH_ACTION_BUCKET_ADMIN, RKEY_NONE,
+     op_put_bucket_lifecycle},
+    {"DELETE", LEVEL_BUCKET, "lifecycle", AUTH_ACTION_BUCKET_ADMIN, RKEY_NONE,
+     op_delete_bucket_lifecycle},
+    {"GET", LEVEL_BUCKET, "tagging", AUTH_ACTION_BUCKET_ADMIN, RKEY_NONE, op_get_bucket_tagging},
+    {"PUT", LEVEL_BUCKET, "tagging", AUTH_ACTION_BUCKET_ADMIN, RKEY_NONE, op_put_bucket_tagging},
+    {"DELETE", LEVEL_BUCKET, "tagging", AUTH_ACTION_BUCKET_ADMIN, RKEY_NONE,
+     op_delete_bucket_tagging},
     {"GET", LEVEL_BUCKET, "versions", AUTH_ACTION_LIST, RKEY_PREFIX, op_list_object_versions},
     {"GET", LEVEL_BUCKET, NULL, AUTH_ACTION_LIST, RKEY_PREFIX, op_list_objects},
     {"PUT", LEVEL_BUCKET, NULL, AUTH_ACTION_CREATE_BUCKET, RKEY_NONE, op_create_bucket},

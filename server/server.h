@@ -21,6 +21,7 @@ struct MHD_Daemon;
 struct committer;
 struct index;
 struct index_extent;
+struct lifecycle;
 struct listener;
 struct offload;
 struct storage;
@@ -48,6 +49,7 @@ struct server {
     struct MHD_Daemon *daemon;
     struct offload *offload; /* NULL with thread_per_connection */
     struct listener *listener;
+    struct lifecycle *lifecycle; /* the lifecycle worker (lifecycle.c) */
     char access_key[129];
     char secret_key[129];
     char owner_id[65]; /* canonical user id of the root user */

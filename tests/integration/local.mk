@@ -31,6 +31,10 @@ TESTS += %D%/test_curl
 # Admin endpoints: health, metrics, scrub.
 TESTS += %D%/test_admin.py
 EXTRA_DIST += %D%/test_admin.py
+
+# Bucket lifecycle and tagging configuration, the lifecycle worker.
+TESTS += %D%/test_lifecycle.py
+EXTRA_DIST += %D%/test_lifecycle.py
 include %D%/mp.mk
 include %D%/users.mk
 
