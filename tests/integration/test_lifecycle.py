@@ -22,6 +22,7 @@ import sys
 import tempfile
 import threading
 import time
+import urllib.parse
 
 sys.path.insert(0, os.path.join(os.environ.get("SHARD_SRCDIR", "."), "tests", "integration"))
 import harness as h  # noqa: E402
@@ -344,6 +345,44 @@ def test_expiration_header_default_day(srv):
     s3.delete_object(Bucket=B, Key="other")
 
 
+def admin_api(srv, method, what, **params):
+    q = urllib.parse.urlencode(sorted(params.items()), quote_via=urllib.parse.quote)
+    r = srv.request(method, "/_/admin/" + what, query=q)
+    h.check(200 <= r.status < 300, "%s /_/admin/%s: HTTP %d %r" % (method, what, r.status, r.body[:300]))
+    return json.loads(r.body) if r.body.strip() else None
+
+
+def test_bucket_admin_grant_required(srv):
+    # Lifecycle and bucket tagging need the bucket's admin grant; write is not enough.
+    admin_api(srv, "POST", "users", name="lc-user")
+    k = admin_api(srv, "POST", "keys", user="lc-user")
+    user = srv.client(access_key=k["access_key"], secret_key=k["secret_key"])
+    rules = {"Rules": [{"ID": "a", "Status": "Enabled", "Filter": {}, "Expiration": {"Days": 1}}]}
+    tags = {"TagSet": [{"Key": "a", "Value": "b"}]}
+    admin_api(srv, "PUT", "grants", user="lc-user", bucket="lc-cli", level="write")
+    with h.client_error("AccessDenied", 403):
+        user.put_bucket_lifecycle_configuration(Bucket="lc-cli", LifecycleConfiguration=rules)
+    with h.client_error("AccessDenied", 403):
+        user.get_bucket_lifecycle_configuration(Bucket="lc-cli")
+    with h.client_error("AccessDenied", 403):
+        user.delete_bucket_lifecycle(Bucket="lc-cli")
+    with h.client_error("AccessDenied", 403):
+        user.put_bucket_tagging(Bucket="lc-cli", Tagging=tags)
+    with h.client_error("AccessDenied", 403):
+        user.get_bucket_tagging(Bucket="lc-cli")
+    # The lifecycle admin endpoints are for root and admin users only.
+    r = srv.request("POST", "/_/lifecycle/run", access_key=k["access_key"],
+                    secret_key=k["secret_key"])
+    h.eq(r.status, 403, "lifecycle run by a plain user")
+    admin_api(srv, "PUT", "grants", user="lc-user", bucket="lc-cli", level="admin")
+    user.put_bucket_lifecycle_configuration(Bucket="lc-cli", LifecycleConfiguration=rules)
+    h.eq(user.get_bucket_lifecycle_configuration(Bucket="lc-cli")["Rules"][0]["ID"], "a",
+         "admin grant reads back")
+    user.delete_bucket_lifecycle(Bucket="lc-cli")
+    user.put_bucket_tagging(Bucket="lc-cli", Tagging=tags)
+    user.delete_bucket_tagging(Bucket="lc-cli")
+
+
 def wait_for(cond, what, timeout=20):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -518,6 +557,7 @@ TESTS = [
     test_no_such_bucket,
     test_awscli_round_trip,
     test_bucket_tagging,
+    test_bucket_admin_grant_required,
     test_expiration_header_default_day,
     test_worker_expires_by_days_date_prefix_size,
     test_abort_stale_uploads,
