@@ -208,3 +208,43 @@ u64_format(uint64_t v, char *out)
         out[i] = tmp[n - 1 - i];
     return n;
 }
+
+int64_t
+date_to_days(int64_t y, unsigned m, unsigned d)
+{
+    y -= m <= 2;
+    int64_t era = (y >= 0 ? y : y - 399) / 400;
+    unsigned yoe = (unsigned)(y - era * 400);
+    unsigned doy = (153 * (m > 2 ? m - 3 : m + 9) + 2) / 5 + d - 1;
+    unsigned doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    return era * 146097 + (int64_t)doe - 719468;
+}
+
+size_t
+iso_date_format(int64_t s, char *out)
+{
+    int64_t days = s >= 0 ? s / 86400 : -((-s + 86399) / 86400);
+    unsigned secs = (unsigned)(s - days * 86400);
+    int64_t y;
+    unsigned m, d;
+    civil_from_days(days, &y, &m, &d);
+    if (y < 0)
+        y = 0;
+    if (y > 9999)
+        y = 9999;
+    char *p = out;
+    p = put2(p, (unsigned)(y / 100));
+    p = put2(p, (unsigned)(y % 100));
+    *p++ = '-';
+    p = put2(p, m);
+    *p++ = '-';
+    p = put2(p, d);
+    *p++ = 'T';
+    p = put2(p, secs / 3600);
+    *p++ = ':';
+    p = put2(p, secs / 60 % 60);
+    *p++ = ':';
+    p = put2(p, secs % 60);
+    memcpy(p, ".000Z", 6);
+    return 24;
+}

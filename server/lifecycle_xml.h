@@ -124,10 +124,6 @@ enum lc_status lc_parse(const char *body, size_t len, struct arena *a, struct lc
  * the same configuration. */
 void lc_format(const struct lc_config *c, struct buf *b);
 
-/* Formats 'date_s' (seconds since the epoch) as "YYYY-MM-DDTHH:MM:SS.000Z"
- * into 'out' (at least 32 bytes). */
-void lc_format_date(int64_t date_s, char *out);
-
 /* The object facts a filter looks at. Tags are optional: when
  * 'has_tags' is false, a rule that filters on tags matches nothing. */
 struct lc_object {
