@@ -519,7 +519,9 @@ def test_kill9_during_pass(_shared):
                 pass
         t = threading.Thread(target=run)
         t.start()
-        time.sleep(2.5)
+        # Kill once the first batch is gone (the pass then sleeps for its
+        # rate budget before the next one, so it is mid-pass).
+        wait_for(lambda: len(keys_of(s3, "kill")) < 241, "the first expirations", timeout=30)
         srv.kill()
         t.join(30)
         srv.start()
