@@ -785,6 +785,11 @@ parse_rule(struct lc_parse_ctx *p, const struct lx_node *n, struct lc_rule *r)
             if (st == LC_OK && lc_rule_has_tags(r))
                 st = lc_err(p, LC_INVALID_REQUEST,
                             "AbortIncompleteMultipartUpload cannot be specified with Tags.");
+            /* An upload has no size yet: a size filter could not select. */
+            if (st == LC_OK && (r->filter.has_size_gt || r->filter.has_size_lt))
+                st = lc_err(p, LC_INVALID_REQUEST,
+                            "AbortIncompleteMultipartUpload cannot be specified with an object "
+                            "size filter");
         }
         if (st != LC_OK)
             return st;

@@ -5,9 +5,9 @@
  * a known one and comes with a message whenever it is not LC_OK or
  * LC_MALFORMED; an accepted configuration has 1..1000 rules with unique
  * non-empty IDs of at most 255 bytes, an action each and ordered size
- * bounds; formatting it and parsing the result gives the same rules
- * (field by field) and formats to the same bytes again. An accepted tag
- * set has at most 50 tags with unique keys and round-trips the same way.
+ * bounds, and no tag or size filter on an abort rule; formatting it and parsing the result gives
+ * the same rules (field by field) and formats to the same bytes again. An accepted tag set has at
+ * most 50 tags with unique keys and round-trips the same way.
  */
 #include "server/lifecycle_xml.h"
 
@@ -105,6 +105,8 @@ check_lifecycle(struct arena *a, const char *body, size_t len)
         if (r->filter.has_size_gt && r->filter.has_size_lt &&
             r->filter.size_gt >= r->filter.size_lt)
             fail("size bounds out of order accepted");
+        if (r->has_abort && (lc_rule_has_tags(r) || r->filter.has_size_gt || r->filter.has_size_lt))
+            fail("an abort rule with a tag or size filter accepted");
     }
     struct buf b1, b2;
     buf_init(&b1);

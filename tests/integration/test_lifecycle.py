@@ -155,6 +155,10 @@ def test_validation_errors(srv):
                      "</DaysAfterInitiation></AbortIncompleteMultipartUpload>",
                      filt="<Filter><Tag><Key>a</Key><Value>b</Value></Tag></Filter>")),
          400, "InvalidRequest", "AbortIncompleteMultipartUpload cannot be specified with Tags"),
+        (lc_xml(rule("<AbortIncompleteMultipartUpload><DaysAfterInitiation>1"
+                     "</DaysAfterInitiation></AbortIncompleteMultipartUpload>",
+                     filt="<Filter><ObjectSizeGreaterThan>5</ObjectSizeGreaterThan></Filter>")),
+         400, "InvalidRequest", "AbortIncompleteMultipartUpload cannot be specified with an object"),
         (lc_xml(rule(EXP1, filt="<Filter><And><Tag><Key>a</Key><Value>1</Value></Tag>"
                                 "<Tag><Key>a</Key><Value>2</Value></Tag></And></Filter>")),
          400, "InvalidRequest", "Duplicate Tag Keys are not allowed."),
