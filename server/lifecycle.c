@@ -42,6 +42,8 @@
 /* Deletes committed together (one index transaction). */
 #define DELETE_BATCH 64
 #define LIST_PAGE 1000
+/* 9999-12-31T23:59:59Z, the last instant an HTTP date can name. */
+#define HTTP_DATE_MAX_S 253402300799
 
 struct cache_entry {
     uint64_t bucket_id;
@@ -101,8 +103,12 @@ rule_expiry_s(const struct lc_rule *r, int64_t mtime_ns, uint64_t day)
         return r->exp_date_s;
     if (!r->has_exp_days)
         return -1;
-    uint64_t day_ns = day * 1000000000ull;
-    uint64_t t = (uint64_t)(mtime_ns > 0 ? mtime_ns : 0) + (uint64_t)r->exp_days * day_ns;
+    uint64_t day_ns = day * 1000000000ull, span_ns, t;
+    /* Days up to 2^31 of up to 2^32 seconds overflow: such a rule never fires. */
+    if (__builtin_mul_overflow((uint64_t)r->exp_days, day_ns, &span_ns) ||
+        __builtin_add_overflow((uint64_t)(mtime_ns > 0 ? mtime_ns : 0), span_ns, &t) ||
+        t > (uint64_t)INT64_MAX - day_ns)
+        return INT64_MAX;
     return (int64_t)(((t + day_ns - 1) / day_ns) * day);
 }
 
@@ -184,7 +190,7 @@ format_expiration(const struct lc_config *cfg, const struct lc_object *o, int64_
 {
     const struct lc_rule *rule = NULL;
     int64_t t = config_expiry_s(cfg, o, mtime_ns, day, &rule);
-    if (t < 0 || !rule)
+    if (t < 0 || !rule || t > HTTP_DATE_MAX_S)
         return false;
     char date[40];
     http_date_format(t, date);
@@ -400,8 +406,10 @@ abort_uploads(struct lifecycle *lc, uint64_t bucket_id, const struct lc_config *
         for (uint32_t i = 0; i < res.n_uploads && !is_stopping(lc); i++) {
             const struct index_upload *u = &res.uploads[i];
             uint32_t days = abort_days(cfg, u->key);
-            if (days == 0 || (uint64_t)(now_ns - u->initiated_ns) < days * day_ns ||
-                now_ns < u->initiated_ns)
+            uint64_t span_ns;
+            if (days == 0 || now_ns < u->initiated_ns ||
+                __builtin_mul_overflow((uint64_t)days, day_ns, &span_ns) ||
+                (uint64_t)(now_ns - u->initiated_ns) < span_ns)
                 continue;
             struct index_op op = {
                 .kind = INDEX_OP_UPLOAD_ABORT, .upload_id = u->upload_id, .arena = a};

@@ -324,7 +324,9 @@ def test_expiration_header_default_day(srv):
     s3.put_bucket_lifecycle_configuration(Bucket=B, LifecycleConfiguration={"Rules": [
         {"ID": "ten", "Status": "Enabled", "Filter": {"Prefix": "e/"}, "Expiration": {"Days": 10}},
         {"ID": "off", "Status": "Disabled", "Filter": {"Prefix": "e/"},
-         "Expiration": {"Days": 1}}]})
+         "Expiration": {"Days": 1}},
+        {"ID": "never", "Status": "Enabled", "Filter": {"Prefix": "never/"},
+         "Expiration": {"Days": 2147483647}}]})
     put = s3.put_object(Bucket=B, Key="e/x", Body=b"abc")
     hdr = put["ResponseMetadata"]["HTTPHeaders"].get("x-amz-expiration")
     h.check(hdr is not None, "PUT lacks x-amz-expiration")
@@ -337,6 +339,12 @@ def test_expiration_header_default_day(srv):
     for method in ("get_object", "head_object"):
         got = getattr(s3, method)(Bucket=B, Key="e/x")
         h.eq(got["ResponseMetadata"]["HTTPHeaders"].get("x-amz-expiration"), hdr, method)
+    # The largest Days S3 takes lies past any HTTP date (year 9999): no
+    # header, rather than a product of days and seconds that wrapped around.
+    put = s3.put_object(Bucket=B, Key="never/x", Body=b"abc")
+    h.check("x-amz-expiration" not in put["ResponseMetadata"]["HTTPHeaders"],
+            "no header for a rule 2^31 days ahead: %r" % put["ResponseMetadata"]["HTTPHeaders"])
+    s3.delete_object(Bucket=B, Key="never/x")
     put = s3.put_object(Bucket=B, Key="other", Body=b"abc")
     h.check("x-amz-expiration" not in put["ResponseMetadata"]["HTTPHeaders"],
             "no header outside the rule's prefix")
@@ -479,7 +487,9 @@ def test_expiration_header_fast_day(_shared):
         s3.put_bucket_lifecycle_configuration(Bucket="hdr", LifecycleConfiguration={"Rules": [
             {"ID": "far", "Status": "Enabled", "Filter": {}, "Expiration": {"Days": 100}},
             {"ID": "near", "Status": "Enabled", "Filter": {"ObjectSizeLessThan": 10},
-             "Expiration": {"Days": 5}}]})
+             "Expiration": {"Days": 5}},
+            {"ID": "never", "Status": "Enabled", "Filter": {"Prefix": "never/"},
+             "Expiration": {"Days": 2147483647}}]})
         t0 = time.time()
         put = s3.put_object(Bucket="hdr", Key="small", Body=b"abc")
         hdr = put["ResponseMetadata"]["HTTPHeaders"]["x-amz-expiration"]
@@ -489,11 +499,16 @@ def test_expiration_header_fast_day(_shared):
         put = s3.put_object(Bucket="hdr", Key="large", Body=b"x" * 100)
         h.check('rule-id="far"' in put["ResponseMetadata"]["HTTPHeaders"]["x-amz-expiration"],
                 "size filter picks the other rule")
+        # The largest Days S3 takes lies past any HTTP date: no header, and it
+        # never fires (no overflow into the past).
+        put = s3.put_object(Bucket="hdr", Key="never/x", Body=b"x" * 100)
+        h.check('rule-id="far"' in put["ResponseMetadata"]["HTTPHeaders"]["x-amz-expiration"],
+                "the huge rule gives way to the nearer one: %r" % put["ResponseMetadata"])
         # A manual pass right away expires nothing; after 6 "days" it does.
         h.eq(run_pass(srv, "hdr")["objects_expired"], 0, "too early")
         time.sleep(6.2)
         h.eq(run_pass(srv, "hdr")["objects_expired"], 1, "small expired")
-        h.eq(keys_of(s3, "hdr"), ["large"], "large stays")
+        h.eq(keys_of(s3, "hdr"), ["large", "never/x"], "large and never/x stay")
 
 
 def test_kill9_during_pass(_shared):
