@@ -102,13 +102,6 @@ void hex_encode(const void *in, size_t n, char *out);
  * bytes), as strftime("%a, %d %b %Y %H:%M:%S GMT") of gmtime would, for
  * years 0 to 9999, without the time-zone lock gmtime takes. Returns 29. */
 size_t http_date_format(int64_t s, char *out);
-/* Writes the ISO 8601 form S3 uses in XML ("2030-01-01T00:00:00.000Z", 24
- * bytes) of 's' seconds since the epoch and a NUL into 'out' (>= 25 bytes),
- * for years 0 to 9999. Returns 24. */
-size_t iso_date_format(int64_t s, char *out);
-/* Days since 1970-01-01 of the proleptic Gregorian date 'y'-'m'-'d' (month
- * 1..12, day 1..31; not validated: the caller checks the calendar). */
-int64_t date_to_days(int64_t y, unsigned m, unsigned d);
 /* Writes 'v' in decimal (no NUL) into 'out' (>= 20 bytes); returns the length. */
 size_t u64_format(uint64_t v, char *out);
 /* Returns 0 and fills 'out' with len/2 bytes, or -1 when not even-length hex. */
