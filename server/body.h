@@ -25,11 +25,4 @@ void body_finish(struct s3_req *r);
  * r->xml_body), then calls 'end'. */
 void s3_req_expect_xml(struct s3_req *r, size_t max, s3_end_fn end);
 
-/* Checks the XML body accumulated in r->xml_body against Content-MD5 or,
- * when absent, an x-amz-checksum-* header or trailer (S3 requires one of
- * them on DeleteObjects and on bucket configuration bodies). Returns S3_OK,
- * S3_ERR_MISSING_SECURITY_HEADER when neither is given, S3_ERR_INVALID_DIGEST
- * for a malformed Content-MD5, or S3_ERR_BAD_DIGEST on a mismatch. */
-enum s3_error body_check_digest(struct s3_req *r);
-
 #endif

@@ -20,13 +20,61 @@
 
 #include <errno.h>
 
+static const enum auth_checksum_algo body_algos[] = {
+    AUTH_CK_CRC32, AUTH_CK_CRC32C, AUTH_CK_CRC64NVME, AUTH_CK_SHA1, AUTH_CK_SHA256,
+};
+
+enum s3_error
+s3_check_body_digest(struct s3_req *r)
+{
+    const char *body = r->xml_body.ptr ? r->xml_body.ptr : "";
+    struct slice cmd5 = s3_req_header(r, "content-md5");
+    enum auth_checksum_algo algo = AUTH_CK_NONE;
+    struct slice expected = SLICE_NULL;
+    if (cmd5.ptr) {
+        algo = AUTH_CK_MD5;
+        expected = cmd5;
+    } else {
+        for (size_t i = 0; i < ARRAY_LEN(body_algos); i++) {
+            struct slice v = s3_req_header(r, auth_checksum_header(body_algos[i]));
+            if (v.ptr) {
+                algo = body_algos[i];
+                expected = v;
+            }
+        }
+        if (algo == AUTH_CK_NONE && r->is_chunked_payload) {
+            for (size_t i = 0; i < ARRAY_LEN(body_algos); i++) {
+                struct slice v =
+                    auth_chunked_trailer(&r->chunked, auth_checksum_header(body_algos[i]));
+                if (v.len) {
+                    algo = body_algos[i];
+                    expected = v;
+                }
+            }
+        }
+    }
+    if (algo == AUTH_CK_NONE)
+        return S3_ERR_MISSING_SECURITY_HEADER;
+    struct auth_checksum ck;
+    uint8_t dig[AUTH_CK_MAX_DIGEST];
+    auth_checksum_init(&ck, algo);
+    auth_checksum_update(&ck, body, r->xml_body.len);
+    size_t n = auth_checksum_final(&ck, dig);
+    char b64[64];
+    size_t bl = base64_encode(dig, n, b64);
+    if (!slice_eq(expected, (struct slice){b64, bl}))
+        return algo == AUTH_CK_MD5 && expected.len != 24 ? S3_ERR_INVALID_DIGEST
+                                                         : S3_ERR_BAD_DIGEST;
+    return S3_OK;
+}
+
 static void
 delete_objects_end(struct s3_req *r)
 {
     struct index_bucket bk;
     if (!s3_bucket_lookup(r, &bk))
         return;
-    enum s3_error e = body_check_digest(r);
+    enum s3_error e = s3_check_body_digest(r);
     if (e != S3_OK) {
         s3_respond_error(r, e, NULL);
         return;

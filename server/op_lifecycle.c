@@ -18,6 +18,7 @@
 #include "server/errors.h"
 #include "server/lifecycle.h"
 #include "server/lifecycle_xml.h"
+#include "server/ops.h"
 #include "server/req.h"
 #include "server/server.h"
 
@@ -56,7 +57,7 @@ config_put_begin(struct s3_req *r, struct index_bucket *bk)
 {
     if (!s3_bucket_lookup(r, bk))
         return false;
-    enum s3_error e = body_check_digest(r);
+    enum s3_error e = s3_check_body_digest(r);
     if (e != S3_OK) {
         s3_respond_error(r, e, NULL);
         return false;

@@ -7,6 +7,7 @@
 #define SHARD_SERVER_OPS_H
 
 #include "common/common.h"
+#include "server/errors.h"
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -44,6 +45,12 @@ void op_complete_multipart(struct s3_req *r);
 void op_abort_multipart(struct s3_req *r);
 void op_list_parts(struct s3_req *r);
 void op_list_uploads(struct s3_req *r);
+
+/* Checks the integrity of an XML body (r->xml_body) that S3 requires one
+ * for: Content-MD5 or an x-amz-checksum-* header (or trailer) must be
+ * present and match. Returns S3_OK, S3_ERR_MISSING_SECURITY_HEADER,
+ * S3_ERR_INVALID_DIGEST or S3_ERR_BAD_DIGEST (op_delete.c). */
+enum s3_error s3_check_body_digest(struct s3_req *r);
 
 /* Resolves ?uploadId= (and ?partNumber= when 'part_number' is non-NULL)
  * for the request's bucket and key; on failure responds (NoSuchUpload,
