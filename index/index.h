@@ -432,4 +432,40 @@ int index_grant_delete(struct index *ix, struct slice user_id, uint64_t bucket_i
 typedef int (*index_grant_fn)(void *ctx, const struct index_grant *g);
 int index_grant_list(struct index *ix, struct slice user_id, index_grant_fn fn, void *ctx);
 
+/* ---- per-bucket configuration (bucket_config.c) ------------------------ */
+
+/* What a stored configuration is; the value is opaque to index/ (server/
+ * formats it). Values are stable on disk: never renumber. */
+enum index_bucket_config_kind {
+    INDEX_BUCKET_CONFIG_LIFECYCLE = 1,
+    INDEX_BUCKET_CONFIG_TAGGING = 2,
+};
+/* Largest configuration value (a 1,000-rule lifecycle fits easily). */
+#define INDEX_BUCKET_CONFIG_MAX (4u << 20)
+
+/* Stores (or replaces) configuration 'kind' of bucket 'bucket_id': 'len'
+ * bytes at 'val' (copied). Durable when it returns 0. Returns 0, -ENOENT
+ * (no bucket with that id: checked in the same transaction, so a config
+ * never outlives its bucket), -EINVAL (kind 0, len 0 or over
+ * INDEX_BUCKET_CONFIG_MAX) or -errno. */
+int index_bucket_config_put(struct index *ix, uint64_t bucket_id,
+                            enum index_bucket_config_kind kind, const void *val, size_t len);
+/* Reads configuration 'kind' of bucket 'bucket_id' into 'a' ('*val',
+ * '*len'). Returns 0 or -ENOENT (none set). */
+int index_bucket_config_get(struct index *ix, uint64_t bucket_id,
+                            enum index_bucket_config_kind kind, struct arena *a, const void **val,
+                            size_t *len);
+/* Removes configuration 'kind' of bucket 'bucket_id'. Returns 0 or
+ * -ENOENT (none was set). A deleted bucket loses all its configurations
+ * with it (index_bucket_delete). */
+int index_bucket_config_delete(struct index *ix, uint64_t bucket_id,
+                               enum index_bucket_config_kind kind);
+/* Calls 'fn' for every bucket that has configuration 'kind', in bucket id
+ * order, with the value copied into a per-call arena cleared after fn
+ * returns. 'fn' runs inside a read snapshot and must not write to the
+ * index; it stops the walk by returning non-zero. Returns 0 or -errno. */
+typedef int (*index_bucket_config_fn)(void *ctx, uint64_t bucket_id, const void *val, size_t len);
+int index_bucket_config_list(struct index *ix, enum index_bucket_config_kind kind,
+                             index_bucket_config_fn fn, void *ctx);
+
 #endif

@@ -7,6 +7,9 @@
  *                   block with its xxHash64; answers JSON with the totals and
  *                   the objects that have bad blocks.
  *   /_/admin/...    users, access keys, grants, bucket flags (admin_users.c).
+ *   POST /_/lifecycle/run[?bucket=NAME]  a lifecycle pass now (of one
+ *                   bucket, or all), answered when it ends with its counts.
+ *   GET /_/lifecycle/status  the worker's totals since start (JSON).
  * Everything but health needs SigV4 with the root key or the key of a
  * user with the admin flag (a read-only key of such a user: GET only).
  */
@@ -18,6 +21,7 @@
 #include "server/access.h"
 #include "server/errors.h"
 #include "server/extents.h"
+#include "server/lifecycle.h"
 #include "server/offload.h"
 #include "server/ops.h"
 #include "server/req.h"
@@ -79,6 +83,21 @@ admin_metrics(struct s3_req *r)
            atomic_load(&srv->metrics.offloaded));
     metric(&b, "shardstore_http_workers", "gauge", "Worker threads started for blocking steps",
            srv->offload ? offload_workers(srv->offload) : 0);
+    struct lifecycle_stats ls = {0};
+    if (srv->lifecycle)
+        lifecycle_stats_get(srv->lifecycle, &ls);
+    metric(&b, "shardstore_lifecycle_passes_total", "counter", "Lifecycle passes completed",
+           ls.passes);
+    metric(&b, "shardstore_lifecycle_objects_scanned_total", "counter",
+           "Objects looked at by lifecycle passes", ls.objects_scanned);
+    metric(&b, "shardstore_lifecycle_objects_expired_total", "counter",
+           "Objects deleted by lifecycle Expiration rules", ls.objects_expired);
+    metric(&b, "shardstore_lifecycle_bytes_expired_total", "counter",
+           "Bytes of the objects lifecycle rules expired", ls.bytes_expired);
+    metric(&b, "shardstore_lifecycle_uploads_aborted_total", "counter",
+           "Multipart uploads aborted by lifecycle rules", ls.uploads_aborted);
+    metric(&b, "shardstore_lifecycle_errors_total", "counter",
+           "Lifecycle steps that failed (retried at the next pass)", ls.errors);
     s3_respond_body(r, 200, "text/plain; version=0.0.4", b.ptr, b.len);
     buf_cleanup(&b);
 }
@@ -177,6 +196,52 @@ admin_scrub(struct s3_req *r)
     buf_cleanup(&sc.bad);
 }
 
+/* JSON of lifecycle counts (a pass's, or the totals). */
+static void
+lifecycle_json(struct buf *b, const struct lifecycle_stats *st)
+{
+    buf_printf(b,
+               "{\"passes\":%" PRIu64 ",\"last_pass_end_ns\":%" PRId64 ",\"last_pass_ms\":%" PRId64
+               ",\"objects_scanned\":%" PRIu64 ",\"objects_expired\":%" PRIu64
+               ",\"bytes_expired\":%" PRIu64 ",\"uploads_aborted\":%" PRIu64 ",\"errors\":%" PRIu64
+               ",\"tag_rules_skipped\":%" PRIu64 "}\n",
+               st->passes, st->last_pass_end_ns, st->last_pass_ms, st->objects_scanned,
+               st->objects_expired, st->bytes_expired, st->uploads_aborted, st->errors,
+               st->tag_rules_skipped);
+}
+
+static void
+admin_lifecycle(struct s3_req *r, struct slice what, bool is_get)
+{
+    struct lifecycle_stats st = {0};
+    struct buf b;
+    if (slice_eq(what, SLICE_LIT("status")) && is_get) {
+        lifecycle_stats_get(r->srv->lifecycle, &st);
+    } else if (slice_eq(what, SLICE_LIT("run")) && slice_eq(r->method, SLICE_LIT("POST"))) {
+        uint64_t bucket_id = 0;
+        const struct s3_param *p = s3_req_param(r, "bucket");
+        if (p) {
+            struct index_bucket bk;
+            if (index_bucket_get(r->srv->index, p->value, &bk) != 0) {
+                s3_respond_error(r, S3_ERR_NO_SUCH_BUCKET, NULL);
+                return;
+            }
+            bucket_id = bk.id;
+        }
+        if (lifecycle_run(r->srv->lifecycle, bucket_id, &st) != 0) {
+            s3_respond_error(r, S3_ERR_SLOW_DOWN, "The server is stopping");
+            return;
+        }
+    } else {
+        s3_respond_error(r, S3_ERR_INVALID_REQUEST, "Unknown admin endpoint");
+        return;
+    }
+    buf_init(&b);
+    lifecycle_json(&b, &st);
+    s3_respond_body(r, 200, "application/json", b.ptr, b.len);
+    buf_cleanup(&b);
+}
+
 void
 op_admin(struct s3_req *r)
 {
@@ -200,6 +265,10 @@ op_admin(struct s3_req *r)
     }
     if (slice_eq(what, SLICE_LIT("metrics")) && is_get) {
         admin_metrics(r);
+        return;
+    }
+    if (slice_has_prefix(what, SLICE_LIT("lifecycle/"))) {
+        admin_lifecycle(r, (struct slice){what.ptr + 10, what.len - 10}, is_get);
         return;
     }
     if (slice_eq(what, SLICE_LIT("scrub")) && slice_eq(r->method, SLICE_LIT("POST"))) {

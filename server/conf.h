@@ -48,6 +48,10 @@ struct config {
     uint32_t reader_pins_max;      /* reads (GET, copy, scrub) holding storage at once */
     uint32_t reader_pin_timeout_s; /* a streamed GET idle this long loses its pin; 0: never */
     char secret_key_file[4096];    /* key sealing access-key secrets; "" = DATA/secret.key */
+    /* Lifecycle worker (lifecycle.c). */
+    uint32_t lifecycle_day_s;             /* seconds in a lifecycle "day" (86400) */
+    uint32_t lifecycle_interval_s;        /* seconds between background passes; 0 = none */
+    uint32_t lifecycle_max_objects_per_s; /* bound on expirations + aborts per second */
 };
 
 /* Fills 'c' with the embedded defaults. */

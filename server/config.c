@@ -69,6 +69,9 @@ static const struct directive directives[] = {
     {"secret_key_file", DIR_STRING, FIELD(secret_key_file), FIELD_LEN(secret_key_file)},
     {"reader_pins_max", DIR_U32, FIELD(reader_pins_max), 0},
     {"reader_pin_timeout", DIR_U32, FIELD(reader_pin_timeout_s), 0},
+    {"lifecycle_day_seconds", DIR_U32, FIELD(lifecycle_day_s), 0},
+    {"lifecycle_interval_s", DIR_U32, FIELD(lifecycle_interval_s), 0},
+    {"lifecycle_max_objects_per_s", DIR_U32, FIELD(lifecycle_max_objects_per_s), 0},
 };
 
 void
@@ -107,6 +110,9 @@ config_defaults(struct config *c)
     c->index_nosync = false;
     c->reader_pins_max = 16384;
     c->reader_pin_timeout_s = 60;
+    c->lifecycle_day_s = 86400;
+    c->lifecycle_interval_s = 3600;
+    c->lifecycle_max_objects_per_s = 1000;
 }
 
 int

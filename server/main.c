@@ -11,6 +11,7 @@
 
 #include "common/common.h"
 #include "index/index.h"
+#include "server/lifecycle.h"
 #include "server/admin_cli.h"
 #include "server/commit.h"
 #include "server/conf.h"
@@ -213,6 +214,9 @@ main(int argc, char **argv)
     if (!srv.committer)
         goto out;
     srv.reserves = reserve_table_create(srv.cfg.reserve_max_per_principal);
+    srv.lifecycle = lifecycle_create(&srv);
+    if (!srv.lifecycle)
+        goto out;
     if (http_start(&srv) != 0)
         goto out;
     int sig = 0;
@@ -222,6 +226,7 @@ main(int argc, char **argv)
     http_stop(&srv);
     exit_code = 0;
 out:
+    lifecycle_destroy(srv.lifecycle);
     committer_destroy(srv.committer);
     reserve_table_destroy(srv.reserves);
     storage_close(srv.storage);

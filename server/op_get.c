@@ -20,6 +20,7 @@
 #include "server/access.h"
 #include "server/errors.h"
 #include "server/extents.h"
+#include "server/lifecycle.h"
 #include "server/meta.h"
 #include "server/ops.h"
 #include "server/range.h"
@@ -338,6 +339,10 @@ get_or_head(struct s3_req *r, bool is_head)
     }
     object_headers(r, resp, &obj, &m, status == 200);
     s3_tagging_count_header(r, resp, &m);
+    char expiration[LIFECYCLE_HEADER_MAX];
+    if (lifecycle_expiration_header(r->srv->lifecycle, bk.id, r->key, obj.size, obj.mtime_ns,
+                                    expiration, sizeof(expiration)))
+        s3_resp_header(resp, "x-amz-expiration", expiration);
     if (status == 206)
         s3_resp_header(resp, "Content-Range", content_range);
     if (!is_head) {

@@ -23,6 +23,7 @@
 #include "server/commit.h"
 #include "server/errors.h"
 #include "server/extents.h"
+#include "server/lifecycle.h"
 #include "server/meta.h"
 #include "server/ops.h"
 #include "server/req.h"
@@ -380,6 +381,10 @@ put_end(struct s3_req *r)
                        arena_strndup(r->arena, ck_b64.ptr, ck_b64.len));
         s3_resp_header(resp, "x-amz-checksum-type", "FULL_OBJECT");
     }
+    char expiration[LIFECYCLE_HEADER_MAX];
+    if (lifecycle_expiration_header(r->srv->lifecycle, c->bucket.id, r->key, obj.size, obj.mtime_ns,
+                                    expiration, sizeof(expiration)))
+        s3_resp_header(resp, "x-amz-expiration", expiration);
     s3_respond(r, 200, resp);
 }
 

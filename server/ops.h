@@ -69,6 +69,12 @@ void s3_tagging_count_header(struct s3_req *r, struct MHD_Response *resp, const 
  * S3_ERR_INVALID_DIGEST or S3_ERR_BAD_DIGEST (op_delete.c). */
 enum s3_error s3_check_body_digest(struct s3_req *r);
 
+/* Checks the integrity of an XML body (r->xml_body) that S3 requires one
+ * for: Content-MD5 or an x-amz-checksum-* header (or trailer) must be
+ * present and match. Returns S3_OK, S3_ERR_MISSING_SECURITY_HEADER,
+ * S3_ERR_INVALID_DIGEST or S3_ERR_BAD_DIGEST (op_delete.c). */
+enum s3_error s3_check_body_digest(struct s3_req *r);
+
 /* Resolves ?uploadId= (and ?partNumber= when 'part_number' is non-NULL)
  * for the request's bucket and key; on failure responds (NoSuchUpload,
  * InvalidArgument) and returns false. */

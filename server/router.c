@@ -13,6 +13,7 @@
 #include "index/index.h"
 #include "server/access.h"
 #include "server/errors.h"
+#include "server/lifecycle.h"
 #include "server/ops.h"
 #include "server/req.h"
 #include "server/router.h"
@@ -131,6 +132,18 @@ static const struct route routes[] = {
     {"GET", LEVEL_BUCKET, "acl", NULL, AUTH_ACTION_READ_ACP, RKEY_NONE, 0, op_get_bucket_acl},
     {"PUT", LEVEL_BUCKET, "acl", NULL, AUTH_ACTION_BUCKET_ADMIN, RKEY_NONE, BODY_END,
      op_put_bucket_acl},
+    {"GET", LEVEL_BUCKET, "lifecycle", NULL, AUTH_ACTION_BUCKET_ADMIN, RKEY_NONE, 0,
+     op_get_bucket_lifecycle},
+    {"PUT", LEVEL_BUCKET, "lifecycle", NULL, AUTH_ACTION_BUCKET_ADMIN, RKEY_NONE, BODY_END,
+     op_put_bucket_lifecycle},
+    {"DELETE", LEVEL_BUCKET, "lifecycle", NULL, AUTH_ACTION_BUCKET_ADMIN, RKEY_NONE, BLOCKS,
+     op_delete_bucket_lifecycle},
+    {"GET", LEVEL_BUCKET, "tagging", NULL, AUTH_ACTION_BUCKET_ADMIN, RKEY_NONE, 0,
+     op_get_bucket_tagging},
+    {"PUT", LEVEL_BUCKET, "tagging", NULL, AUTH_ACTION_BUCKET_ADMIN, RKEY_NONE, BODY_END,
+     op_put_bucket_tagging},
+    {"DELETE", LEVEL_BUCKET, "tagging", NULL, AUTH_ACTION_BUCKET_ADMIN, RKEY_NONE, BLOCKS,
+     op_delete_bucket_tagging},
     {"GET", LEVEL_BUCKET, "versions", NULL, AUTH_ACTION_LIST, RKEY_PREFIX, 0,
      op_list_object_versions},
     {"GET", LEVEL_BUCKET, NULL, NULL, AUTH_ACTION_LIST, RKEY_PREFIX, 0, op_list_objects},

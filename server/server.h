@@ -21,6 +21,7 @@ struct MHD_Daemon;
 struct committer;
 struct guard;
 struct index;
+struct lifecycle;
 struct listener;
 struct offload;
 struct reserve_table;
@@ -50,6 +51,7 @@ struct server {
     struct listener *listener;
     struct guard *guard;            /* slow-client rules (guard.c) */
     struct reserve_table *reserves; /* what each principal's uploads hold */
+    struct lifecycle *lifecycle;    /* the lifecycle worker (lifecycle.c) */
     char access_key[129];
     char secret_key[129];
     char owner_id[65]; /* canonical user id of the root user */

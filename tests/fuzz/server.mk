@@ -1,6 +1,7 @@
 # Fuzz targets of the server/ input parsers (server/libs3parse.la): the Range
-# header, the DeleteObjects / CompleteMultipartUpload XML bodies, and the
-# object tags (Tagging body, x-amz-tagging header, stored form).
+# header, the DeleteObjects / CompleteMultipartUpload XML bodies, the
+# object tags (Tagging body, x-amz-tagging header, stored form) and the
+# bucket lifecycle and tagging bodies (lifecycle_xml.c).
 # Included from tests/fuzz/local.mk, whose replay main (replay.c) runs each
 # target's LLVMFuzzerTestOneInput over its checked-in corpus in make check.
 # With --enable-fuzzing (CC=clang) the real libFuzzer binaries are built too;
@@ -12,8 +13,9 @@
 SERVER_FUZZ_SAN = -fsanitize=fuzzer,address,undefined
 
 check_PROGRAMS += %D%/replay_range %D%/replay_xml_delete %D%/replay_xml_complete \
-	%D%/replay_xml_tagging
-TESTS += %D%/replay_range %D%/replay_xml_delete %D%/replay_xml_complete %D%/replay_xml_tagging
+	%D%/replay_xml_tagging %D%/replay_lifecycle
+TESTS += %D%/replay_range %D%/replay_xml_delete %D%/replay_xml_complete %D%/replay_xml_tagging \
+	%D%/replay_lifecycle
 
 %C%_replay_range_SOURCES = %D%/replay.c %D%/fuzz_range.c
 %C%_replay_range_CPPFLAGS = $(AM_CPPFLAGS) -DFUZZ_CORPUS_DIR='"$(srcdir)/%D%/corpus/range"'
@@ -34,8 +36,13 @@ TESTS += %D%/replay_range %D%/replay_xml_delete %D%/replay_xml_complete %D%/repl
 	-DFUZZ_CORPUS_DIR='"$(srcdir)/%D%/corpus/xml_tagging"'
 %C%_replay_xml_tagging_LDADD = server/libs3parse.la
 
+%C%_replay_lifecycle_SOURCES = %D%/replay.c %D%/fuzz_lifecycle.c
+%C%_replay_lifecycle_CPPFLAGS = $(AM_CPPFLAGS) -DFUZZ_CORPUS_DIR='"$(srcdir)/%D%/corpus/lifecycle"'
+%C%_replay_lifecycle_LDADD = server/libs3parse.la
+
 if FUZZING
-noinst_PROGRAMS += %D%/fuzz_range %D%/fuzz_xml_delete %D%/fuzz_xml_complete %D%/fuzz_xml_tagging
+noinst_PROGRAMS += %D%/fuzz_range %D%/fuzz_xml_delete %D%/fuzz_xml_complete %D%/fuzz_xml_tagging \
+	%D%/fuzz_lifecycle
 
 %C%_fuzz_range_SOURCES = %D%/fuzz_range.c server/range.c server/range.h
 %C%_fuzz_range_CFLAGS = $(AM_CFLAGS) $(SERVER_FUZZ_SAN)
@@ -59,7 +66,12 @@ noinst_PROGRAMS += %D%/fuzz_range %D%/fuzz_xml_delete %D%/fuzz_xml_complete %D%/
 %C%_fuzz_xml_tagging_CFLAGS = $(AM_CFLAGS) $(EXPAT_CFLAGS) $(SERVER_FUZZ_SAN)
 %C%_fuzz_xml_tagging_LDFLAGS = $(AM_LDFLAGS) $(SERVER_FUZZ_SAN)
 %C%_fuzz_xml_tagging_LDADD = common/libcommon.la $(EXPAT_LIBS)
+%C%_fuzz_lifecycle_SOURCES = %D%/fuzz_lifecycle.c server/lifecycle_xml.c server/lifecycle_xml.h
+%C%_fuzz_lifecycle_CFLAGS = $(AM_CFLAGS) $(EXPAT_CFLAGS) $(SERVER_FUZZ_SAN)
+%C%_fuzz_lifecycle_LDFLAGS = $(AM_LDFLAGS) $(SERVER_FUZZ_SAN)
+%C%_fuzz_lifecycle_LDADD = common/libcommon.la $(EXPAT_LIBS)
 endif
 
 EXTRA_DIST += %D%/range.dict %D%/xml_delete.dict %D%/xml_complete.dict %D%/xml_tagging.dict \
-	%D%/corpus/range %D%/corpus/xml_delete %D%/corpus/xml_complete %D%/corpus/xml_tagging
+	%D%/lifecycle.dict %D%/corpus/range %D%/corpus/xml_delete %D%/corpus/xml_complete \
+	%D%/corpus/xml_tagging %D%/corpus/lifecycle

@@ -38,6 +38,10 @@ EXTRA_DIST += %D%/test_slow_clients.py
 # Admin endpoints: health, metrics, scrub.
 TESTS += %D%/test_admin.py
 EXTRA_DIST += %D%/test_admin.py
+
+# Bucket lifecycle and tagging configuration, the lifecycle worker.
+TESTS += %D%/test_lifecycle.py
+EXTRA_DIST += %D%/test_lifecycle.py
 include %D%/mp.mk
 include %D%/users.mk
 
