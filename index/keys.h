@@ -37,6 +37,9 @@
  *                val: user id (64 chars); kept in step with "users"
  *   "keys"       key: access key (1..128 bytes)
  *                val: key record (below)
+ *   "extrefs"    key: volume (4, BE) | offset (8, BE)
+ *                val: holder count (4, BE) | length (8, BE); only for
+ *                     extents two or more records hold (extref.c)
  *   "keytree"    key: node id (8, BE) | chunk (1..480 bytes)
  *                val: u8 flags (bit 0: a string ends here) | u64 child
  *                     node id (little-endian; 0: none)

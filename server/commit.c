@@ -1,5 +1,6 @@
 /*
- * commit.c: group commit. Every mutation of the index goes through here.
+ * commit.c: group commit. Every index_op (objects, parts, uploads) goes
+ * through here; bucket, user, key and grant changes call index/ directly.
  *
  * With grouping on, handler threads queue their ops and sleep; one
  * committer thread takes everything queued, makes the written extents

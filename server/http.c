@@ -14,8 +14,8 @@
  *   final call         -> payload checks, then on_end responds (body.c)
  *   completion         -> on_cleanup, reader unpin, arena destroyed
  *
- * Connections run on a few event-loop threads (MHD's poll loop, one thread
- * per core by default). A step that may block (commits, fdatasync, copies,
+ * Connections run on a few event-loop threads (MHD's poll loop, one more
+ * than the cores by default). A step that may block (commits, fdatasync, copies,
  * scrub) is not run there; the route table (router.c) says which: the
  * handler of a route without body (DELETE, CopyObject, multipart create and
  * abort, scrub, ...) or the end step of a route with one (PUT, complete

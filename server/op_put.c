@@ -1,5 +1,6 @@
 /*
- * op_put.c: PutObject and DeleteObject.
+ * op_put.c: PutObject, UploadPart (the same streaming path) and
+ * DeleteObject.
  *
  * PUT streams the decoded payload through the hashers (MD5 for the ETag,
  * plus the checksum the client asked for) into a storage writer, which

@@ -1,7 +1,7 @@
 /*
  * util.h: small helpers of server/ (util.c): S3 naming rules, ETags,
- * HTTP and ISO dates, URI decoding and encoding, and starting threads
- * with a given stack size.
+ * HTTP and ISO dates, URI decoding into the request's arena, the check of
+ * writable keys, and starting threads with a given stack size.
  */
 #ifndef SHARD_SERVER_UTIL_H
 #define SHARD_SERVER_UTIL_H

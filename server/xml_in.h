@@ -1,7 +1,7 @@
 /*
  * xml_in.h: parses S3 request bodies with expat. All output is in the
- * arena. Bounded: bodies are limited by the caller (max 1 MiB for
- * DeleteObjects/Complete, 64 KiB for others).
+ * arena. Bounded: bodies are limited by the caller (s3_req_expect_xml:
+ * 2 MiB for DeleteObjects and CompleteMultipartUpload, 64 KiB for others).
  *
  * Element names are matched by local name (any "prefix:" and the xmlns
  * attributes are ignored); the root element must match; unknown elements

@@ -14,8 +14,8 @@ tests that say why they cannot run here.
 
 One case of a script: name it as an argument or in SHARD_TEST_CASE (names
 separated by commas or spaces; a case named test_setup always runs), e.g.
-    SHARD_TEST_CASE=test_ranges make check TESTS=tests/integration/test_boto3.py
-    scripts/test-one.sh tests/integration/test_boto3.py test_ranges
+    SHARD_TEST_CASE=test_range_reads make check TESTS=tests/integration/test_boto3.py
+    scripts/test-one.sh tests/integration/test_boto3.py test_range_reads
 An unknown name fails the script and lists the cases it has.
 """
 
