@@ -505,10 +505,8 @@ put_begin(struct s3_req *r, struct put_ctx *c)
 void
 op_put_object(struct s3_req *r)
 {
-    if (s3_req_has_header(r, "x-amz-copy-source")) {
-        op_copy_object(r);
-        return;
-    }
+    /* A PUT with x-amz-copy-source never gets here: the router sends it to
+     * the CopyObject route, which runs on a worker. */
     struct put_ctx *c = arena_calloc(r->arena, 1, sizeof(*c));
     if (!s3_bucket_lookup(r, &c->bucket))
         return;
