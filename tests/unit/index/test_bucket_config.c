@@ -89,7 +89,7 @@ main(void)
 
     /* Deleting the bucket deletes its configurations; the neighbour's stay. */
     ASSERT_EQ(index_bucket_config_put(ix, a.id, INDEX_BUCKET_CONFIG_TAGGING, "tags", 4), 0);
-    ASSERT_EQ(index_bucket_delete(ix, SLICE_LIT("alpha")), 0);
+    ASSERT_EQ(index_bucket_delete(ix, SLICE_LIT("alpha"), a.id), 0);
     ASSERT_EQ(index_bucket_config_get(ix, a.id, INDEX_BUCKET_CONFIG_LIFECYCLE, ar, &val, &len),
               -ENOENT);
     ASSERT_EQ(index_bucket_config_get(ix, a.id, INDEX_BUCKET_CONFIG_TAGGING, ar, &val, &len),
