@@ -69,6 +69,8 @@ static const struct directive directives[] = {
     {"secret_key_file", DIR_STRING, FIELD(secret_key_file), FIELD_LEN(secret_key_file)},
     {"reader_pins_max", DIR_U32, FIELD(reader_pins_max), 0},
     {"reader_pin_timeout", DIR_U32, FIELD(reader_pin_timeout_s), 0},
+    {"tls_cert_file", DIR_STRING, FIELD(tls_cert_file), FIELD_LEN(tls_cert_file)},
+    {"tls_key_file", DIR_STRING, FIELD(tls_key_file), FIELD_LEN(tls_key_file)},
 };
 
 void

@@ -39,6 +39,7 @@
 #include "server/req.h"
 #include "server/router.h"
 #include "server/server.h"
+#include "server/tls.h"
 #include "server/util.h"
 #include "server/xml_out.h"
 #include "storage/storage.h"
@@ -283,10 +284,11 @@ offload_step(struct s3_req *r, void (*fn)(void *))
 /* Answers 'e' in the middle of the body and has MHD close the connection
  * (the caller returns MHD_NO), so not one more body byte is read. MHD
  * (0.9.75) refuses to queue a response while it receives a body, so the
- * answer is written to the socket directly: nothing of this response was
- * sent yet, and after a body MHD sends nothing more before closing. The
- * write end is shut down after it, so the client reads the answer before
- * the close. Plain TCP only. */
+ * answer is written directly: to the socket, or under TLS as one more
+ * record of the connection's session (tls.c; never plaintext into a TLS
+ * stream). Nothing of this response was sent yet, and after a body MHD
+ * sends nothing more before closing. The write end is shut down after it,
+ * so the client reads the answer before the close. */
 static void
 answer_and_close(struct s3_req *r, enum s3_error e)
 {
@@ -307,11 +309,19 @@ answer_and_close(struct s3_req *r, enum s3_error e)
     log_debug("request %s: %.*s %.*s -> %d %s (connection closed)", r->request_id,
               (int)r->method.len, r->method.ptr, (int)r->raw_path.len, r->raw_path.ptr, status,
               s3_error_code(e));
-    if (ci) {
+    const union MHD_ConnectionInfo *tls =
+        r->srv->is_tls ? MHD_get_connection_info(r->conn, MHD_CONNECTION_INFO_GNUTLS_SESSION)
+                       : NULL;
+    if (ci && (!r->srv->is_tls || tls)) {
         /* Best effort: the socket buffer of a connection that has only
          * received takes a small answer whole. */
-        ssize_t n = send(ci->connect_fd, head.ptr, head.len, MSG_NOSIGNAL | MSG_DONTWAIT);
-        if (n != (ssize_t)head.len)
+        bool is_whole;
+        if (tls)
+            is_whole = tls_session_send(tls->tls_session, head.ptr, head.len);
+        else
+            is_whole = send(ci->connect_fd, head.ptr, head.len, MSG_NOSIGNAL | MSG_DONTWAIT) ==
+                       (ssize_t)head.len;
+        if (!is_whole)
             log_debug("request %s: answer not sent whole before closing", r->request_id);
         shutdown(ci->connect_fd, SHUT_WR);
     }
@@ -475,6 +485,13 @@ http_start(struct server *srv)
         return -1;
     }
     srv->cfg.listen_port = port;
+    srv->is_tls = srv->cfg.tls_cert_file[0] || srv->cfg.tls_key_file[0];
+    if (srv->is_tls && (!srv->cfg.tls_cert_file[0] || !srv->cfg.tls_key_file[0])) {
+        log_error("tls_cert_file and tls_key_file go together");
+        goto fail;
+    }
+    if (srv->is_tls && tls_open(srv->cfg.tls_cert_file, srv->cfg.tls_key_file) != 0)
+        goto fail;
     /* Default: a few event-loop threads (MHD's poll loop, level-triggered,
      * so a short sendfile() is simply retried at the next turn; an
      * edge-triggered loop would wait for an EPOLLOUT edge that never comes
@@ -509,14 +526,25 @@ http_start(struct server *srv)
         log_error("cannot start the connection guard");
         goto fail;
     }
-    /* The pool size goes in only when there is a pool: MHD warns about 0. */
-    struct MHD_OptionItem pool[] = {
-        {threads > 1 ? MHD_OPTION_THREAD_POOL_SIZE : MHD_OPTION_END, (intptr_t)threads, NULL},
-        {MHD_OPTION_END, 0, NULL},
-    };
+    /* The pool size goes in only when there is a pool: MHD warns about 0.
+     * Under TLS, MHD asks tls.c for the certificate at every handshake (so
+     * that SIGHUP can swap it) and runs the handshake of each added
+     * connection itself. */
+    struct MHD_OptionItem opts[4] = {{MHD_OPTION_END, 0, NULL}};
+    size_t n_opts = 0;
+    if (threads > 1)
+        opts[n_opts++] =
+            (struct MHD_OptionItem){MHD_OPTION_THREAD_POOL_SIZE, (intptr_t)threads, NULL};
+    if (srv->is_tls) {
+        flags |= MHD_USE_TLS;
+        opts[n_opts++] =
+            (struct MHD_OptionItem){MHD_OPTION_HTTPS_CERT_CALLBACK, 0, (void *)tls_cert_callback()};
+        opts[n_opts++] =
+            (struct MHD_OptionItem){MHD_OPTION_HTTPS_PRIORITIES, 0, (void *)tls_priorities};
+    }
     srv->daemon = MHD_start_daemon(
         flags, 0, NULL, NULL, on_access, srv, MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, srv,
-        MHD_OPTION_THREAD_STACK_SIZE, stack, MHD_OPTION_ARRAY, pool, MHD_OPTION_CONNECTION_LIMIT,
+        MHD_OPTION_THREAD_STACK_SIZE, stack, MHD_OPTION_ARRAY, opts, MHD_OPTION_CONNECTION_LIMIT,
         srv->cfg.connection_limit + GUARD_CONNECTION_SLACK, MHD_OPTION_CONNECTION_TIMEOUT,
         srv->cfg.connection_timeout_s, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
         (size_t)srv->cfg.connection_memory, MHD_OPTION_CONNECTION_MEMORY_INCREMENT,
@@ -532,7 +560,8 @@ http_start(struct server *srv)
         log_error("cannot start the accept thread: %s", strerror(-err));
         goto fail;
     }
-    printf("shardstore: listening on http://%s:%u\n", srv->cfg.listen_addr, srv->cfg.listen_port);
+    printf("shardstore: listening on %s://%s:%u\n", srv->is_tls ? "https" : "http",
+           srv->cfg.listen_addr, srv->cfg.listen_port);
     fflush(stdout);
     if (threads)
         log_info("listening on %s:%u (%u event-loop threads, at most %u connections and %u "
@@ -554,6 +583,7 @@ fail:
     srv->offload = NULL;
     guard_destroy(srv->guard);
     srv->guard = NULL;
+    tls_close();
     return -1;
 }
 
@@ -597,4 +627,12 @@ http_stop(struct server *srv)
     srv->listener = NULL;
     guard_destroy(srv->guard);
     srv->guard = NULL;
+    tls_close();
+}
+
+void
+http_reload(struct server *srv)
+{
+    if (srv->is_tls)
+        tls_reload();
 }

@@ -46,6 +46,7 @@ struct server {
     struct storage *storage;
     struct committer *committer;
     struct MHD_Daemon *daemon;
+    bool is_tls;             /* the listen address speaks HTTPS (tls.c) */
     struct offload *offload; /* NULL with thread_per_connection */
     struct listener *listener;
     struct guard *guard;            /* slow-client rules (guard.c) */
