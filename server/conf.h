@@ -48,10 +48,14 @@ struct config {
     uint32_t reader_pins_max;      /* reads (GET, copy, scrub) holding storage at once */
     uint32_t reader_pin_timeout_s; /* a streamed GET idle this long loses its pin; 0: never */
     char secret_key_file[4096];    /* key sealing access-key secrets; "" = DATA/secret.key */
-    /* HTTPS on the listen address when both are set (tls.c): PEM files,
-     * the chain (server certificate first) and its private key. */
+    /* HTTPS when both are set (tls.c): PEM files, the chain (server
+     * certificate first) and its private key. HTTPS goes on the listen
+     * address, or with tls_listen_addr on that second address, plain HTTP
+     * staying on the first. */
     char tls_cert_file[4096];
     char tls_key_file[4096];
+    char tls_listen_addr[64]; /* "" = none */
+    uint16_t tls_listen_port;
 };
 
 /* Fills 'c' with the embedded defaults. */

@@ -57,7 +57,10 @@ def make_cert(name, serial):
 class TlsServer(harness.Server):
     """A harness server with TLS on, talking https in request()/client()."""
 
-    def __init__(self, cert, key, extra="", tag="tls"):
+    def __init__(self, cert, key, extra="", tag="tls", is_dual=False):
+        # With is_dual (tls_listen), 'port' is the plain one until the test
+        # reads the https line and sets tls_port.
+        self.is_dual, self.tls_port = is_dual, None
         self.ca = os.path.join(TMP, "ca.pem")
         self.cert_file, self.key_file = os.path.join(TMP, tag + "-live.pem"), os.path.join(TMP, tag + "-live.key")
         shutil.copyfile(cert, self.cert_file)
@@ -66,14 +69,19 @@ class TlsServer(harness.Server):
         # test_sighup_reload makes one reload fail on purpose.
         super().__init__(config=conf, tag=tag, allowed_errors=[r"^tls: certificate and key: ", r"^tls: reload failed"])
 
+    def is_plain(self):
+        return self.is_dual and self.tls_port is None
+
     @property
     def endpoint(self):
-        return "https://127.0.0.1:%d" % self.port
+        return "%s://127.0.0.1:%d" % ("http" if self.is_plain() else "https", self.port)
 
     def ssl_context(self):
         return ssl.create_default_context(cafile=self.ca)
 
     def connect(self, timeout=harness.HTTP_TIMEOUT_S):
+        if self.is_plain():
+            return http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
         return http.client.HTTPSConnection("127.0.0.1", self.port, timeout=timeout, context=self.ssl_context())
 
     def client(self, access_key=None, secret_key=None, **config_kw):
@@ -299,15 +307,18 @@ def test_oversize_chunked(_):
         oversize_chunked(srv)
 
 
-def oversize_chunked(srv):
-    srv.client().create_bucket(Bucket="tls-size")
-    path = "/tls-size/te-big"
-    h = srv.sign("PUT", path, "", {"Transfer-Encoding": "chunked"}, b"", payload_hash="UNSIGNED-PAYLOAD")
-    head = "PUT %s HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n" % (path, srv.port) + "".join("%s: %s\r\n" % kv for kv in h.items() if kv[0].lower() != "host") + "\r\n"
+def oversize_chunked(srv, port=None, is_tls=True, bucket="tls-size"):
+    """An endless chunked PUT to 'port' (srv's by default): answered
+    EntityTooLarge, then closed; the server lives on."""
+    port = port or srv.port
+    srv.client().create_bucket(Bucket=bucket)
+    path = "/%s/te-big" % bucket
+    h = srv.sign("PUT", path, "", {"Transfer-Encoding": "chunked"}, b"", payload_hash="UNSIGNED-PAYLOAD", host="127.0.0.1:%d" % port)
+    head = "PUT %s HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n" % (path, port) + "".join("%s: %s\r\n" % kv for kv in h.items() if kv[0].lower() != "host") + "\r\n"
     piece = b"z" * 65536
     chunk = b"%x\r\n" % len(piece) + piece + b"\r\n"
-    s = socket.create_connection(("127.0.0.1", srv.port), timeout=10)
-    t = srv.ssl_context().wrap_socket(s, server_hostname="127.0.0.1")
+    s = socket.create_connection(("127.0.0.1", port), timeout=10)
+    t = srv.ssl_context().wrap_socket(s, server_hostname="127.0.0.1") if is_tls else s
     out, closed = b"", False
     try:
         t.sendall(head.encode())
@@ -338,7 +349,43 @@ def oversize_chunked(srv):
     eq(srv.health(), 200, "health after the refused PUT")
 
 
-TESTS = [test_versions, test_plain_http_refused, test_boto3, test_awscli, test_rclone, test_s3cmd, test_shard, test_oversize_chunked, test_sighup_reload]
+def test_tls_listen(_):
+    # tls_listen: plain HTTP stays on 'listen', HTTPS on the second address;
+    # one data set behind both, and SIGTERM stops both (checked at stop).
+    cert, key = os.path.join(TMP, "first.pem"), os.path.join(TMP, "first.key")
+    with TlsServer(cert, key, extra="tls_listen = 127.0.0.1:0\nmax_object_size = 1M\n", tag="tls-dual", is_dual=True) as srv:
+        line = srv._stdout_lines.get(timeout=10)
+        m = re.match(r"^shardstore: listening on https://127\.0\.0\.1:(\d+)\s*$", line or "")
+        check(m, "second stdout line is %r, expected the https one" % line)
+        plain_port, tls_port = srv.port, int(m.group(1))
+        plain = srv.client()
+        srv.port = srv.tls_port = tls_port  # from here srv speaks https to the TLS port
+        s3 = srv.client()
+        s3.create_bucket(Bucket="dual")
+        s3.put_object(Bucket="dual", Key="k", Body=b"over tls")
+        eq(plain.get_object(Bucket="dual", Key="k")["Body"].read(), b"over tls", "plain GET of an object PUT over TLS")
+        # Each port speaks only its protocol.
+        conn = http.client.HTTPConnection("127.0.0.1", tls_port, timeout=10)
+        try:
+            conn.request("GET", "/_/health")
+            raise harness.Failure("plain HTTP answered on the TLS port: %d" % conn.getresponse().status)
+        except (http.client.HTTPException, ConnectionError, socket.timeout):
+            pass
+        finally:
+            conn.close()
+        try:
+            socket_tls = srv.ssl_context().wrap_socket(socket.create_connection(("127.0.0.1", plain_port), timeout=10), server_hostname="127.0.0.1")
+            socket_tls.close()
+            raise harness.Failure("a TLS handshake succeeded on the plain port")
+        except (ssl.SSLError, ConnectionError, socket.timeout):
+            pass
+        # The mid-body answer goes as a TLS record on the TLS port, as
+        # plain bytes on the plain one.
+        oversize_chunked(srv, tls_port, True, "dual-size-tls")
+        oversize_chunked(srv, plain_port, False, "dual-size-plain")
+
+
+TESTS = [test_versions, test_plain_http_refused, test_boto3, test_awscli, test_rclone, test_s3cmd, test_shard, test_oversize_chunked, test_tls_listen, test_sighup_reload]
 
 
 def main():
