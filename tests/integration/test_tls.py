@@ -7,7 +7,9 @@ default checksums make PUTs aws-chunked with trailers over HTTPS; multipart,
 GET, Range), aws-cli (--ca-bundle), rclone (--ca-cert), s3cmd (--ca-certs)
 and `shard` (AWS_CA_BUNDLE) work; SIGHUP swaps the certificate for new
 connections while an open keep-alive connection goes on; an over-size
-chunked upload gets its EntityTooLarge as a TLS record, then a close.
+chunked upload gets its EntityTooLarge as a TLS record, then a close; a
+stalled handshake is dropped by header_timeout; with tls_listen, plain HTTP
+and HTTPS are served side by side.
 """
 import http.client
 import os
@@ -349,6 +351,29 @@ def oversize_chunked(srv, port=None, is_tls=True, bucket="tls-size"):
     eq(srv.health(), 200, "health after the refused PUT")
 
 
+def test_handshake_deadline(_):
+    # A client that connects and never completes the handshake is dropped
+    # by header_timeout (the guard's clock starts when MHD adds the socket),
+    # while a finished handshake followed by a request is served.
+    cert, key = os.path.join(TMP, "first.pem"), os.path.join(TMP, "first.key")
+    with TlsServer(cert, key, extra="header_timeout = 1\n", tag="tls-slow") as srv:
+        silent = socket.create_connection(("127.0.0.1", srv.port), timeout=8)
+        half = socket.create_connection(("127.0.0.1", srv.port), timeout=8)
+        half.sendall(b"\x16\x03\x01\x00\xff")  # the start of a ClientHello, then nothing
+        t0 = time.monotonic()
+        for s in (silent, half):
+            try:
+                got = s.recv(100)
+                eq(got, b"", "data on a connection that never finished its handshake")
+            except ConnectionResetError:
+                pass
+            except socket.timeout:
+                raise harness.Failure("a stalled handshake was not dropped within 8 s")
+            s.close()
+        check(time.monotonic() - t0 < 8, "stalled handshakes dropped late")
+        eq(srv.health(), 200, "health after the stalled handshakes")
+
+
 def test_tls_listen(_):
     # tls_listen: plain HTTP stays on 'listen', HTTPS on the second address;
     # one data set behind both, and SIGTERM stops both (checked at stop).
@@ -385,7 +410,7 @@ def test_tls_listen(_):
         oversize_chunked(srv, plain_port, False, "dual-size-plain")
 
 
-TESTS = [test_versions, test_plain_http_refused, test_boto3, test_awscli, test_rclone, test_s3cmd, test_shard, test_oversize_chunked, test_tls_listen, test_sighup_reload]
+TESTS = [test_versions, test_plain_http_refused, test_boto3, test_awscli, test_rclone, test_s3cmd, test_shard, test_oversize_chunked, test_handshake_deadline, test_tls_listen, test_sighup_reload]
 
 
 def main():
