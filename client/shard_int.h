@@ -22,6 +22,7 @@ struct client_config {
     char *secret_key;
     char *session_token; /* NULL when none */
     char *profile;
+    char *ca_bundle; /* PEM file of CAs to trust for https; NULL: the system's */
 };
 
 /* Receives one "key = value" of section 'section' ("" before the first section;

@@ -52,6 +52,14 @@ struct config {
     uint32_t lifecycle_day_s;             /* seconds in a lifecycle "day" (86400) */
     uint32_t lifecycle_interval_s;        /* seconds between background passes; 0 = none */
     uint32_t lifecycle_max_objects_per_s; /* bound on expirations + aborts per second */
+    /* HTTPS when both are set (tls.c): PEM files, the chain (server
+     * certificate first) and its private key. HTTPS goes on the listen
+     * address, or with tls_listen_addr on that second address, plain HTTP
+     * staying on the first. */
+    char tls_cert_file[4096];
+    char tls_key_file[4096];
+    char tls_listen_addr[64]; /* "" = none */
+    uint16_t tls_listen_port;
 };
 
 /* Fills 'c' with the embedded defaults. */

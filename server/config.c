@@ -22,6 +22,7 @@ enum directive_kind {
     DIR_U32,
     DIR_BOOL,
     DIR_LISTEN,
+    DIR_TLS_LISTEN,
     DIR_LOG_LEVEL
 };
 
@@ -72,6 +73,9 @@ static const struct directive directives[] = {
     {"lifecycle_day_seconds", DIR_U32, FIELD(lifecycle_day_s), 0},
     {"lifecycle_interval_s", DIR_U32, FIELD(lifecycle_interval_s), 0},
     {"lifecycle_max_objects_per_s", DIR_U32, FIELD(lifecycle_max_objects_per_s), 0},
+    {"tls_cert_file", DIR_STRING, FIELD(tls_cert_file), FIELD_LEN(tls_cert_file)},
+    {"tls_key_file", DIR_STRING, FIELD(tls_key_file), FIELD_LEN(tls_key_file)},
+    {"tls_listen", DIR_TLS_LISTEN, 0, 0},
 };
 
 void
@@ -115,22 +119,30 @@ config_defaults(struct config *c)
     c->lifecycle_max_objects_per_s = 1000;
 }
 
-int
-config_set_listen(struct config *c, const char *addr_port)
+/* Parses "ADDR:PORT" into 'addr' (capacity 'cap') and '*port'. Returns 0
+ * or -1, leaving both untouched. */
+static int
+parse_addr_port(const char *addr_port, char *addr, size_t cap, uint16_t *port)
 {
     const char *colon = strrchr(addr_port, ':');
     if (!colon || colon == addr_port)
         return -1;
     size_t alen = (size_t)(colon - addr_port);
-    if (alen >= sizeof(c->listen_addr))
+    if (alen >= cap)
         return -1;
-    uint64_t port;
-    if (parse_u64(slice_from_cstr(colon + 1), 65535, &port) != 0)
+    uint64_t n;
+    if (parse_u64(slice_from_cstr(colon + 1), 65535, &n) != 0)
         return -1;
-    memcpy(c->listen_addr, addr_port, alen);
-    c->listen_addr[alen] = '\0';
-    c->listen_port = (uint16_t)port;
+    memcpy(addr, addr_port, alen);
+    addr[alen] = '\0';
+    *port = (uint16_t)n;
     return 0;
+}
+
+int
+config_set_listen(struct config *c, const char *addr_port)
+{
+    return parse_addr_port(addr_port, c->listen_addr, sizeof(c->listen_addr), &c->listen_port);
 }
 
 int
@@ -145,6 +157,13 @@ config_set(struct config *c, const char *key, const char *value)
         switch (d->kind) {
         case DIR_LISTEN:
             return config_set_listen(c, value);
+        case DIR_TLS_LISTEN:
+            if (value[0] == '\0') {
+                c->tls_listen_addr[0] = '\0';
+                return 0;
+            }
+            return parse_addr_port(value, c->tls_listen_addr, sizeof(c->tls_listen_addr),
+                                   &c->tls_listen_port);
         case DIR_STRING:
             if (strlen(value) >= d->len)
                 return -1;

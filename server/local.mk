@@ -12,8 +12,9 @@ shardstore_SOURCES = server/main.c server/server.h server/conf.h server/config.c
 	server/op_versions.c server/admin_cli.c server/admin_cli.h server/reserve.h server/reserve.c \
 	server/extents.h server/extents.c server/guard.h server/guard.c \
 	server/unsupported.h server/unsupported.c \
-	server/lifecycle.h server/lifecycle.c server/op_lifecycle.c
-shardstore_CFLAGS = $(AM_CFLAGS) $(MHD_CFLAGS) $(EXPAT_CFLAGS)
+	server/lifecycle.h server/lifecycle.c server/op_lifecycle.c \
+	server/tls.h server/tls.c
+shardstore_CFLAGS = $(AM_CFLAGS) $(MHD_CFLAGS) $(GNUTLS_CFLAGS) $(EXPAT_CFLAGS)
 shardstore_LDADD = server/libs3parse.la auth/libauth.la index/libindex.la storage/libstorage.la \
-	common/libcommon.la $(MHD_LIBS) $(EXPAT_LIBS) $(OPENSSL_LIBS) $(URING_LIBS) $(LMDB_LIBS) \
+	common/libcommon.la $(MHD_LIBS) $(GNUTLS_LIBS) $(EXPAT_LIBS) $(OPENSSL_LIBS) $(URING_LIBS) $(LMDB_LIBS) \
 	$(XXHASH_LIBS) -lz -lpthread

@@ -3,7 +3,8 @@
  *
  * Startup order: config -> data dir -> credentials -> index -> storage
  * (free space rebuilt from the extents the index references, so a crash
- * can never leak space) -> committer -> HTTP. SIGTERM/SIGINT stop
+ * can never leak space) -> committer -> HTTP. SIGHUP reloads the
+ * TLS certificate (http_reload). SIGTERM/SIGINT stop
  * accepting, let in-flight requests finish (bounded), and close in the
  * reverse order.
  */
@@ -185,6 +186,7 @@ main(int argc, char **argv)
     sigemptyset(&sigs);
     sigaddset(&sigs, SIGTERM);
     sigaddset(&sigs, SIGINT);
+    sigaddset(&sigs, SIGHUP);
     pthread_sigmask(SIG_BLOCK, &sigs, NULL);
     signal(SIGPIPE, SIG_IGN);
 
@@ -220,7 +222,11 @@ main(int argc, char **argv)
     if (http_start(&srv) != 0)
         goto out;
     int sig = 0;
-    sigwait(&sigs, &sig);
+    /* SIGHUP reloads what can change under a running server. */
+    while (sigwait(&sigs, &sig) == 0 && sig == SIGHUP) {
+        log_info("SIGHUP: reloading");
+        http_reload(&srv);
+    }
     log_info("signal %d: stopping", sig);
     atomic_store(&srv.is_stopping, true);
     http_stop(&srv);

@@ -41,14 +41,25 @@ struct metrics {
     atomic_uint_fast64_t offloaded; /* request steps run on a worker */
 };
 
+/* One listening address and the MHD daemon behind it (http.c). */
+struct http_endpoint {
+    struct server *srv;
+    struct listener *listener;
+    struct MHD_Daemon *daemon;
+    bool is_tls;
+    char addr[64];
+    uint16_t port;
+};
+
 struct server {
     struct config cfg;
     struct index *index;
     struct storage *storage;
     struct committer *committer;
-    struct MHD_Daemon *daemon;
-    struct offload *offload; /* NULL with thread_per_connection */
-    struct listener *listener;
+    /* What listens: [0] 'listen' (HTTPS when TLS is on without
+     * tls_listen), [1] 'tls_listen' when set. Owned by http.c. */
+    struct http_endpoint endpoints[2];
+    struct offload *offload;        /* NULL with thread_per_connection */
     struct guard *guard;            /* slow-client rules (guard.c) */
     struct reserve_table *reserves; /* what each principal's uploads hold */
     struct lifecycle *lifecycle;    /* the lifecycle worker (lifecycle.c) */

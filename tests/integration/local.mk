@@ -35,6 +35,10 @@ TESTS += %D%/test_curl
 TESTS += %D%/test_slow_clients.py
 EXTRA_DIST += %D%/test_slow_clients.py
 
+# HTTPS: versions, every client, certificate reload, over-size bodies.
+TESTS += %D%/test_tls.py
+EXTRA_DIST += %D%/test_tls.py
+
 # Admin endpoints: health, metrics, scrub.
 TESTS += %D%/test_admin.py
 EXTRA_DIST += %D%/test_admin.py
