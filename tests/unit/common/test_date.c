@@ -137,7 +137,7 @@ test_junk(void)
     static const char alpha[] = "0123456789 ,:-.TZGMTSunMonNovFebday";
     uint64_t x = 0xD1B54A32D192ED03ull;
     for (int i = 0; i < 300000; i++) {
-        char text[40], out[40];
+        char text[40] = {0}, out[40];
         size_t len = next_rand(&x) % 36;
         for (size_t k = 0; k < len; k++)
             text[k] = alpha[next_rand(&x) % (sizeof(alpha) - 1)];
