@@ -220,7 +220,8 @@ enum auth_checksum_algo {
 
 /* Incremental hasher for any algorithm above. Plain struct, caller-owned.
  * MD5/SHA use OpenSSL EVP contexts allocated by init and freed by final
- * or cleanup; the CRCs are table-driven (slice-by-8 or better). */
+ * or cleanup; the CRCs are ISA-L's (PCLMULQDQ folding; CRC64NVME falls back
+ * to slice-by-8 tables where the installed ISA-L lacks it). */
 struct auth_checksum {
     enum auth_checksum_algo algo;
     uint64_t crc;

@@ -3,11 +3,14 @@
  * SHA1, SHA256, MD5) behind one incremental interface, plus CRC combination
  * for FULL_OBJECT multipart checksums.
  *
- * All three CRCs are reflected with init and xorout all ones. CRC32 is
- * zlib's; CRC32C uses the SSE4.2 crc32 instruction when the CPU has it and
- * slice-by-8 tables otherwise; CRC64NVME is slice-by-8. The tables are
- * built once (pthread_once) and read-only afterwards. Digests of CRCs are
- * big-endian bytes, as S3 base64-encodes them.
+ * All three CRCs are reflected with init and xorout all ones. CRC32 and
+ * CRC32C are ISA-L's (crc32_gzip_refl, crc32_iscsi: PCLMULQDQ folding,
+ * chosen by ISA-L at run time). CRC64NVME is ISA-L's crc64_rocksoft_refl
+ * where the library has it (2.31 on); otherwise slice-by-8 tables, built
+ * once (pthread_once) and read-only afterwards. 'crc' in struct
+ * auth_checksum is always the finished CRC of the bytes so far (0 at the
+ * start), which is what ISA-L's refl functions take and return. Digests of
+ * CRCs are big-endian bytes, as S3 base64-encodes them.
  */
 #include "config.h"
 
@@ -15,26 +18,19 @@
 
 #include <openssl/evp.h>
 
+#include <isa-l/crc.h>
+#include <isa-l/crc64.h>
+#include <limits.h>
 #include <pthread.h>
-#include <zlib.h>
 
-#if defined(__x86_64__)
-#include <nmmintrin.h>
-#endif
-
+#define POLY_CRC32 0xedb88320u
 #define POLY_CRC32C 0x82f63b78u
 #define POLY_CRC64NVME 0x9a6c9329ac4bc9b5ull
 
-/* Bytes per stream in the 3-way interleaved SSE4.2 loop. */
-#define CRC32C_BLOCK 1024
-
-static uint32_t crc32c_table[8][256];
+#ifndef HAVE_CRC64_ROCKSOFT_REFL
 static uint64_t crc64_table[8][256];
-/* shift_table[k]: multiply a raw CRC32C register by x^(8 * CRC32C_BLOCK * (k + 1)) mod P,
- * one 256-entry table per register byte. */
-static uint32_t crc32c_shift_table[2][4][256];
-static bool has_sse42;
 static pthread_once_t tables_once = PTHREAD_ONCE_INIT;
+#endif
 
 /* ------------------------------------------------------------------------ */
 /* GF(2) arithmetic: x^(8n) mod P (the method of zlib 1.2.12+)               */
@@ -75,38 +71,44 @@ xbytesmodp(uint64_t n, uint64_t poly, int width)
     return p;
 }
 
+/* 'crc' is a finished CRC32C; returns the finished CRC32C with 'len' more
+ * bytes (crc32_iscsi takes an int length and a raw register). */
+static uint32_t
+crc32c_update(uint32_t crc, const unsigned char *p, size_t len)
+{
+    uint32_t reg = ~crc;
+    while (len > 0) {
+        size_t n = MIN(len, (size_t)INT_MAX & ~(size_t)63);
+        /* ISA-L's prototype lacks const; it does not write the buffer. */
+        reg = crc32_iscsi((unsigned char *)(uintptr_t)p, (int)n, reg);
+        p += n;
+        len -= n;
+    }
+    return ~reg;
+}
+
+#ifdef HAVE_CRC64_ROCKSOFT_REFL
+static uint64_t
+crc64nvme_update(uint64_t crc, const unsigned char *p, size_t len)
+{
+    return crc64_rocksoft_refl(crc, p, len);
+}
+#else
 static void
 tables_build(void)
 {
     for (uint32_t i = 0; i < 256; i++) {
-        uint32_t c = i;
         uint64_t d = i;
-        for (int k = 0; k < 8; k++) {
-            c = (c & 1) ? (c >> 1) ^ POLY_CRC32C : c >> 1;
+        for (int k = 0; k < 8; k++)
             d = (d & 1) ? (d >> 1) ^ POLY_CRC64NVME : d >> 1;
-        }
-        crc32c_table[0][i] = c;
         crc64_table[0][i] = d;
     }
     for (int k = 1; k < 8; k++) {
         for (int i = 0; i < 256; i++) {
-            uint32_t c = crc32c_table[k - 1][i];
             uint64_t d = crc64_table[k - 1][i];
-            crc32c_table[k][i] = (c >> 8) ^ crc32c_table[0][c & 0xff];
             crc64_table[k][i] = (d >> 8) ^ crc64_table[0][d & 0xff];
         }
     }
-    for (int s = 0; s < 2; s++) {
-        uint64_t op = xbytesmodp((uint64_t)CRC32C_BLOCK * (uint64_t)(s + 1), POLY_CRC32C, 32);
-        for (int b = 0; b < 4; b++)
-            for (uint32_t i = 0; i < 256; i++)
-                crc32c_shift_table[s][b][i] =
-                    (uint32_t)multmodp(op, (uint64_t)i << (8 * b), POLY_CRC32C, 32);
-    }
-#if defined(__x86_64__)
-    __builtin_cpu_init();
-    has_sse42 = __builtin_cpu_supports("sse4.2");
-#endif
 }
 
 static inline uint64_t
@@ -120,65 +122,13 @@ load_le64(const unsigned char *p)
     return v;
 }
 
-/* 'crc' is the running register (already inverted); returns the new one. */
-static uint32_t
-crc32c_sw(uint32_t crc, const unsigned char *p, size_t len)
-{
-    const uint32_t(*t)[256] = crc32c_table;
-    while (len >= 8) {
-        uint64_t v = load_le64(p) ^ crc;
-        crc = t[7][v & 0xff] ^ t[6][(v >> 8) & 0xff] ^ t[5][(v >> 16) & 0xff] ^
-              t[4][(v >> 24) & 0xff] ^ t[3][(v >> 32) & 0xff] ^ t[2][(v >> 40) & 0xff] ^
-              t[1][(v >> 48) & 0xff] ^ t[0][v >> 56];
-        p += 8;
-        len -= 8;
-    }
-    while (len--)
-        crc = (crc >> 8) ^ t[0][(crc ^ *p++) & 0xff];
-    return crc;
-}
-
-#if defined(__x86_64__)
-static inline uint32_t
-crc32c_shift(int blocks, uint32_t r)
-{
-    const uint32_t(*t)[256] = crc32c_shift_table[blocks - 1];
-    return t[0][r & 0xff] ^ t[1][(r >> 8) & 0xff] ^ t[2][(r >> 16) & 0xff] ^ t[3][r >> 24];
-}
-
-__attribute__((target("sse4.2"))) static uint32_t
-crc32c_hw(uint32_t crc, const unsigned char *p, size_t len)
-{
-    uint64_t c = crc;
-    /* Three independent streams hide the instruction's 3-cycle latency;
-     * the partial registers are merged by appending zero bytes (a table
-     * multiply by x^(8 * block) mod P). */
-    while (len >= 3 * CRC32C_BLOCK) {
-        uint64_t c1 = 0, c2 = 0;
-        for (size_t i = 0; i < CRC32C_BLOCK; i += 8) {
-            c = _mm_crc32_u64(c, load_le64(p + i));
-            c1 = _mm_crc32_u64(c1, load_le64(p + CRC32C_BLOCK + i));
-            c2 = _mm_crc32_u64(c2, load_le64(p + 2 * CRC32C_BLOCK + i));
-        }
-        c = crc32c_shift(2, (uint32_t)c) ^ crc32c_shift(1, (uint32_t)c1) ^ (uint32_t)c2;
-        p += 3 * CRC32C_BLOCK;
-        len -= 3 * CRC32C_BLOCK;
-    }
-    while (len >= 8) {
-        c = _mm_crc32_u64(c, load_le64(p));
-        p += 8;
-        len -= 8;
-    }
-    while (len--)
-        c = _mm_crc32_u8((uint32_t)c, *p++);
-    return (uint32_t)c;
-}
-#endif
-
+/* Slice-by-8 on a finished CRC; returns the finished CRC. */
 static uint64_t
-crc64_sw(uint64_t crc, const unsigned char *p, size_t len)
+crc64nvme_update(uint64_t crc, const unsigned char *p, size_t len)
 {
     const uint64_t(*t)[256] = crc64_table;
+    pthread_once(&tables_once, tables_build);
+    crc = ~crc;
     while (len >= 8) {
         uint64_t v = load_le64(p) ^ crc;
         crc = t[7][v & 0xff] ^ t[6][(v >> 8) & 0xff] ^ t[5][(v >> 16) & 0xff] ^
@@ -189,8 +139,9 @@ crc64_sw(uint64_t crc, const unsigned char *p, size_t len)
     }
     while (len--)
         crc = (crc >> 8) ^ t[0][(crc ^ *p++) & 0xff];
-    return crc;
+    return ~crc;
 }
+#endif
 
 uint64_t
 auth_checksum_crc_combine(enum auth_checksum_algo algo, uint64_t crc_a, uint64_t crc_b,
@@ -200,7 +151,7 @@ auth_checksum_crc_combine(enum auth_checksum_algo algo, uint64_t crc_a, uint64_t
     int width;
     switch (algo) {
     case AUTH_CK_CRC32:
-        poly = 0xedb88320u;
+        poly = POLY_CRC32;
         width = 32;
         break;
     case AUTH_CK_CRC32C:
@@ -245,10 +196,8 @@ evp_md(enum auth_checksum_algo algo)
 void
 auth_checksum_init(struct auth_checksum *c, enum auth_checksum_algo algo)
 {
-    pthread_once(&tables_once, tables_build);
     c->algo = algo;
-    /* zlib's crc32_z takes and returns finished CRCs; ours keep the raw register. */
-    c->crc = algo == AUTH_CK_CRC32 ? 0 : ~0ull;
+    c->crc = 0;
     c->evp = NULL;
     const EVP_MD *md = evp_md(algo);
     if (md != NULL) {
@@ -269,19 +218,13 @@ auth_checksum_update(struct auth_checksum *c, const void *data, size_t len)
         return;
     switch (c->algo) {
     case AUTH_CK_CRC32:
-        c->crc = crc32_z((unsigned long)c->crc, p, len);
+        c->crc = crc32_gzip_refl((uint32_t)c->crc, p, len);
         break;
     case AUTH_CK_CRC32C:
-#if defined(__x86_64__)
-        if (has_sse42) {
-            c->crc = crc32c_hw((uint32_t)c->crc, p, len);
-            break;
-        }
-#endif
-        c->crc = crc32c_sw((uint32_t)c->crc, p, len);
+        c->crc = crc32c_update((uint32_t)c->crc, p, len);
         break;
     case AUTH_CK_CRC64NVME:
-        c->crc = crc64_sw(c->crc, p, len);
+        c->crc = crc64nvme_update(c->crc, p, len);
         break;
     case AUTH_CK_SHA1:
     case AUTH_CK_SHA256:
@@ -301,13 +244,9 @@ auth_checksum_final(struct auth_checksum *c, uint8_t out[AUTH_CK_MAX_DIGEST])
     uint64_t v = 0;
     switch (c->algo) {
     case AUTH_CK_CRC32:
-        v = c->crc & 0xffffffffu;
-        break;
     case AUTH_CK_CRC32C:
-        v = ~c->crc & 0xffffffffu;
-        break;
     case AUTH_CK_CRC64NVME:
-        v = ~c->crc;
+        v = c->crc;
         break;
     case AUTH_CK_SHA1:
     case AUTH_CK_SHA256:

@@ -13,7 +13,7 @@
 FUZZ_SAN = -fsanitize=fuzzer,address,undefined
 
 # ---- auth/: SigV4 header, SigV4 presigned query, aws-chunked -------------
-AUTH_FUZZ_LIBS = common/libcommon.la $(OPENSSL_LIBS) -lz
+AUTH_FUZZ_LIBS = common/libcommon.la $(OPENSSL_LIBS) $(ISAL_LIBS)
 
 check_PROGRAMS += %D%/replay_sigv4_header %D%/replay_sigv4_query %D%/replay_aws_chunked
 TESTS += %D%/replay_sigv4_header %D%/replay_sigv4_query %D%/replay_aws_chunked
@@ -37,17 +37,17 @@ if FUZZING
 noinst_PROGRAMS += %D%/fuzz_sigv4_header %D%/fuzz_sigv4_query %D%/fuzz_aws_chunked
 
 %C%_fuzz_sigv4_header_SOURCES = %D%/fuzz_sigv4_header.c $(auth_libauth_la_SOURCES)
-%C%_fuzz_sigv4_header_CFLAGS = $(AM_CFLAGS) $(OPENSSL_CFLAGS) $(FUZZ_SAN)
+%C%_fuzz_sigv4_header_CFLAGS = $(AM_CFLAGS) $(OPENSSL_CFLAGS) $(ISAL_CFLAGS) $(FUZZ_SAN)
 %C%_fuzz_sigv4_header_LDFLAGS = $(AM_LDFLAGS) $(FUZZ_SAN)
 %C%_fuzz_sigv4_header_LDADD = $(AUTH_FUZZ_LIBS)
 
 %C%_fuzz_sigv4_query_SOURCES = %D%/fuzz_sigv4_query.c $(auth_libauth_la_SOURCES)
-%C%_fuzz_sigv4_query_CFLAGS = $(AM_CFLAGS) $(OPENSSL_CFLAGS) $(FUZZ_SAN)
+%C%_fuzz_sigv4_query_CFLAGS = $(AM_CFLAGS) $(OPENSSL_CFLAGS) $(ISAL_CFLAGS) $(FUZZ_SAN)
 %C%_fuzz_sigv4_query_LDFLAGS = $(AM_LDFLAGS) $(FUZZ_SAN)
 %C%_fuzz_sigv4_query_LDADD = $(AUTH_FUZZ_LIBS)
 
 %C%_fuzz_aws_chunked_SOURCES = %D%/fuzz_aws_chunked.c $(auth_libauth_la_SOURCES)
-%C%_fuzz_aws_chunked_CFLAGS = $(AM_CFLAGS) $(OPENSSL_CFLAGS) $(FUZZ_SAN)
+%C%_fuzz_aws_chunked_CFLAGS = $(AM_CFLAGS) $(OPENSSL_CFLAGS) $(ISAL_CFLAGS) $(FUZZ_SAN)
 %C%_fuzz_aws_chunked_LDFLAGS = $(AM_LDFLAGS) $(FUZZ_SAN)
 %C%_fuzz_aws_chunked_LDADD = $(AUTH_FUZZ_LIBS)
 endif
