@@ -6,8 +6,9 @@
  * All three CRCs are reflected with init and xorout all ones. CRC32 and
  * CRC32C are ISA-L's (crc32_gzip_refl, crc32_iscsi: PCLMULQDQ folding,
  * chosen by ISA-L at run time). CRC64NVME is ISA-L's crc64_rocksoft_refl
- * where the library has it (2.31 on); otherwise slice-by-8 tables, built
- * once (pthread_once) and read-only afterwards. 'crc' in struct
+ * where the library has it (2.31 on); otherwise our own PCLMULQDQ folding
+ * when the CPU has it, and slice-by-8 tables for short inputs and other
+ * CPUs (tables and constants built once, pthread_once, read-only after). 'crc' in struct
  * auth_checksum is always the finished CRC of the bytes so far (0 at the
  * start), which is what ISA-L's refl functions take and return. Digests of
  * CRCs are big-endian bytes, as S3 base64-encodes them.
@@ -29,11 +30,19 @@
 
 #ifndef HAVE_CRC64_ROCKSOFT_REFL
 static uint64_t crc64_table[8][256];
+/* Folding constants of the PCLMULQDQ path: fold_k[i] moves a 128-bit
+ * block forward by 128 * (i + 1) bits, {x^(D+63) mod P, x^(D-1) mod P}. */
+static uint64_t crc64_fold_k[4][2];
+static bool has_pclmul;
 static pthread_once_t tables_once = PTHREAD_ONCE_INIT;
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define CRC64_PCLMUL 1
+#include <immintrin.h>
+#endif
 #endif
 
 /* ------------------------------------------------------------------------ */
-/* GF(2) arithmetic: x^(8n) mod P (the method of zlib 1.2.12+)               */
+/* GF(2) arithmetic: x^n mod P (the method of zlib 1.2.12+)                  */
 /* ------------------------------------------------------------------------ */
 
 /* a * b mod P for reflected 'width'-bit polynomials 'poly'. */
@@ -53,14 +62,12 @@ multmodp(uint64_t a, uint64_t b, uint64_t poly, int width)
     return p;
 }
 
-/* x^(8n) mod P: the operator that appends 'n' zero bytes to a register. */
+/* x^n mod P. */
 static uint64_t
-xbytesmodp(uint64_t n, uint64_t poly, int width)
+xbitsmodp(uint64_t n, uint64_t poly, int width)
 {
     uint64_t p = 1ull << (width - 1);  /* x^0 */
     uint64_t sq = 1ull << (width - 2); /* x^1 */
-    for (int i = 0; i < 3; i++)
-        sq = multmodp(sq, sq, poly, width); /* x^8 */
     while (n) {
         if (n & 1)
             p = multmodp(sq, p, poly, width);
@@ -69,6 +76,13 @@ xbytesmodp(uint64_t n, uint64_t poly, int width)
             sq = multmodp(sq, sq, poly, width);
     }
     return p;
+}
+
+/* x^(8n) mod P: the operator that appends 'n' zero bytes to a register. */
+static uint64_t
+xbytesmodp(uint64_t n, uint64_t poly, int width)
+{
+    return xbitsmodp(8 * n, poly, width);
 }
 
 /* 'crc' is a finished CRC32C; returns the finished CRC32C with 'len' more
@@ -109,6 +123,15 @@ tables_build(void)
             crc64_table[k][i] = (d >> 8) ^ crc64_table[0][d & 0xff];
         }
     }
+    for (int i = 0; i < 4; i++) {
+        uint64_t dist = 128 * (uint64_t)(i + 1);
+        crc64_fold_k[i][0] = xbitsmodp(dist + 63, POLY_CRC64NVME, 64);
+        crc64_fold_k[i][1] = xbitsmodp(dist - 1, POLY_CRC64NVME, 64);
+    }
+#ifdef CRC64_PCLMUL
+    __builtin_cpu_init();
+    has_pclmul = __builtin_cpu_supports("pclmul") && __builtin_cpu_supports("sse4.1");
+#endif
 }
 
 static inline uint64_t
@@ -122,13 +145,11 @@ load_le64(const unsigned char *p)
     return v;
 }
 
-/* Slice-by-8 on a finished CRC; returns the finished CRC. */
+/* Slice-by-8 on the raw register 'crc'; returns the new raw register. */
 static uint64_t
-crc64nvme_update(uint64_t crc, const unsigned char *p, size_t len)
+crc64_sw(uint64_t crc, const unsigned char *p, size_t len)
 {
     const uint64_t(*t)[256] = crc64_table;
-    pthread_once(&tables_once, tables_build);
-    crc = ~crc;
     while (len >= 8) {
         uint64_t v = load_le64(p) ^ crc;
         crc = t[7][v & 0xff] ^ t[6][(v >> 8) & 0xff] ^ t[5][(v >> 16) & 0xff] ^
@@ -139,7 +160,63 @@ crc64nvme_update(uint64_t crc, const unsigned char *p, size_t len)
     }
     while (len--)
         crc = (crc >> 8) ^ t[0][(crc ^ *p++) & 0xff];
-    return ~crc;
+    return crc;
+}
+
+#ifdef CRC64_PCLMUL
+/*
+ * Carry-less folding (Intel's "Fast CRC computation for generic polynomials
+ * using PCLMULQDQ", reflected form). A 16-byte block loaded little-endian
+ * stands for L(x) x^64 + H(x); moving it D bits forward is L * x^(D+64) +
+ * H * x^D, and as PCLMULQDQ of reflected operands yields the product times
+ * x, the constants are x^(D+63) and x^(D-1) mod P. Four accumulators fold
+ * by 512 bits to hide the multiplier's latency; the last block left is a
+ * message whose CRC from a zero register is the answer, which slice-by-8
+ * finishes with the tail bytes. 'crc' is the raw register, len >= 64.
+ */
+__attribute__((target("pclmul,sse4.1"))) static uint64_t
+crc64_pclmul(uint64_t crc, const unsigned char *p, size_t len)
+{
+#define FOLD(x, k) _mm_xor_si128(_mm_clmulepi64_si128(x, k, 0x00), _mm_clmulepi64_si128(x, k, 0x11))
+#define LOAD(q) _mm_loadu_si128((const __m128i *)(const void *)(q))
+    const __m128i k1 = LOAD(crc64_fold_k[0]), k2 = LOAD(crc64_fold_k[1]);
+    const __m128i k3 = LOAD(crc64_fold_k[2]), k4 = LOAD(crc64_fold_k[3]);
+    __m128i x0 = _mm_xor_si128(LOAD(p), _mm_cvtsi64_si128((long long)crc));
+    __m128i x1 = LOAD(p + 16), x2 = LOAD(p + 32), x3 = LOAD(p + 48);
+    unsigned char last[16];
+    p += 64;
+    len -= 64;
+    while (len >= 64) {
+        x0 = _mm_xor_si128(FOLD(x0, k4), LOAD(p));
+        x1 = _mm_xor_si128(FOLD(x1, k4), LOAD(p + 16));
+        x2 = _mm_xor_si128(FOLD(x2, k4), LOAD(p + 32));
+        x3 = _mm_xor_si128(FOLD(x3, k4), LOAD(p + 48));
+        p += 64;
+        len -= 64;
+    }
+    x0 = _mm_xor_si128(_mm_xor_si128(FOLD(x0, k3), FOLD(x1, k2)), _mm_xor_si128(FOLD(x2, k1), x3));
+    while (len >= 16) {
+        x0 = _mm_xor_si128(FOLD(x0, k1), LOAD(p));
+        p += 16;
+        len -= 16;
+    }
+#undef FOLD
+#undef LOAD
+    _mm_storeu_si128((__m128i *)(void *)last, x0);
+    return crc64_sw(crc64_sw(0, last, 16), p, len);
+}
+#endif
+
+/* On a finished CRC; returns the finished CRC. */
+static uint64_t
+crc64nvme_update(uint64_t crc, const unsigned char *p, size_t len)
+{
+    pthread_once(&tables_once, tables_build);
+#ifdef CRC64_PCLMUL
+    if (has_pclmul && len >= 64)
+        return ~crc64_pclmul(~crc, p, len);
+#endif
+    return ~crc64_sw(~crc, p, len);
 }
 #endif
 
