@@ -230,7 +230,8 @@ enum auth_checksum_algo {
 
 /* Incremental hasher for any algorithm above. Plain struct, caller-owned.
  * MD5/SHA use OpenSSL EVP contexts allocated by init and freed by final
- * or cleanup; the CRCs are table-driven (slice-by-8 or better). */
+ * or cleanup; the CRCs are ISA-L's (PCLMULQDQ folding; CRC64NVME falls back
+ * to slice-by-8 tables where the installed ISA-L lacks it). */
 struct auth_checksum {
     enum auth_checksum_algo algo;
     uint64_t crc;
@@ -263,6 +264,62 @@ uint64_t auth_checksum_crc_combine(enum auth_checksum_algo algo, uint64_t crc_a,
 void auth_sha256(const void *data, size_t len, uint8_t out[32]);
 void auth_hmac_sha256(const void *key, size_t key_len, const void *data, size_t len,
                       uint8_t out[32]);
+
+/* ---- multi-buffer MD5 (md5_mb.c) ----------------------------------------- */
+
+/*
+ * MD5 of up to AUTH_MD5_MB_LANES independent streams at once: one stream
+ * per lane, whole 64-byte blocks submitted per lane, then one run that
+ * advances every lane with pending blocks together (AVX2: the 8 lanes of a
+ * 256-bit register; scalar code otherwise). The digest of a lane equals
+ * MD5 of the bytes submitted to it since its reset, plus the tail given to
+ * auth_md5_mb_final. Plain struct, caller-owned; no allocation; one thread
+ * at a time. Fields are private to md5_mb.c.
+ */
+#define AUTH_MD5_MB_LANES 8
+
+enum auth_md5_mb_impl {
+    AUTH_MD5_MB_AUTO = 0, /* AVX2 when the CPU has it and enough lanes are busy */
+    AUTH_MD5_MB_SCALAR,   /* one stream after the other, portable C */
+    AUTH_MD5_MB_AVX2,     /* always the 8-lane kernel, even for one busy lane */
+};
+
+struct auth_md5_mb {
+    uint32_t st[4][AUTH_MD5_MB_LANES];           /* A, B, C, D of each lane (lane-major rows) */
+    const unsigned char *ptr[AUTH_MD5_MB_LANES]; /* pending blocks (not owned) */
+    size_t nblocks[AUTH_MD5_MB_LANES];           /* pending 64-byte blocks */
+    uint64_t len[AUTH_MD5_MB_LANES];             /* bytes submitted since reset */
+    enum auth_md5_mb_impl impl;
+};
+
+/* Resets every lane and selects AUTH_MD5_MB_AUTO (scalar without AVX2). */
+void auth_md5_mb_init(struct auth_md5_mb *ctx);
+/* Selects an implementation (tests, benchmarks). Returns 0, or -ENOTSUP for
+ * AUTH_MD5_MB_AVX2 on a CPU without AVX2 (the selection is then unchanged). */
+int auth_md5_mb_set_impl(struct auth_md5_mb *ctx, enum auth_md5_mb_impl impl);
+/* Starts a new stream in 'lane' (< AUTH_MD5_MB_LANES), dropping anything
+ * pending there. */
+void auth_md5_mb_reset(struct auth_md5_mb *ctx, unsigned lane);
+/*
+ * Queues 'len' bytes of 'lane''s stream, a multiple of 64, any alignment.
+ * The bytes are not copied: 'data' must stay valid and unchanged until the
+ * next auth_md5_mb_run (or auth_md5_mb_final of the lane) returns. Returns
+ * 0; -EINVAL for a bad lane or a length not a multiple of 64; -EBUSY when
+ * the lane still has blocks pending (run first).
+ */
+int auth_md5_mb_submit(struct auth_md5_mb *ctx, unsigned lane, const void *data, size_t len);
+/* Hashes every pending block of every lane; afterwards none is pending. */
+void auth_md5_mb_run(struct auth_md5_mb *ctx);
+/*
+ * Finishes 'lane''s stream: hashes its pending blocks (running all lanes),
+ * then 'tail' ('tail_len' bytes, any length, may be NULL when 0) and the
+ * MD5 padding, writes the 16-byte digest (as OpenSSL's MD5) to 'out' and
+ * resets the lane.
+ */
+void auth_md5_mb_final(struct auth_md5_mb *ctx, unsigned lane, const void *tail, size_t tail_len,
+                       uint8_t out[16]);
+/* True when this CPU runs the AVX2 kernel. */
+bool auth_md5_mb_have_avx2(void);
 
 /* ---- access policy (policy.c) ------------------------------------------ */
 

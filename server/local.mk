@@ -17,4 +17,4 @@ shardstore_SOURCES = server/main.c server/server.h server/conf.h server/config.c
 shardstore_CFLAGS = $(AM_CFLAGS) $(MHD_CFLAGS) $(GNUTLS_CFLAGS) $(EXPAT_CFLAGS)
 shardstore_LDADD = server/libs3parse.la auth/libauth.la index/libindex.la storage/libstorage.la \
 	common/libcommon.la $(MHD_LIBS) $(GNUTLS_LIBS) $(EXPAT_LIBS) $(OPENSSL_LIBS) $(URING_LIBS) $(LMDB_LIBS) \
-	$(XXHASH_LIBS) -lz -lpthread
+	$(XXHASH_LIBS) -lpthread
