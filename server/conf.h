@@ -48,6 +48,17 @@ struct config {
     uint32_t reader_pins_max;      /* reads (GET, copy, scrub) holding storage at once */
     uint32_t reader_pin_timeout_s; /* a streamed GET idle this long loses its pin; 0: never */
     char secret_key_file[4096];    /* key sealing access-key secrets; "" = DATA/secret.key */
+    /* Metrics and logs (metrics.c, access_log.c). */
+    int metrics_access;    /* enum metrics_access */
+    char access_log[4096]; /* JSON lines; "" off, "-" stdout */
+    char audit_log[4096];  /* admin actions; "" = the access log (or the server log) */
+};
+
+/* Who may read /_/metrics. */
+enum metrics_access {
+    METRICS_ACCESS_LOCAL, /* anyone from a loopback address, else as admin */
+    METRICS_ACCESS_OPEN,  /* anyone */
+    METRICS_ACCESS_ADMIN, /* SigV4 by root or an admin user only */
 };
 
 /* Fills 'c' with the embedded defaults. */

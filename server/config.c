@@ -22,7 +22,8 @@ enum directive_kind {
     DIR_U32,
     DIR_BOOL,
     DIR_LISTEN,
-    DIR_LOG_LEVEL
+    DIR_LOG_LEVEL,
+    DIR_METRICS_ACCESS
 };
 
 struct directive {
@@ -69,6 +70,9 @@ static const struct directive directives[] = {
     {"secret_key_file", DIR_STRING, FIELD(secret_key_file), FIELD_LEN(secret_key_file)},
     {"reader_pins_max", DIR_U32, FIELD(reader_pins_max), 0},
     {"reader_pin_timeout", DIR_U32, FIELD(reader_pin_timeout_s), 0},
+    {"metrics_access", DIR_METRICS_ACCESS, FIELD(metrics_access), 0},
+    {"access_log", DIR_STRING, FIELD(access_log), FIELD_LEN(access_log)},
+    {"audit_log", DIR_STRING, FIELD(audit_log), FIELD_LEN(audit_log)},
 };
 
 void
@@ -107,6 +111,7 @@ config_defaults(struct config *c)
     c->index_nosync = false;
     c->reader_pins_max = 16384;
     c->reader_pin_timeout_s = 60;
+    c->metrics_access = METRICS_ACCESS_LOCAL;
 }
 
 int
@@ -181,6 +186,16 @@ config_set(struct config *c, const char *key, const char *value)
             for (int l = 0; l < 4; l++)
                 if (!strcmp(value, names[l])) {
                     memcpy(field, &l, sizeof(l));
+                    return 0;
+                }
+            return -1;
+        }
+        case DIR_METRICS_ACCESS: {
+            /* In the order of enum metrics_access. */
+            static const char *names[] = {"local", "open", "admin"};
+            for (int m = 0; m < 3; m++)
+                if (!strcmp(value, names[m])) {
+                    memcpy(field, &m, sizeof(m));
                     return 0;
                 }
             return -1;

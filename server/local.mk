@@ -10,7 +10,8 @@ shardstore_SOURCES = server/main.c server/server.h server/conf.h server/config.c
 	server/op_list.c server/op_put.c server/op_get.c server/op_copy.c server/op_delete.c \
 	server/op_multipart.c server/admin.c server/creds.c server/creds.h server/admin_users.c \
 	server/op_versions.c server/admin_cli.c server/admin_cli.h server/reserve.h server/reserve.c \
-	server/extents.h server/extents.c server/guard.h server/guard.c
+	server/extents.h server/extents.c server/guard.h server/guard.c \
+	server/metrics.h server/metrics.c server/access_log.h server/access_log.c
 shardstore_CFLAGS = $(AM_CFLAGS) $(MHD_CFLAGS) $(EXPAT_CFLAGS)
 shardstore_LDADD = server/libs3parse.la auth/libauth.la index/libindex.la storage/libstorage.la \
 	common/libcommon.la $(MHD_LIBS) $(EXPAT_LIBS) $(OPENSSL_LIBS) $(URING_LIBS) $(LMDB_LIBS) \

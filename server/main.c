@@ -5,12 +5,13 @@
  * (free space rebuilt from the extents the index references, so a crash
  * can never leak space) -> committer -> HTTP. SIGTERM/SIGINT stop
  * accepting, let in-flight requests finish (bounded), and close in the
- * reverse order.
+ * reverse order. SIGHUP reopens the access and audit logs (logrotate).
  */
 #include "config.h"
 
 #include "common/common.h"
 #include "index/index.h"
+#include "server/access_log.h"
 #include "server/admin_cli.h"
 #include "server/commit.h"
 #include "server/conf.h"
@@ -184,6 +185,7 @@ main(int argc, char **argv)
     sigemptyset(&sigs);
     sigaddset(&sigs, SIGTERM);
     sigaddset(&sigs, SIGINT);
+    sigaddset(&sigs, SIGHUP); /* reopen the logs (logrotate) */
     pthread_sigmask(SIG_BLOCK, &sigs, NULL);
     signal(SIGPIPE, SIG_IGN);
 
@@ -207,6 +209,8 @@ main(int argc, char **argv)
         return 1;
     }
     int exit_code = 1;
+    if (access_log_open(srv.cfg.access_log, srv.cfg.audit_log) != 0)
+        goto out;
     if (open_stores(&srv) != 0)
         goto out;
     srv.committer = committer_create(&srv, srv.cfg.group_commit, srv.cfg.group_commit_max);
@@ -216,7 +220,10 @@ main(int argc, char **argv)
     if (http_start(&srv) != 0)
         goto out;
     int sig = 0;
-    sigwait(&sigs, &sig);
+    while (sigwait(&sigs, &sig) == 0 && sig == SIGHUP) {
+        log_info("SIGHUP: reopening the log files");
+        access_log_reopen();
+    }
     log_info("signal %d: stopping", sig);
     atomic_store(&srv.is_stopping, true);
     http_stop(&srv);
@@ -226,6 +233,7 @@ out:
     reserve_table_destroy(srv.reserves);
     storage_close(srv.storage);
     index_close(srv.index);
+    access_log_close();
     log_info("stopped");
     return exit_code;
 }
