@@ -36,6 +36,8 @@ EXTRA_DIST += %D%/test_slow_clients.py
 # Admin endpoints: health, metrics, scrub.
 TESTS += %D%/test_admin.py
 EXTRA_DIST += %D%/test_admin.py
+TESTS += %D%/test_metrics.py
+EXTRA_DIST += %D%/test_metrics.py
 include %D%/mp.mk
 include %D%/users.mk
 
