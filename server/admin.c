@@ -4,8 +4,8 @@
  *                   authentication.
  *   GET /_/metrics  Prometheus text format 0.0.4: the registry of metrics.c
  *                   and the gauges read at scrape time. Who may read it is
- *                   metrics_access: open, local (loopback peers, others as
- *                   admin; the default) or admin.
+ *                   metrics_access: admin (the default), local (loopback
+ *                   peers, others as admin) or open.
  *   POST /_/scrub   re-reads every extent of every object and compares each
  *                   block with its xxHash64; answers JSON with the totals and
  *                   the objects that have bad blocks.

@@ -58,7 +58,7 @@ struct config {
 enum metrics_access {
     METRICS_ACCESS_LOCAL, /* anyone from a loopback address, else as admin */
     METRICS_ACCESS_OPEN,  /* anyone */
-    METRICS_ACCESS_ADMIN, /* SigV4 by root or an admin user only */
+    METRICS_ACCESS_ADMIN, /* SigV4 by root or an admin user only (the default) */
 };
 
 /* Fills 'c' with the embedded defaults. */

@@ -111,7 +111,7 @@ config_defaults(struct config *c)
     c->index_nosync = false;
     c->reader_pins_max = 16384;
     c->reader_pin_timeout_s = 60;
-    c->metrics_access = METRICS_ACCESS_LOCAL;
+    c->metrics_access = METRICS_ACCESS_ADMIN;
 }
 
 int
