@@ -1,15 +1,19 @@
 /*
  * access_log.c: the access log and the audit log, JSON lines. A record is
  * formatted into a buffer on the caller's stack (bounded: long fields are
- * cut, never the line) and written with one write() to an O_APPEND file,
- * so concurrent lines never interleave and nothing is buffered in the
- * process (a crash loses no acknowledged line). Reopening (SIGHUP) opens
- * the path again and dup2()s the new file over the old descriptor, so a
- * thread writing meanwhile writes whole lines to one file or the other.
- * Strings are JSON-escaped: quotes, backslashes and control bytes escaped,
- * valid UTF-8 kept, each invalid byte replaced by U+FFFD (and for keys the
- * exact bytes given again as hex in "key_hex"). No secret is ever logged:
- * the principal is a user name and an access key id.
+ * cut, never the line), by hand for numbers and times (no printf on the
+ * request path). Access lines go to a buffer of the calling thread (its
+ * own lock, taken only by it and by the flusher) and reach the O_APPEND
+ * file with one write() per full buffer or every ACCESS_FLUSH_MS (the
+ * flusher thread), and at close; so lines never interleave, a crash loses
+ * at most that much, and lines of different threads may be out of time
+ * order. Audit lines (rare) are written at once, one write() each.
+ * Reopening (SIGHUP) opens the path again and dup2()s the new file over
+ * the old descriptor: a write in flight lands whole in one file or the
+ * other. Strings are JSON-escaped: quotes, backslashes and control bytes
+ * escaped, valid UTF-8 kept, each invalid byte replaced by U+FFFD (and for
+ * keys the exact bytes given again as hex in "key_hex"). No secret is ever
+ * logged: the principal is a user name and an access key id.
  */
 #include "config.h"
 
@@ -25,8 +29,9 @@
 #include <inttypes.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
-#include <stdarg.h>
+#include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <sys/socket.h>
@@ -38,6 +43,12 @@
 #define LINE_MAX_BYTES 16384
 /* Header values (user agent, range) are cut to this many bytes. */
 #define FIELD_MAX_BYTES 256
+/* Per-thread buffers of access lines: their size, how many threads have
+ * one at a time (others write each line at once), and how often the
+ * flusher writes them out. */
+#define ACCESS_BUF_BYTES (64 * 1024)
+#define ACCESS_BUFS_MAX 256
+#define ACCESS_FLUSH_MS 200
 
 struct log_file {
     char path[4096];
@@ -91,6 +102,177 @@ file_close(struct log_file *f)
     f->fd = -1;
 }
 
+/* ======================================================================
+ * Per-thread buffers
+ * ====================================================================== */
+
+struct tbuf {
+    pthread_mutex_t lock; /* the owner thread and the flusher */
+    bool is_owned;        /* a live thread writes into it */
+    size_t len;
+    char data[ACCESS_BUF_BYTES];
+};
+
+static pthread_mutex_t bufs_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct tbuf *bufs[ACCESS_BUFS_MAX]; /* allocated on demand, freed at close */
+static bool is_buffered;                   /* the flusher runs */
+static pthread_key_t buf_key;              /* releases a thread's buffer at its exit */
+static _Thread_local struct tbuf *my_buf;
+static pthread_t flusher;
+static pthread_cond_t flusher_wake = PTHREAD_COND_INITIALIZER;
+static bool is_flusher_stopping;
+
+static void
+write_all(int fd, const char *p, size_t n)
+{
+    while (n) {
+        ssize_t w = write(fd, p, n);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return;
+        p += w;
+        n -= (size_t)w;
+    }
+}
+
+/* Writes out 'b' (its lock held). */
+static void
+tbuf_flush(struct tbuf *b)
+{
+    if (b->len)
+        write_all(access_file.fd, b->data, b->len);
+    b->len = 0;
+}
+
+/* pthread key destructor: the thread ends; its lines go out now. */
+static void
+tbuf_release(void *arg)
+{
+    struct tbuf *b = arg;
+    pthread_mutex_lock(&bufs_lock);
+    pthread_mutex_lock(&b->lock);
+    tbuf_flush(b);
+    b->is_owned = false;
+    pthread_mutex_unlock(&b->lock);
+    pthread_mutex_unlock(&bufs_lock);
+}
+
+/* The calling thread's buffer, or NULL (none free, or not buffered). */
+static struct tbuf *
+tbuf_get(void)
+{
+    if (my_buf)
+        return my_buf;
+    pthread_mutex_lock(&bufs_lock);
+    for (size_t i = 0; is_buffered && i < ACCESS_BUFS_MAX && !my_buf; i++) {
+        if (!bufs[i]) {
+            bufs[i] = xcalloc(1, sizeof(*bufs[i]));
+            pthread_mutex_init(&bufs[i]->lock, NULL);
+        }
+        if (!bufs[i]->is_owned) {
+            bufs[i]->is_owned = true;
+            my_buf = bufs[i];
+            pthread_setspecific(buf_key, my_buf);
+        }
+    }
+    pthread_mutex_unlock(&bufs_lock);
+    return my_buf;
+}
+
+static void
+flush_all(void)
+{
+    for (size_t i = 0; i < ACCESS_BUFS_MAX && bufs[i]; i++) {
+        pthread_mutex_lock(&bufs[i]->lock);
+        tbuf_flush(bufs[i]);
+        pthread_mutex_unlock(&bufs[i]->lock);
+    }
+}
+
+static void *
+flusher_main(void *arg)
+{
+    (void)arg;
+    pthread_mutex_lock(&bufs_lock);
+    while (!is_flusher_stopping) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_nsec += ACCESS_FLUSH_MS * 1000000L;
+        ts.tv_sec += ts.tv_nsec / 1000000000L;
+        ts.tv_nsec %= 1000000000L;
+        pthread_cond_timedwait(&flusher_wake, &bufs_lock, &ts);
+        flush_all();
+    }
+    pthread_mutex_unlock(&bufs_lock);
+    return NULL;
+}
+
+/* Appends the line 'p' (newline included) to the access log. */
+static void
+access_append(const char *p, size_t n)
+{
+    struct tbuf *b = tbuf_get();
+    if (!b) {
+        write_all(access_file.fd, p, n);
+        return;
+    }
+    pthread_mutex_lock(&b->lock);
+    if (b->len + n > sizeof(b->data))
+        tbuf_flush(b);
+    memcpy(b->data + b->len, p, n);
+    b->len += n;
+    pthread_mutex_unlock(&b->lock);
+}
+
+static int
+buffers_start(void)
+{
+    int rc = pthread_key_create(&buf_key, tbuf_release);
+    if (rc != 0)
+        return -rc;
+    is_flusher_stopping = false;
+    rc = pthread_create(&flusher, NULL, flusher_main, NULL);
+    if (rc != 0) {
+        pthread_key_delete(buf_key);
+        return -rc;
+    }
+    pthread_mutex_lock(&bufs_lock);
+    is_buffered = true;
+    pthread_mutex_unlock(&bufs_lock);
+    return 0;
+}
+
+/* Stops the flusher, writes out and frees every buffer. Threads still
+ * alive then write their lines directly. */
+static void
+buffers_stop(void)
+{
+    pthread_mutex_lock(&bufs_lock);
+    if (!is_buffered) {
+        pthread_mutex_unlock(&bufs_lock);
+        return;
+    }
+    is_buffered = false;
+    is_flusher_stopping = true;
+    pthread_cond_signal(&flusher_wake);
+    pthread_mutex_unlock(&bufs_lock);
+    pthread_join(flusher, NULL);
+    pthread_mutex_lock(&bufs_lock);
+    flush_all();
+    for (size_t i = 0; i < ACCESS_BUFS_MAX && bufs[i]; i++) {
+        pthread_mutex_destroy(&bufs[i]->lock);
+        free(bufs[i]);
+        bufs[i] = NULL;
+    }
+    pthread_mutex_unlock(&bufs_lock);
+    /* The calling thread's pointer (the others are gone: their threads
+     * were joined before close). */
+    my_buf = NULL;
+    pthread_setspecific(buf_key, NULL);
+    pthread_key_delete(buf_key);
+}
+
 int
 access_log_open(const char *access_path, const char *audit_path)
 {
@@ -103,6 +285,10 @@ access_log_open(const char *access_path, const char *audit_path)
         log_error("cannot open audit_log %s: %s", audit_path, strerror(-rc));
         goto fail;
     }
+    if (access_file.fd >= 0 && (rc = buffers_start()) < 0) {
+        log_error("cannot start the access log flusher: %s", strerror(-rc));
+        goto fail;
+    }
     return 0;
 
 fail:
@@ -113,6 +299,10 @@ fail:
 void
 access_log_reopen(void)
 {
+    /* Lines of before the signal go to the old file. */
+    pthread_mutex_lock(&bufs_lock);
+    flush_all();
+    pthread_mutex_unlock(&bufs_lock);
     file_reopen(&access_file);
     file_reopen(&audit_file);
 }
@@ -120,6 +310,7 @@ access_log_reopen(void)
 void
 access_log_close(void)
 {
+    buffers_stop();
     file_close(&access_file);
     file_close(&audit_file);
 }
@@ -128,7 +319,7 @@ access_log_close(void)
  * Formatting
  * ====================================================================== */
 
-/* A bounded line: appends that do not fit set 'is_cut' and are dropped. */
+/* A bounded line: what does not fit is cut off (the line stays one line). */
 struct line {
     char *p;
     size_t len;
@@ -150,17 +341,27 @@ put_str(struct line *l, const char *s)
     put(l, s, strlen(s));
 }
 
-static void putf(struct line *l, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
 static void
-putf(struct line *l, const char *fmt, ...)
+put_u64(struct line *l, uint64_t v)
 {
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(l->p + l->len, l->cap - l->len, fmt, ap);
-    va_end(ap);
-    if (n > 0)
-        l->len += MIN((size_t)n, l->cap - l->len - 1);
+    char tmp[20];
+    size_t n = 0;
+    do {
+        tmp[sizeof(tmp) - ++n] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    put(l, tmp + sizeof(tmp) - n, n);
+}
+
+/* 'ns' as milliseconds with three decimals ("12.345"); negative as 0. */
+static void
+put_ms(struct line *l, int64_t ns)
+{
+    uint64_t us = ns > 0 ? (uint64_t)ns / 1000 : 0;
+    put_u64(l, us / 1000);
+    char frac[4] = {'.', (char)('0' + us % 1000 / 100), (char)('0' + us % 100 / 10),
+                    (char)('0' + us % 10)};
+    put(l, frac, 4);
 }
 
 /* Length of the valid UTF-8 sequence at s[0..n), or 0 when invalid
@@ -236,22 +437,48 @@ put_json(struct line *l, struct slice s, size_t max)
     return is_invalid;
 }
 
+/* ,"name":"value" with 'value' escaped; 'name' is a plain identifier. */
 static void
 put_field(struct line *l, const char *name, struct slice v, size_t max)
 {
-    putf(l, ",\"%s\":", name);
+    put(l, ",\"", 2);
+    put_str(l, name);
+    put(l, "\":", 2);
     put_json(l, v, max);
 }
 
+/* ,"name":"value" for a value known to need no escaping. */
+static void
+put_plain(struct line *l, const char *name, const char *value)
+{
+    put(l, ",\"", 2);
+    put_str(l, name);
+    put(l, "\":\"", 3);
+    put_str(l, value);
+    put(l, "\"", 1);
+}
+
+/* {"time":"YYYY-MM-DDTHH:MM:SS.mmmZ" (UTC); the part up to the second
+ * is formatted once per second and thread. */
 static void
 put_time(struct line *l)
 {
+    static _Thread_local time_t cached_s = -1;
+    static _Thread_local char cached[64];
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
-    struct tm tm;
-    gmtime_r(&ts.tv_sec, &tm);
-    putf(l, "{\"time\":\"%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ\"", tm.tm_year + 1900, tm.tm_mon + 1,
-         tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, ts.tv_nsec / 1000000);
+    if (ts.tv_sec != cached_s) {
+        struct tm tm;
+        gmtime_r(&ts.tv_sec, &tm);
+        snprintf(cached, sizeof(cached), "{\"time\":\"%04d-%02d-%02dT%02d:%02d:%02d.",
+                 tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec);
+        cached_s = ts.tv_sec;
+    }
+    put_str(l, cached);
+    long ms = ts.tv_nsec / 1000000;
+    char tail[6] = {(char)('0' + ms / 100), (char)('0' + ms / 10 % 10), (char)('0' + ms % 10), 'Z',
+                    '"'};
+    put(l, tail, 5);
 }
 
 static void
@@ -269,7 +496,7 @@ put_remote(struct line *l, const struct s3_req *r)
             inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)(const void *)sa)->sin6_addr, addr,
                       sizeof(addr));
     }
-    putf(l, ",\"remote_addr\":\"%s\"", addr);
+    put_plain(l, "remote_addr", addr);
 }
 
 static void
@@ -281,23 +508,13 @@ put_principal(struct line *l, const struct s3_req *r, const char *field)
         put_field(l, "access_key", slice_from_cstr(r->auth.access_key), SIZE_MAX);
 }
 
+/* Ends the line with its newline. */
 static void
-write_line(int fd, struct line *l)
+line_end(struct line *l)
 {
     if (l->len == l->cap)
         l->len--; /* cut: keep room for the newline */
     l->p[l->len++] = '\n';
-    const char *p = l->p;
-    size_t n = l->len;
-    while (n) {
-        ssize_t w = write(fd, p, n);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            return;
-        p += w;
-        n -= (size_t)w;
-    }
 }
 
 void
@@ -308,10 +525,10 @@ access_log_request(const struct s3_req *r, int64_t end_ns, bool is_complete)
     char buf[LINE_MAX_BYTES];
     struct line l = {buf, 0, sizeof(buf) - 2};
     put_time(&l);
-    putf(&l, ",\"request_id\":\"%s\"", r->request_id);
+    put_plain(&l, "request_id", r->request_id);
     put_remote(&l, r);
     put_principal(&l, r, "principal");
-    putf(&l, ",\"operation\":\"%s\"", r->op ? r->op : "Unknown");
+    put_plain(&l, "operation", r->op ? r->op : "Unknown");
     put_field(&l, "method", r->method, FIELD_MAX_BYTES);
     put_field(&l, "bucket", r->bucket, SIZE_MAX);
     put_str(&l, ",\"key\":");
@@ -330,22 +547,30 @@ access_log_request(const struct s3_req *r, int64_t end_ns, bool is_complete)
         put_field(&l, "range", range, FIELD_MAX_BYTES);
     else
         put_str(&l, ",\"range\":null");
-    putf(&l, ",\"status\":%d", r->status);
+    put_str(&l, ",\"status\":");
+    put_u64(&l, r->status > 0 ? (uint64_t)r->status : 0);
     if (r->error != S3_OK)
-        putf(&l, ",\"error\":\"%s\"", s3_error_code(r->error));
+        put_plain(&l, "error", s3_error_code(r->error));
     else
         put_str(&l, ",\"error\":null");
-    putf(&l, ",\"bytes_in\":%" PRIu64 ",\"bytes_out\":%" PRIu64, r->body_received, r->resp_bytes);
-    putf(&l, ",\"duration_ms\":%.3f", (double)(end_ns - r->start_ns) / 1e6);
-    if (r->respond_ns)
-        putf(&l, ",\"ttfb_ms\":%.3f", (double)(r->respond_ns - r->start_ns) / 1e6);
-    else
+    put_str(&l, ",\"bytes_in\":");
+    put_u64(&l, r->body_received);
+    put_str(&l, ",\"bytes_out\":");
+    put_u64(&l, r->resp_bytes);
+    put_str(&l, ",\"duration_ms\":");
+    put_ms(&l, end_ns - r->start_ns);
+    if (r->respond_ns) {
+        put_str(&l, ",\"ttfb_ms\":");
+        put_ms(&l, r->respond_ns - r->start_ns);
+    } else {
         put_str(&l, ",\"ttfb_ms\":null");
+    }
     if (!is_complete)
         put_str(&l, ",\"incomplete\":true");
     put_field(&l, "user_agent", s3_req_header(r, "user-agent"), FIELD_MAX_BYTES);
     put_str(&l, "}");
-    write_line(access_file.fd, &l);
+    line_end(&l);
+    access_append(l.p, l.len);
 }
 
 /* ======================================================================
@@ -380,10 +605,10 @@ access_log_audit(const struct s3_req *r)
     struct line l = {buf, 0, sizeof(buf) - 2};
     put_time(&l);
     put_str(&l, ",\"audit\":true");
-    putf(&l, ",\"request_id\":\"%s\"", r->request_id);
+    put_plain(&l, "request_id", r->request_id);
     put_remote(&l, r);
     put_principal(&l, r, "actor");
-    putf(&l, ",\"action\":\"%s\"", audit_action(r));
+    put_plain(&l, "action", audit_action(r));
     put_field(&l, "method", r->method, FIELD_MAX_BYTES);
     put_field(&l, "path", r->raw_path, FIELD_MAX_BYTES);
     /* The target: the request's parameters (names of users, keys,
@@ -404,14 +629,14 @@ access_log_audit(const struct s3_req *r)
         put_json(&l, p->value, FIELD_MAX_BYTES);
     }
     put_str(&l, "}");
-    putf(&l, ",\"status\":%d", r->status);
+    put_str(&l, ",\"status\":");
+    put_u64(&l, r->status > 0 ? (uint64_t)r->status : 0);
     if (r->error != S3_OK)
-        putf(&l, ",\"error\":\"%s\"", s3_error_code(r->error));
+        put_plain(&l, "error", s3_error_code(r->error));
     put_str(&l, "}");
-    if (audit_file.fd >= 0) {
-        write_line(audit_file.fd, &l);
-    } else if (access_file.fd >= 0) {
-        write_line(access_file.fd, &l);
+    if (audit_file.fd >= 0 || access_file.fd >= 0) {
+        line_end(&l);
+        write_all(audit_file.fd >= 0 ? audit_file.fd : access_file.fd, l.p, l.len);
     } else {
         l.p[MIN(l.len, l.cap)] = '\0';
         log_info("audit %s", l.p);
