@@ -258,6 +258,8 @@ buffers_stop(void)
     pthread_cond_signal(&flusher_wake);
     pthread_mutex_unlock(&bufs_lock);
     pthread_join(flusher, NULL);
+    /* No destructor runs from here on (the key goes before the memory). */
+    pthread_key_delete(buf_key);
     pthread_mutex_lock(&bufs_lock);
     flush_all();
     for (size_t i = 0; i < ACCESS_BUFS_MAX && bufs[i]; i++) {
@@ -269,8 +271,6 @@ buffers_stop(void)
     /* The calling thread's pointer (the others are gone: their threads
      * were joined before close). */
     my_buf = NULL;
-    pthread_setspecific(buf_key, NULL);
-    pthread_key_delete(buf_key);
 }
 
 int

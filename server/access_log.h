@@ -22,7 +22,8 @@ int access_log_open(const char *access_path, const char *audit_path);
  * log that cannot be reopened keeps its old file. Async-signal-unsafe:
  * call from a normal thread. */
 void access_log_reopen(void);
-/* Closes the files. */
+/* Writes out the buffered lines and closes the files. Call once the
+ * threads that serve requests are gone. */
 void access_log_close(void);
 
 /* Writes the access record of 'r', which ended at 'end_ns' (monotonic);
