@@ -12,7 +12,8 @@
  *                         which decodes, verifies and passes them to on_body;
  *                         after an error the rest of the body is discarded
  *   final call         -> payload checks, then on_end responds (body.c)
- *   completion         -> on_cleanup, reader unpin, arena destroyed
+ *   completion         -> on_cleanup, reader unpin, metrics, access and
+ *                         audit lines (access_log.c), arena destroyed
  *
  * Connections run on a few event-loop threads (MHD's poll loop, one thread
  * per core by default). A step that may block (commits, fdatasync, copies,
