@@ -269,3 +269,18 @@ index__read_end(struct index *ix, MDB_txn *txn)
     if (txn)
         mdb_txn_abort(txn);
 }
+
+int
+index_stats_get(struct index *ix, struct index_stats *out)
+{
+    MDB_envinfo info;
+    MDB_stat st;
+    int rc = index__err(mdb_env_info(ix->env, &info));
+    if (rc == 0)
+        rc = index__err(mdb_env_stat(ix->env, &st));
+    if (rc != 0)
+        return rc;
+    out->map_size_bytes = info.me_mapsize;
+    out->used_bytes = ((uint64_t)info.me_last_pgno + 1) * st.ms_psize;
+    return 0;
+}

@@ -333,6 +333,15 @@ int index_bucket_count(struct index *ix, uint64_t bucket_id, uint64_t *n_objects
 typedef void (*index_extent_fn)(void *ctx, const struct index_extent *e);
 int index_extents_scan(struct index *ix, index_extent_fn fn, void *ctx);
 
+/* The index's space: the map's size and the bytes its pages use (the
+ * high-water mark of the file, free pages inside it included). */
+struct index_stats {
+    uint64_t map_size_bytes;
+    uint64_t used_bytes;
+};
+/* Fills '*out'. Returns 0 or -errno. */
+int index_stats_get(struct index *ix, struct index_stats *out);
+
 /* How many extents are currently held by more than one object. */
 uint64_t index_shared_extents(struct index *ix);
 

@@ -20,6 +20,7 @@
 #include "index/index.h"
 #include "server/access.h"
 #include "server/errors.h"
+#include "server/metrics.h"
 #include "server/req.h"
 #include "server/server.h"
 
@@ -96,6 +97,38 @@ has_response_override(const struct s3_req *r)
     return false;
 }
 
+/* The label of an authentication failure in the metrics. */
+static const char *
+auth_failure_reason(enum auth_result res)
+{
+    switch (res) {
+    case AUTH_ANONYMOUS:
+        return "unsigned";
+    case AUTH_MALFORMED:
+    case AUTH_BAD_EXPIRES:
+        return "malformed";
+    case AUTH_BAD_REGION:
+        return "bad_region";
+    case AUTH_UNSUPPORTED:
+        return "unsupported";
+    case AUTH_UNKNOWN_KEY:
+        return "unknown_key";
+    case AUTH_BAD_SIGNATURE:
+        return "bad_signature";
+    case AUTH_SKEWED:
+        return "clock_skew";
+    case AUTH_EXPIRED:
+        return "expired";
+    case AUTH_HEADERS_NOT_SIGNED:
+        return "headers_not_signed";
+    case AUTH_PARAMS_NOT_SIGNED:
+        return "params_not_signed";
+    case AUTH_OK:
+        break;
+    }
+    return "other";
+}
+
 /* Verifies the signature; 'allow_anonymous' lets an unsigned request pass
  * as the anonymous principal. Responds on failure.
  *
@@ -160,6 +193,7 @@ authenticate(struct s3_req *r, bool allow_anonymous)
         return true;
     }
     atomic_fetch_add(&r->srv->metrics.auth_failures, 1);
+    metrics_auth_failure(auth_failure_reason(res));
     bool is_query = s3_req_param(r, "X-Amz-Signature") || s3_req_param(r, "X-Amz-Credential");
     switch (res) {
     case AUTH_ANONYMOUS:

@@ -60,6 +60,17 @@ struct config {
     char tls_key_file[4096];
     char tls_listen_addr[64]; /* "" = none */
     uint16_t tls_listen_port;
+    /* Metrics and logs (metrics.c, access_log.c). */
+    int metrics_access;    /* enum metrics_access */
+    char access_log[4096]; /* JSON lines; "" off, "-" stdout */
+    char audit_log[4096];  /* admin actions; "" = the access log (or the server log) */
+};
+
+/* Who may read /_/metrics. */
+enum metrics_access {
+    METRICS_ACCESS_LOCAL, /* anyone from a loopback address, else as admin */
+    METRICS_ACCESS_OPEN,  /* anyone */
+    METRICS_ACCESS_ADMIN, /* SigV4 by root or an admin user only (the default) */
 };
 
 /* Fills 'c' with the embedded defaults. */

@@ -23,7 +23,8 @@ enum directive_kind {
     DIR_BOOL,
     DIR_LISTEN,
     DIR_TLS_LISTEN,
-    DIR_LOG_LEVEL
+    DIR_LOG_LEVEL,
+    DIR_METRICS_ACCESS
 };
 
 struct directive {
@@ -76,6 +77,9 @@ static const struct directive directives[] = {
     {"tls_cert_file", DIR_STRING, FIELD(tls_cert_file), FIELD_LEN(tls_cert_file)},
     {"tls_key_file", DIR_STRING, FIELD(tls_key_file), FIELD_LEN(tls_key_file)},
     {"tls_listen", DIR_TLS_LISTEN, 0, 0},
+    {"metrics_access", DIR_METRICS_ACCESS, FIELD(metrics_access), 0},
+    {"access_log", DIR_STRING, FIELD(access_log), FIELD_LEN(access_log)},
+    {"audit_log", DIR_STRING, FIELD(audit_log), FIELD_LEN(audit_log)},
 };
 
 void
@@ -117,6 +121,7 @@ config_defaults(struct config *c)
     c->lifecycle_day_s = 86400;
     c->lifecycle_interval_s = 3600;
     c->lifecycle_max_objects_per_s = 1000;
+    c->metrics_access = METRICS_ACCESS_ADMIN;
 }
 
 /* Parses "ADDR:PORT" into 'addr' (capacity 'cap') and '*port'. Returns 0
@@ -206,6 +211,16 @@ config_set(struct config *c, const char *key, const char *value)
             for (int l = 0; l < 4; l++)
                 if (!strcmp(value, names[l])) {
                     memcpy(field, &l, sizeof(l));
+                    return 0;
+                }
+            return -1;
+        }
+        case DIR_METRICS_ACCESS: {
+            /* In the order of enum metrics_access. */
+            static const char *names[] = {"local", "open", "admin"};
+            for (int m = 0; m < 3; m++)
+                if (!strcmp(value, names[m])) {
+                    memcpy(field, &m, sizeof(m));
                     return 0;
                 }
             return -1;

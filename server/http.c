@@ -12,7 +12,8 @@
  *                         which decodes, verifies and passes them to on_body;
  *                         after an error the rest of the body is discarded
  *   final call         -> payload checks, then on_end responds (body.c)
- *   completion         -> on_cleanup, reader unpin, arena destroyed
+ *   completion         -> on_cleanup, reader unpin, metrics, access and
+ *                         audit lines (access_log.c), arena destroyed
  *
  * Connections run on a few event-loop threads (MHD's poll loop, one more
  * than the cores by default). A step that may block (commits, fdatasync, copies,
@@ -30,10 +31,12 @@
 #include "auth/auth.h"
 #include "common/common.h"
 #include "server/access.h"
+#include "server/access_log.h"
 #include "server/body.h"
 #include "server/errors.h"
 #include "server/http.h"
 #include "server/listener.h"
+#include "server/metrics.h"
 #include "server/offload.h"
 #include "server/ops.h"
 #include "server/req.h"
@@ -335,10 +338,13 @@ answer_and_close(struct s3_req *r, enum s3_error e)
             log_debug("request %s: answer not sent whole before closing", r->request_id);
         shutdown(ci->connect_fd, SHUT_WR);
     }
+    r->resp_bytes = body.len;
     buf_cleanup(&head);
     buf_cleanup(&body);
     r->is_responded = true;
     r->status = status;
+    r->error = e;
+    r->respond_ns = clock_mono_ns();
     atomic_fetch_add(status >= 500 ? &r->srv->metrics.errors_5xx : &r->srv->metrics.errors_4xx, 1);
 }
 
@@ -422,11 +428,19 @@ on_completed(void *cls, struct MHD_Connection *conn, void **req_cls,
         auth_checksum_cleanup(&r->payload_sha);
     if (r->has_pin)
         storage_reader_unpin(srv->storage, r->pin);
+    int64_t end_ns = clock_mono_ns();
+    bool is_complete = toe == MHD_REQUEST_TERMINATED_COMPLETED_OK;
+    metrics_request_done(r->op, r->status, r->respond_ns - r->start_ns, end_ns - r->start_ns,
+                         r->body_received, r->resp_bytes);
+    if (srv->cfg.access_log[0] && r->method.ptr)
+        access_log_request(r, end_ns, is_complete);
+    if (r->is_admin && r->method.ptr && !slice_eq(r->method, SLICE_LIT("GET")) &&
+        !slice_eq(r->method, SLICE_LIT("HEAD")) && r->is_authenticated)
+        access_log_audit(r);
     if (r->method.ptr)
         log_debug("access %s %.*s %.*s -> %d in %.3f ms%s", r->request_id, (int)r->method.len,
                   r->method.ptr, (int)r->raw_uri.len, r->raw_uri.ptr, r->status,
-                  (double)(clock_mono_ns() - r->start_ns) / 1e6,
-                  toe == MHD_REQUEST_TERMINATED_COMPLETED_OK ? "" : " (terminated early)");
+                  (double)(end_ns - r->start_ns) / 1e6, is_complete ? "" : " (terminated early)");
     buf_cleanup(&r->xml_body);
     atomic_fetch_sub(&srv->in_flight, 1);
     arena_destroy(r->arena);

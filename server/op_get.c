@@ -348,6 +348,7 @@ get_or_head(struct s3_req *r, bool is_head)
     if (!is_head) {
         atomic_fetch_add(&r->srv->metrics.gets, 1);
         atomic_fetch_add(&r->srv->metrics.bytes_out, len);
+        r->resp_bytes = len;
     }
     s3_respond(r, status, resp);
     return;

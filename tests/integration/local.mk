@@ -46,6 +46,9 @@ EXTRA_DIST += %D%/test_admin.py
 # Bucket lifecycle and tagging configuration, the lifecycle worker.
 TESTS += %D%/test_lifecycle.py
 EXTRA_DIST += %D%/test_lifecycle.py
+
+TESTS += %D%/test_metrics.py
+EXTRA_DIST += %D%/test_metrics.py
 include %D%/mp.mk
 include %D%/users.mk
 
