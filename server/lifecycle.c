@@ -18,9 +18,12 @@
  * only when a rule filtering on tags would expire it by now if its tags
  * matched, so buckets without Tag filters pay nothing more. Passes are
  * serialized by 'pass_mu' (background and on-demand ones) and paced to
- * cfg.lifecycle_max_objects_per_s actions per second. The cache maps bucket id -> parsed rules (or
- * "none") for the x-amz-expiration header; a Put/Delete of the configuration invalidates the entry,
- * and a generation counter keeps a load that raced with an invalidation from being cached.
+ * cfg.lifecycle_max_objects_per_s actions per second.
+ *
+ * The cache maps bucket id -> parsed rules (or "none") for the
+ * x-amz-expiration header; a Put/Delete of the configuration invalidates
+ * the entry, and a generation counter keeps a load that raced with an
+ * invalidation from being cached.
  */
 #include "config.h"
 
@@ -354,7 +357,9 @@ tag_rule_may_expire(const struct lc_config *cfg, const struct lc_object *o, int6
  * Reads the current record of 'key' with its tags into '*o' (key, size,
  * tags; everything in 'a'), '*mtime_ns' and 'etag'. Returns 0, -ENOENT
  * (deleted meanwhile), or another negative errno (-EIO: the metadata or
- * its tags do not decode).
+ * its tags do not decode). The delete's ETag check covers an overwrite
+ * after this read, not a PutObjectTagging (which keeps the ETag): tags
+ * changed between this read and the commit are not seen.
  */
 static int
 read_object_tags(struct lifecycle *lc, uint64_t bucket_id, struct slice key, struct arena *a,
