@@ -299,10 +299,10 @@ lifecycle_json(struct buf *b, const struct lifecycle_stats *st)
                "{\"passes\":%" PRIu64 ",\"last_pass_end_ns\":%" PRId64 ",\"last_pass_ms\":%" PRId64
                ",\"objects_scanned\":%" PRIu64 ",\"objects_expired\":%" PRIu64
                ",\"bytes_expired\":%" PRIu64 ",\"uploads_aborted\":%" PRIu64 ",\"errors\":%" PRIu64
-               ",\"tag_rules_skipped\":%" PRIu64 "}\n",
+               ",\"tags_read\":%" PRIu64 "}\n",
                st->passes, st->last_pass_end_ns, st->last_pass_ms, st->objects_scanned,
                st->objects_expired, st->bytes_expired, st->uploads_aborted, st->errors,
-               st->tag_rules_skipped);
+               st->tags_read);
 }
 
 static void

@@ -9,13 +9,17 @@
  * (INDEX_OP_DELETE) and AbortMultipartUpload (INDEX_OP_UPLOAD_ABORT) do:
  * one index transaction per batch, extents released to storage after the
  * commit (deferred while readers hold them). A delete carries the ETag the
- * listing saw, so an object overwritten meanwhile is left alone. A kill
- * at any point leaves each object either present or gone, and free space
- * is rebuilt from the index at start, so nothing leaks.
+ * listing saw (or the record read for its tags), so an object overwritten
+ * meanwhile is left alone. A kill at any point leaves each object either
+ * present or gone, and free space is rebuilt from the index at start, so
+ * nothing leaks.
  *
- * Passes are serialized by 'pass_mu' (background and on-demand ones) and
- * paced to cfg.lifecycle_max_objects_per_s actions per second. Rules that
- * filter on tags match nothing: object tags are not readable here yet.
+ * The listing has no tags: an object's record (its metadata blob) is read
+ * only when a rule filtering on tags would expire it by now if its tags
+ * matched, so buckets without Tag filters pay nothing more. Passes are
+ * serialized by 'pass_mu' (background and on-demand ones) and paced to
+ * cfg.lifecycle_max_objects_per_s actions per second.
+ *
  * The cache maps bucket id -> parsed rules (or "none") for the
  * x-amz-expiration header; a Put/Delete of the configuration invalidates
  * the entry, and a generation counter keeps a load that raced with an
@@ -28,7 +32,9 @@
 #include "server/commit.h"
 #include "server/lifecycle.h"
 #include "server/lifecycle_xml.h"
+#include "server/meta.h"
 #include "server/server.h"
+#include "server/tags.h"
 #include "server/util.h"
 
 #include <errno.h>
@@ -132,6 +138,15 @@ config_expiry_s(const struct lc_config *cfg, const struct lc_object *o, int64_t 
     return best;
 }
 
+/* Copies the 'n' object tags into 'out' (room for 'n'): the lifecycle
+ * parser's tag type and the object tag type are distinct. */
+static void
+tags_to_lc(const struct s3_tag *tags, size_t n, struct lc_tag *out)
+{
+    for (size_t i = 0; i < n; i++)
+        out[i] = (struct lc_tag){.key = tags[i].key, .value = tags[i].value};
+}
+
 /* ------------------------------------------------------------------ */
 /* Cache of parsed rules                                              */
 /* ------------------------------------------------------------------ */
@@ -208,11 +223,16 @@ format_expiration(const struct lc_config *cfg, const struct lc_object *o, int64_
 
 bool
 lifecycle_expiration_header(struct lifecycle *lc, uint64_t bucket_id, struct slice key,
-                            uint64_t size, int64_t mtime_ns, char *out, size_t cap)
+                            uint64_t size, int64_t mtime_ns, const struct s3_tag *tags,
+                            size_t n_tags, char *out, size_t cap)
 {
     if (!lc)
         return false;
-    struct lc_object o = {.key = key, .size = size};
+    /* Stored tags are validated (at most TAGS_OBJECT_MAX); more still work. */
+    struct lc_tag stack_tags[TAGS_OBJECT_MAX];
+    struct lc_tag *lt = n_tags > TAGS_OBJECT_MAX ? xcalloc(n_tags, sizeof(*lt)) : stack_tags;
+    tags_to_lc(tags, n_tags, lt);
+    struct lc_object o = {.key = key, .size = size, .has_tags = true, .tags = lt, .n_tags = n_tags};
     uint64_t day = day_s(lc);
     bool is_found = false, has = false;
     pthread_rwlock_rdlock(&lc->cache_lock);
@@ -226,7 +246,7 @@ lifecycle_expiration_header(struct lifecycle *lc, uint64_t bucket_id, struct sli
     }
     pthread_rwlock_unlock(&lc->cache_lock);
     if (is_found)
-        return has;
+        goto done;
 
     struct cache_entry *e = cache_load(lc, bucket_id);
     has = e->has_config && format_expiration(&e->cfg, &o, mtime_ns, day, out, cap);
@@ -242,6 +262,9 @@ lifecycle_expiration_header(struct lifecycle *lc, uint64_t bucket_id, struct sli
     pthread_rwlock_unlock(&lc->cache_lock);
     if (e)
         cache_entry_free(e);
+done:
+    if (lt != stack_tags)
+        free(lt);
     return has;
 }
 
@@ -296,6 +319,70 @@ config_has_expiration(const struct lc_config *cfg)
     return false;
 }
 
+/* True when an enabled Expiration rule of 'cfg' filters on tags. */
+static bool
+config_has_tag_expiration(const struct lc_config *cfg)
+{
+    for (uint32_t i = 0; i < cfg->n_rules; i++) {
+        const struct lc_rule *r = &cfg->rules[i];
+        if (r->is_enabled && (r->has_exp_days || r->has_exp_date) && lc_rule_has_tags(r))
+            return true;
+    }
+    return false;
+}
+
+/* True when an enabled rule of 'cfg' that filters on tags would have
+ * expired 'o' (tags unknown, modified 'mtime_ns') by 'now_s' if its tags
+ * matched: only then are the object's tags worth reading. */
+static bool
+tag_rule_may_expire(const struct lc_config *cfg, const struct lc_object *o, int64_t mtime_ns,
+                    uint64_t day, int64_t now_s)
+{
+    for (uint32_t i = 0; i < cfg->n_rules; i++) {
+        const struct lc_rule *r = &cfg->rules[i];
+        if (!r->is_enabled || !lc_rule_has_tags(r))
+            continue;
+        struct lc_rule untagged = *r;
+        untagged.filter.n_tags = 0;
+        if (!lc_rule_matches(&untagged, o))
+            continue;
+        int64_t t = rule_expiry_s(r, mtime_ns, day);
+        if (t >= 0 && t <= now_s)
+            return true;
+    }
+    return false;
+}
+
+/*
+ * Reads the current record of 'key' with its tags into '*o' (key, size,
+ * tags; everything in 'a'), '*mtime_ns' and 'etag'. Returns 0, -ENOENT
+ * (deleted meanwhile), or another negative errno (-EIO: the metadata or
+ * its tags do not decode). The delete's ETag check covers an overwrite
+ * after this read, not a PutObjectTagging (which keeps the ETag): tags
+ * changed between this read and the commit are not seen.
+ */
+static int
+read_object_tags(struct lifecycle *lc, uint64_t bucket_id, struct slice key, struct arena *a,
+                 struct lc_object *o, int64_t *mtime_ns, uint8_t etag[16])
+{
+    struct index_object obj;
+    struct meta m;
+    struct s3_tag *tags;
+    size_t n;
+    int rc = index_object_get(lc->srv->index, bucket_id, key, a, &obj);
+    if (rc < 0)
+        return rc;
+    if (!meta_decode(a, obj.meta, obj.meta_len, &m) || !meta_tags_get(&m, a, &tags, &n))
+        return -EIO;
+    struct lc_tag *lt = arena_calloc(a, n ? n : 1, sizeof(*lt));
+    tags_to_lc(tags, n, lt);
+    *o =
+        (struct lc_object){.key = key, .size = obj.size, .has_tags = true, .tags = lt, .n_tags = n};
+    *mtime_ns = obj.mtime_ns;
+    memcpy(etag, obj.etag, 16);
+    return 0;
+}
+
 /* Deletes the objects of bucket 'bucket_id' the rules have expired. */
 static void
 expire_objects(struct lifecycle *lc, uint64_t bucket_id, const struct lc_config *cfg,
@@ -303,6 +390,8 @@ expire_objects(struct lifecycle *lc, uint64_t bucket_id, const struct lc_config 
 {
     struct arena *a = arena_create(0);
     struct arena *op_a = arena_create(0);
+    struct arena *obj_a = arena_create(0); /* one object record read for its tags */
+    bool has_tag_rules = config_has_tag_expiration(cfg);
     struct index_op ops[DELETE_BATCH];
     uint64_t sizes[DELETE_BATCH];
     char *after = NULL;
@@ -326,8 +415,23 @@ expire_objects(struct lifecycle *lc, uint64_t bucket_id, const struct lc_config 
             const struct index_list_entry *e = &res.entries[i];
             st->objects_scanned++;
             struct lc_object o = {.key = e->key, .size = e->size};
+            int64_t mtime_ns = e->mtime_ns;
+            uint8_t etag[16];
+            memcpy(etag, e->etag, 16);
             const struct lc_rule *rule = NULL;
-            int64_t t = config_expiry_s(cfg, &o, e->mtime_ns, day, &rule);
+            int64_t t = config_expiry_s(cfg, &o, mtime_ns, day, &rule);
+            if ((t < 0 || t > now_s) && has_tag_rules &&
+                tag_rule_may_expire(cfg, &o, mtime_ns, day, now_s)) {
+                /* Judged again on the record read: it may be newer than the listing. */
+                arena_clear(obj_a);
+                st->tags_read++;
+                rc = read_object_tags(lc, bucket_id, e->key, obj_a, &o, &mtime_ns, etag);
+                if (rc < 0) {
+                    st->errors += rc != -ENOENT;
+                    continue;
+                }
+                t = config_expiry_s(cfg, &o, mtime_ns, day, &rule);
+            }
             if (t < 0 || t > now_s)
                 continue;
             ops[n] = (struct index_op){.kind = INDEX_OP_DELETE,
@@ -335,8 +439,8 @@ expire_objects(struct lifecycle *lc, uint64_t bucket_id, const struct lc_config 
                                        .key = e->key,
                                        .has_if_match = true,
                                        .arena = op_a};
-            memcpy(ops[n].if_match_etag, e->etag, 16);
-            sizes[n++] = e->size;
+            memcpy(ops[n].if_match_etag, etag, 16);
+            sizes[n++] = o.size;
             if (n == DELETE_BATCH) {
                 flush_deletes(lc, ops, sizes, n, st);
                 arena_clear(op_a);
@@ -354,6 +458,7 @@ expire_objects(struct lifecycle *lc, uint64_t bucket_id, const struct lc_config 
         arena_clear(a);
     }
     free(after);
+    arena_destroy(obj_a);
     arena_destroy(op_a);
     arena_destroy(a);
 }
@@ -487,8 +592,6 @@ run_pass(struct lifecycle *lc, uint64_t only_id, struct lifecycle_stats *st)
             arena_destroy(a);
             continue;
         }
-        for (uint32_t k = 0; k < cfg.n_rules; k++)
-            st->tag_rules_skipped += cfg.rules[k].is_enabled && lc_rule_has_tags(&cfg.rules[k]);
         if (config_has_expiration(&cfg))
             expire_objects(lc, l.items[i].bucket_id, &cfg, st);
         abort_uploads(lc, l.items[i].bucket_id, &cfg, st);
@@ -519,7 +622,7 @@ lifecycle_run(struct lifecycle *lc, uint64_t bucket_id, struct lifecycle_stats *
     lc->stats.bytes_expired += st.bytes_expired;
     lc->stats.uploads_aborted += st.uploads_aborted;
     lc->stats.errors += st.errors;
-    lc->stats.tag_rules_skipped += st.tag_rules_skipped;
+    lc->stats.tags_read += st.tags_read;
     pthread_mutex_unlock(&lc->mu);
     if (st.objects_expired || st.uploads_aborted || st.errors)
         log_info("lifecycle: pass: %" PRIu64 " objects expired (%" PRIu64 " bytes), %" PRIu64

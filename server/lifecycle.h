@@ -15,6 +15,7 @@
 
 struct lifecycle;
 struct s3_req;
+struct s3_tag;
 struct server;
 
 /* Handlers of the route table (op_lifecycle.c); each runs authorized for
@@ -28,15 +29,15 @@ void op_delete_bucket_tagging(struct s3_req *r);
 
 /* What the worker did since start (lifecycle_stats_get). */
 struct lifecycle_stats {
-    uint64_t passes;            /* passes completed */
-    int64_t last_pass_end_ns;   /* wall clock; 0 before the first */
-    int64_t last_pass_ms;       /* duration of the last pass */
-    uint64_t objects_scanned;   /* objects looked at */
-    uint64_t objects_expired;   /* deleted by an Expiration rule */
-    uint64_t bytes_expired;     /* their sizes */
-    uint64_t uploads_aborted;   /* by AbortIncompleteMultipartUpload */
-    uint64_t errors;            /* failed index or commit steps (retried next pass) */
-    uint64_t tag_rules_skipped; /* enabled rules skipped for filtering on tags */
+    uint64_t passes;          /* passes completed */
+    int64_t last_pass_end_ns; /* wall clock; 0 before the first */
+    int64_t last_pass_ms;     /* duration of the last pass */
+    uint64_t objects_scanned; /* objects looked at */
+    uint64_t objects_expired; /* deleted by an Expiration rule */
+    uint64_t bytes_expired;   /* their sizes */
+    uint64_t uploads_aborted; /* by AbortIncompleteMultipartUpload */
+    uint64_t errors;          /* failed index or commit steps (retried next pass) */
+    uint64_t tags_read;       /* object records read for a Tag filter's sake */
 };
 
 /*
@@ -68,14 +69,17 @@ void lifecycle_invalidate(struct lifecycle *lc, uint64_t bucket_id);
 
 /*
  * The x-amz-expiration value for object 'key' ('size' bytes, last
- * modified 'mtime_ns') of bucket 'bucket_id' when an enabled rule will
+ * modified 'mtime_ns', tagged with the 'n_tags' 'tags', which may be NULL
+ * when 'n_tags' is 0) of bucket 'bucket_id' when an enabled rule will
  * expire it: 'expiry-date="<IMF-fixdate>", rule-id="<id>"' (the earliest
- * rule wins) into 'out' of 'cap' bytes. Returns false when no rule
- * applies (then 'out' is untouched). Reads the index only the first time
- * a bucket is seen after a change (the parsed rules are cached).
- * Thread-safe; NULL 'lc' returns false.
+ * rule wins; a rule's Tag filters are matched against 'tags') into 'out'
+ * of 'cap' bytes. Returns false when no rule applies (then 'out' is
+ * untouched). Reads the index only the first time a bucket is seen after
+ * a change (the parsed rules are cached). Thread-safe; NULL 'lc' returns
+ * false.
  */
 bool lifecycle_expiration_header(struct lifecycle *lc, uint64_t bucket_id, struct slice key,
-                                 uint64_t size, int64_t mtime_ns, char *out, size_t cap);
+                                 uint64_t size, int64_t mtime_ns, const struct s3_tag *tags,
+                                 size_t n_tags, char *out, size_t cap);
 
 #endif

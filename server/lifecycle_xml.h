@@ -124,8 +124,9 @@ enum lc_status lc_parse(const char *body, size_t len, struct arena *a, struct lc
  * the same configuration. */
 void lc_format(const struct lc_config *c, struct buf *b);
 
-/* The object facts a filter looks at. Tags are optional: when
- * 'has_tags' is false, a rule that filters on tags matches nothing. */
+/* The object facts a filter looks at. 'has_tags' says the tags are
+ * known (the lifecycle worker reads them only when a rule needs them);
+ * when false, a rule that filters on tags matches nothing. */
 struct lc_object {
     struct slice key;
     uint64_t size;

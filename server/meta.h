@@ -53,7 +53,8 @@ bool meta_part_sizes_parse(struct slice blob, uint32_t n_parts, uint32_t number,
                            uint64_t *len);
 /*
  * The object's tags, for anyone who needs them (GetObjectTagging, the
- * x-amz-tagging-count header, lifecycle Tag filters). Sets '*tags' (an
+ * x-amz-tagging-count header, lifecycle Tag filters in the worker and in
+ * x-amz-expiration). Sets '*tags' (an
  * array in 'a' whose slices point into 'm's values) and '*n' (0 and NULL
  * when the object has no tags). Returns false when the stored tags are
  * corrupt (then '*n' is 0). Pure; any thread.

@@ -340,8 +340,12 @@ get_or_head(struct s3_req *r, bool is_head)
     object_headers(r, resp, &obj, &m, status == 200);
     s3_tagging_count_header(r, resp, &m);
     char expiration[LIFECYCLE_HEADER_MAX];
-    if (lifecycle_expiration_header(r->srv->lifecycle, bk.id, r->key, obj.size, obj.mtime_ns,
-                                    expiration, sizeof(expiration)))
+    struct s3_tag *tags;
+    size_t n_tags;
+    if (!meta_tags_get(&m, r->arena, &tags, &n_tags))
+        n_tags = 0; /* corrupt tags select no Tag-filtered rule */
+    if (lifecycle_expiration_header(r->srv->lifecycle, bk.id, r->key, obj.size, obj.mtime_ns, tags,
+                                    n_tags, expiration, sizeof(expiration)))
         s3_resp_header(resp, "x-amz-expiration", expiration);
     if (status == 206)
         s3_resp_header(resp, "Content-Range", content_range);

@@ -382,9 +382,14 @@ put_end(struct s3_req *r)
                        arena_strndup(r->arena, ck_b64.ptr, ck_b64.len));
         s3_resp_header(resp, "x-amz-checksum-type", "FULL_OBJECT");
     }
+    /* The tags just stored (x-amz-tagging) select Tag-filtered rules. */
     char expiration[LIFECYCLE_HEADER_MAX];
+    struct s3_tag *tags;
+    size_t n_tags;
+    if (!meta_tags_get(&c->meta, r->arena, &tags, &n_tags))
+        n_tags = 0;
     if (lifecycle_expiration_header(r->srv->lifecycle, c->bucket.id, r->key, obj.size, obj.mtime_ns,
-                                    expiration, sizeof(expiration)))
+                                    tags, n_tags, expiration, sizeof(expiration)))
         s3_resp_header(resp, "x-amz-expiration", expiration);
     s3_respond(r, 200, resp);
 }
