@@ -52,9 +52,13 @@ enum auth_result {
     AUTH_BAD_EXPIRES, /* presigned: X-Amz-Expires not in 1..604800:
                          AuthorizationQueryParametersError */
     AUTH_BAD_REGION,  /* credential scope names another region: AuthorizationHeaderMalformed */
-    AUTH_HEADERS_NOT_SIGNED, /* an x-amz-* header is present but not in SignedHeaders (it could
-                                change what the request does, e.g. x-amz-copy-source added to a
-                                presigned PUT): AccessDenied, as S3 answers */
+    AUTH_HEADERS_NOT_SIGNED, /* host is not in SignedHeaders, or an x-amz-* header is present
+                                but not in SignedHeaders (it could change what the request does,
+                                e.g. x-amz-copy-source added to a presigned PUT): AccessDenied,
+                                as S3 answers */
+    AUTH_PARAMS_NOT_SIGNED,  /* SigV2 presigned URL with a query parameter SigV2 does not sign
+                                (only sub-resources, response-* overrides and its own
+                                parameters may appear): AccessDenied */
 };
 
 /* How the body is protected, from x-amz-content-sha256. */
@@ -88,12 +92,18 @@ struct auth_verdict {
 enum auth_result auth_sigv4_verify(const struct auth_request *req, auth_secret_fn lookup, void *ctx,
                                    struct auth_verdict *out);
 
+/* The longest a SigV2 URL may be valid: Expires at most this far ahead. */
+#define AUTH_SIGV2_MAX_EXPIRES_S 604800
+
 /*
  * Verifies a SigV2 presigned URL (query AWSAccessKeyId, Expires,
  * Signature), as aws-cli v1 `aws s3 presign` and boto3's default presigner
  * make them. 'bucket_prefix' is "/bucket" for a virtual-hosted request
  * (the bucket is then not in the path), else empty. Returns AUTH_OK (the
- * verdict says UNSIGNED-PAYLOAD, presigned), AUTH_MALFORMED,
+ * verdict says UNSIGNED-PAYLOAD, presigned), AUTH_MALFORMED (a part
+ * missing), AUTH_BAD_EXPIRES (Expires not a number, or more than
+ * AUTH_SIGV2_MAX_EXPIRES_S after 'req->now_s'), AUTH_PARAMS_NOT_SIGNED (a
+ * query parameter SigV2 does not sign, an escaped or repeated name),
  * AUTH_UNKNOWN_KEY, AUTH_BAD_SIGNATURE or AUTH_EXPIRED. Constant-time
  * comparison; the secret is wiped after use.
  */
@@ -220,7 +230,8 @@ enum auth_checksum_algo {
 
 /* Incremental hasher for any algorithm above. Plain struct, caller-owned.
  * MD5/SHA use OpenSSL EVP contexts allocated by init and freed by final
- * or cleanup; the CRCs are table-driven (slice-by-8 or better). */
+ * or cleanup; the CRCs are ISA-L's (PCLMULQDQ folding; CRC64NVME falls back
+ * to slice-by-8 tables where the installed ISA-L lacks it). */
 struct auth_checksum {
     enum auth_checksum_algo algo;
     uint64_t crc;
@@ -254,13 +265,71 @@ void auth_sha256(const void *data, size_t len, uint8_t out[32]);
 void auth_hmac_sha256(const void *key, size_t key_len, const void *data, size_t len,
                       uint8_t out[32]);
 
+/* ---- multi-buffer MD5 (md5_mb.c) ----------------------------------------- */
+
+/*
+ * MD5 of up to AUTH_MD5_MB_LANES independent streams at once: one stream
+ * per lane, whole 64-byte blocks submitted per lane, then one run that
+ * advances every lane with pending blocks together (AVX2: the 8 lanes of a
+ * 256-bit register; scalar code otherwise). The digest of a lane equals
+ * MD5 of the bytes submitted to it since its reset, plus the tail given to
+ * auth_md5_mb_final. Plain struct, caller-owned; no allocation; one thread
+ * at a time. Fields are private to md5_mb.c.
+ */
+#define AUTH_MD5_MB_LANES 8
+
+enum auth_md5_mb_impl {
+    AUTH_MD5_MB_AUTO = 0, /* AVX2 when the CPU has it and enough lanes are busy */
+    AUTH_MD5_MB_SCALAR,   /* one stream after the other, portable C */
+    AUTH_MD5_MB_AVX2,     /* always the 8-lane kernel, even for one busy lane */
+};
+
+struct auth_md5_mb {
+    uint32_t st[4][AUTH_MD5_MB_LANES];           /* A, B, C, D of each lane (lane-major rows) */
+    const unsigned char *ptr[AUTH_MD5_MB_LANES]; /* pending blocks (not owned) */
+    size_t nblocks[AUTH_MD5_MB_LANES];           /* pending 64-byte blocks */
+    uint64_t len[AUTH_MD5_MB_LANES];             /* bytes submitted since reset */
+    enum auth_md5_mb_impl impl;
+};
+
+/* Resets every lane and selects AUTH_MD5_MB_AUTO (scalar without AVX2). */
+void auth_md5_mb_init(struct auth_md5_mb *ctx);
+/* Selects an implementation (tests, benchmarks). Returns 0, or -ENOTSUP for
+ * AUTH_MD5_MB_AVX2 on a CPU without AVX2 (the selection is then unchanged). */
+int auth_md5_mb_set_impl(struct auth_md5_mb *ctx, enum auth_md5_mb_impl impl);
+/* Starts a new stream in 'lane' (< AUTH_MD5_MB_LANES), dropping anything
+ * pending there. */
+void auth_md5_mb_reset(struct auth_md5_mb *ctx, unsigned lane);
+/*
+ * Queues 'len' bytes of 'lane''s stream, a multiple of 64, any alignment.
+ * The bytes are not copied: 'data' must stay valid and unchanged until the
+ * next auth_md5_mb_run (or auth_md5_mb_final of the lane) returns. Returns
+ * 0; -EINVAL for a bad lane or a length not a multiple of 64; -EBUSY when
+ * the lane still has blocks pending (run first).
+ */
+int auth_md5_mb_submit(struct auth_md5_mb *ctx, unsigned lane, const void *data, size_t len);
+/* Hashes every pending block of every lane; afterwards none is pending. */
+void auth_md5_mb_run(struct auth_md5_mb *ctx);
+/*
+ * Finishes 'lane''s stream: hashes its pending blocks (running all lanes),
+ * then 'tail' ('tail_len' bytes, any length, may be NULL when 0) and the
+ * MD5 padding, writes the 16-byte digest (as OpenSSL's MD5) to 'out' and
+ * resets the lane.
+ */
+void auth_md5_mb_final(struct auth_md5_mb *ctx, unsigned lane, const void *tail, size_t tail_len,
+                       uint8_t out[16]);
+/* True when this CPU runs the AVX2 kernel. */
+bool auth_md5_mb_have_avx2(void);
+
 /* ---- access policy (policy.c) ------------------------------------------ */
 
 /* What a request wants to do. The server's route table names one per route. */
 enum auth_action {
     AUTH_ACTION_SERVICE,       /* ListBuckets: any authenticated principal */
     AUTH_ACTION_CREATE_BUCKET, /* CreateBucket: any principal whose key may write */
-    AUTH_ACTION_BUCKET_INFO,   /* HeadBucket, location, versioning, GetBucketAcl */
+    AUTH_ACTION_BUCKET_INFO,   /* HeadBucket, location, versioning */
+    AUTH_ACTION_READ_ACP,      /* GetBucketAcl: S3's READ_ACP, which public-read and a read or
+                                  write grant do not give (it shows the owner's canonical id) */
     AUTH_ACTION_LIST,          /* ListObjects*, ListMultipartUploads: 'key' is the prefix */
     AUTH_ACTION_READ,          /* GetObject, HeadObject */
     AUTH_ACTION_WRITE,         /* PutObject, DeleteObject(s), multipart, copy target */
@@ -302,8 +371,9 @@ struct auth_grant_view {
  * Rules: root may do anything; a read-only key never writes; the bucket
  * owner may do anything in its bucket; a grant allows its level, and a
  * prefix grant only for keys (and listing prefixes) under the prefix;
- * anonymous principals may only read and list a public-read bucket; admin
- * actions need root or the admin flag.
+ * anonymous principals may only read and list a public-read bucket; the
+ * bucket's ACL (READ_ACP) needs ownership or a whole-bucket admin grant;
+ * admin actions need root or the admin flag.
  */
 bool auth_policy_allows(const struct auth_principal *who, const struct auth_bucket_view *bucket,
                         const struct auth_grant_view *grant, enum auth_action action,
@@ -334,6 +404,18 @@ long auth_secret_seal(const uint8_t key[AUTH_SECRET_KEY_LEN], struct slice acces
  */
 long auth_secret_open(const uint8_t key[AUTH_SECRET_KEY_LEN], struct slice access_key,
                       const uint8_t *blob, size_t len, char *out, size_t cap);
+/* Lengths of generated credentials: an access key of [A-Z0-9] and a
+ * secret of [A-Za-z0-9+/], as AWS makes them. */
+#define AUTH_ACCESS_KEY_LEN 20
+#define AUTH_SECRET_LEN 40
+/*
+ * Generates a new access key and secret (NUL-terminated) from the CSPRNG,
+ * each character uniform over its alphabet. The one generator for root's
+ * first credentials and users' keys. Returns 0, or -1 when no randomness
+ * is available (the secret is then wiped).
+ */
+int auth_credentials_generate(char access_key[AUTH_ACCESS_KEY_LEN + 1],
+                              char secret[AUTH_SECRET_LEN + 1]);
 /* Fills 'out' with 'len' bytes from the OpenSSL CSPRNG. Returns 0 or -1. */
 int auth_random_bytes(void *out, size_t len);
 /* Wipes 'len' bytes at 'p' in a way the compiler cannot drop. */

@@ -19,7 +19,8 @@ void auth__hmac_hex(const uint8_t key[32], const void *data, size_t len, char ou
  * and NUL-terminated into 'out'. */
 bool auth__parse_sig(struct slice s, char out[65]);
 
-/* ASCII case-insensitive equality of two slices. */
-bool auth__eq_nocase(struct slice a, struct slice b);
+/* Test hook: the calling thread's SigV4 signing-key cache as raw bytes
+ * ('*len' gets its size), so a test can check that it holds no secret. */
+const void *auth__key_cache_bytes(size_t *len);
 
 #endif

@@ -3,11 +3,15 @@
  * SHA1, SHA256, MD5) behind one incremental interface, plus CRC combination
  * for FULL_OBJECT multipart checksums.
  *
- * All three CRCs are reflected with init and xorout all ones. CRC32 is
- * zlib's; CRC32C uses the SSE4.2 crc32 instruction when the CPU has it and
- * slice-by-8 tables otherwise; CRC64NVME is slice-by-8. The tables are
- * built once (pthread_once) and read-only afterwards. Digests of CRCs are
- * big-endian bytes, as S3 base64-encodes them.
+ * All three CRCs are reflected with init and xorout all ones. CRC32 and
+ * CRC32C are ISA-L's (crc32_gzip_refl, crc32_iscsi: PCLMULQDQ folding,
+ * chosen by ISA-L at run time). CRC64NVME is ISA-L's crc64_rocksoft_refl
+ * where the library has it (2.31 on); otherwise our own PCLMULQDQ folding
+ * when the CPU has it, and slice-by-8 tables for short inputs and other
+ * CPUs (tables and constants built once, pthread_once, read-only after). 'crc' in struct
+ * auth_checksum is always the finished CRC of the bytes so far (0 at the
+ * start), which is what ISA-L's refl functions take and return. Digests of
+ * CRCs are big-endian bytes, as S3 base64-encodes them.
  */
 #include "config.h"
 
@@ -15,29 +19,30 @@
 
 #include <openssl/evp.h>
 
+#include <isa-l/crc.h>
+#include <isa-l/crc64.h>
+#include <limits.h>
 #include <pthread.h>
-#include <zlib.h>
 
-#if defined(__x86_64__)
-#include <nmmintrin.h>
-#endif
-
+#define POLY_CRC32 0xedb88320u
 #define POLY_CRC32C 0x82f63b78u
 #define POLY_CRC64NVME 0x9a6c9329ac4bc9b5ull
 
-/* Bytes per stream in the 3-way interleaved SSE4.2 loop. */
-#define CRC32C_BLOCK 1024
-
-static uint32_t crc32c_table[8][256];
+#ifndef HAVE_CRC64_ROCKSOFT_REFL
 static uint64_t crc64_table[8][256];
-/* shift_table[k]: multiply a raw CRC32C register by x^(8 * CRC32C_BLOCK * (k + 1)) mod P,
- * one 256-entry table per register byte. */
-static uint32_t crc32c_shift_table[2][4][256];
-static bool has_sse42;
+/* Folding constants of the PCLMULQDQ path: fold_k[i] moves a 128-bit
+ * block forward by 128 * (i + 1) bits, {x^(D+63) mod P, x^(D-1) mod P}. */
+static uint64_t crc64_fold_k[4][2];
+static bool has_pclmul;
 static pthread_once_t tables_once = PTHREAD_ONCE_INIT;
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define CRC64_PCLMUL 1
+#include <immintrin.h>
+#endif
+#endif
 
 /* ------------------------------------------------------------------------ */
-/* GF(2) arithmetic: x^(8n) mod P (the method of zlib 1.2.12+)               */
+/* GF(2) arithmetic: x^n mod P (the method of zlib 1.2.12+)                  */
 /* ------------------------------------------------------------------------ */
 
 /* a * b mod P for reflected 'width'-bit polynomials 'poly'. */
@@ -57,14 +62,12 @@ multmodp(uint64_t a, uint64_t b, uint64_t poly, int width)
     return p;
 }
 
-/* x^(8n) mod P: the operator that appends 'n' zero bytes to a register. */
+/* x^n mod P. */
 static uint64_t
-xbytesmodp(uint64_t n, uint64_t poly, int width)
+xbitsmodp(uint64_t n, uint64_t poly, int width)
 {
     uint64_t p = 1ull << (width - 1);  /* x^0 */
     uint64_t sq = 1ull << (width - 2); /* x^1 */
-    for (int i = 0; i < 3; i++)
-        sq = multmodp(sq, sq, poly, width); /* x^8 */
     while (n) {
         if (n & 1)
             p = multmodp(sq, p, poly, width);
@@ -75,37 +78,59 @@ xbytesmodp(uint64_t n, uint64_t poly, int width)
     return p;
 }
 
+/* x^(8n) mod P: the operator that appends 'n' zero bytes to a register. */
+static uint64_t
+xbytesmodp(uint64_t n, uint64_t poly, int width)
+{
+    return xbitsmodp(8 * n, poly, width);
+}
+
+/* 'crc' is a finished CRC32C; returns the finished CRC32C with 'len' more
+ * bytes (crc32_iscsi takes an int length and a raw register). */
+static uint32_t
+crc32c_update(uint32_t crc, const unsigned char *p, size_t len)
+{
+    uint32_t reg = ~crc;
+    while (len > 0) {
+        size_t n = MIN(len, (size_t)INT_MAX & ~(size_t)63);
+        /* ISA-L's prototype lacks const; it does not write the buffer. */
+        reg = crc32_iscsi((unsigned char *)(uintptr_t)p, (int)n, reg);
+        p += n;
+        len -= n;
+    }
+    return ~reg;
+}
+
+#ifdef HAVE_CRC64_ROCKSOFT_REFL
+static uint64_t
+crc64nvme_update(uint64_t crc, const unsigned char *p, size_t len)
+{
+    return crc64_rocksoft_refl(crc, p, len);
+}
+#else
 static void
 tables_build(void)
 {
     for (uint32_t i = 0; i < 256; i++) {
-        uint32_t c = i;
         uint64_t d = i;
-        for (int k = 0; k < 8; k++) {
-            c = (c & 1) ? (c >> 1) ^ POLY_CRC32C : c >> 1;
+        for (int k = 0; k < 8; k++)
             d = (d & 1) ? (d >> 1) ^ POLY_CRC64NVME : d >> 1;
-        }
-        crc32c_table[0][i] = c;
         crc64_table[0][i] = d;
     }
     for (int k = 1; k < 8; k++) {
         for (int i = 0; i < 256; i++) {
-            uint32_t c = crc32c_table[k - 1][i];
             uint64_t d = crc64_table[k - 1][i];
-            crc32c_table[k][i] = (c >> 8) ^ crc32c_table[0][c & 0xff];
             crc64_table[k][i] = (d >> 8) ^ crc64_table[0][d & 0xff];
         }
     }
-    for (int s = 0; s < 2; s++) {
-        uint64_t op = xbytesmodp((uint64_t)CRC32C_BLOCK * (uint64_t)(s + 1), POLY_CRC32C, 32);
-        for (int b = 0; b < 4; b++)
-            for (uint32_t i = 0; i < 256; i++)
-                crc32c_shift_table[s][b][i] =
-                    (uint32_t)multmodp(op, (uint64_t)i << (8 * b), POLY_CRC32C, 32);
+    for (int i = 0; i < 4; i++) {
+        uint64_t dist = 128 * (uint64_t)(i + 1);
+        crc64_fold_k[i][0] = xbitsmodp(dist + 63, POLY_CRC64NVME, 64);
+        crc64_fold_k[i][1] = xbitsmodp(dist - 1, POLY_CRC64NVME, 64);
     }
-#if defined(__x86_64__)
+#ifdef CRC64_PCLMUL
     __builtin_cpu_init();
-    has_sse42 = __builtin_cpu_supports("sse4.2");
+    has_pclmul = __builtin_cpu_supports("pclmul") && __builtin_cpu_supports("sse4.1");
 #endif
 }
 
@@ -120,61 +145,7 @@ load_le64(const unsigned char *p)
     return v;
 }
 
-/* 'crc' is the running register (already inverted); returns the new one. */
-static uint32_t
-crc32c_sw(uint32_t crc, const unsigned char *p, size_t len)
-{
-    const uint32_t(*t)[256] = crc32c_table;
-    while (len >= 8) {
-        uint64_t v = load_le64(p) ^ crc;
-        crc = t[7][v & 0xff] ^ t[6][(v >> 8) & 0xff] ^ t[5][(v >> 16) & 0xff] ^
-              t[4][(v >> 24) & 0xff] ^ t[3][(v >> 32) & 0xff] ^ t[2][(v >> 40) & 0xff] ^
-              t[1][(v >> 48) & 0xff] ^ t[0][v >> 56];
-        p += 8;
-        len -= 8;
-    }
-    while (len--)
-        crc = (crc >> 8) ^ t[0][(crc ^ *p++) & 0xff];
-    return crc;
-}
-
-#if defined(__x86_64__)
-static inline uint32_t
-crc32c_shift(int blocks, uint32_t r)
-{
-    const uint32_t(*t)[256] = crc32c_shift_table[blocks - 1];
-    return t[0][r & 0xff] ^ t[1][(r >> 8) & 0xff] ^ t[2][(r >> 16) & 0xff] ^ t[3][r >> 24];
-}
-
-__attribute__((target("sse4.2"))) static uint32_t
-crc32c_hw(uint32_t crc, const unsigned char *p, size_t len)
-{
-    uint64_t c = crc;
-    /* Three independent streams hide the instruction's 3-cycle latency;
-     * the partial registers are merged by appending zero bytes (a table
-     * multiply by x^(8 * block) mod P). */
-    while (len >= 3 * CRC32C_BLOCK) {
-        uint64_t c1 = 0, c2 = 0;
-        for (size_t i = 0; i < CRC32C_BLOCK; i += 8) {
-            c = _mm_crc32_u64(c, load_le64(p + i));
-            c1 = _mm_crc32_u64(c1, load_le64(p + CRC32C_BLOCK + i));
-            c2 = _mm_crc32_u64(c2, load_le64(p + 2 * CRC32C_BLOCK + i));
-        }
-        c = crc32c_shift(2, (uint32_t)c) ^ crc32c_shift(1, (uint32_t)c1) ^ (uint32_t)c2;
-        p += 3 * CRC32C_BLOCK;
-        len -= 3 * CRC32C_BLOCK;
-    }
-    while (len >= 8) {
-        c = _mm_crc32_u64(c, load_le64(p));
-        p += 8;
-        len -= 8;
-    }
-    while (len--)
-        c = _mm_crc32_u8((uint32_t)c, *p++);
-    return (uint32_t)c;
-}
-#endif
-
+/* Slice-by-8 on the raw register 'crc'; returns the new raw register. */
 static uint64_t
 crc64_sw(uint64_t crc, const unsigned char *p, size_t len)
 {
@@ -192,6 +163,63 @@ crc64_sw(uint64_t crc, const unsigned char *p, size_t len)
     return crc;
 }
 
+#ifdef CRC64_PCLMUL
+/*
+ * Carry-less folding (Intel's "Fast CRC computation for generic polynomials
+ * using PCLMULQDQ", reflected form). A 16-byte block loaded little-endian
+ * stands for L(x) x^64 + H(x); moving it D bits forward is L * x^(D+64) +
+ * H * x^D, and as PCLMULQDQ of reflected operands yields the product times
+ * x, the constants are x^(D+63) and x^(D-1) mod P. Four accumulators fold
+ * by 512 bits to hide the multiplier's latency; the last block left is a
+ * message whose CRC from a zero register is the answer, which slice-by-8
+ * finishes with the tail bytes. 'crc' is the raw register, len >= 64.
+ */
+__attribute__((target("pclmul,sse4.1"))) static uint64_t
+crc64_pclmul(uint64_t crc, const unsigned char *p, size_t len)
+{
+#define FOLD(x, k) _mm_xor_si128(_mm_clmulepi64_si128(x, k, 0x00), _mm_clmulepi64_si128(x, k, 0x11))
+#define LOAD(q) _mm_loadu_si128((const __m128i *)(const void *)(q))
+    const __m128i k1 = LOAD(crc64_fold_k[0]), k2 = LOAD(crc64_fold_k[1]);
+    const __m128i k3 = LOAD(crc64_fold_k[2]), k4 = LOAD(crc64_fold_k[3]);
+    __m128i x0 = _mm_xor_si128(LOAD(p), _mm_cvtsi64_si128((long long)crc));
+    __m128i x1 = LOAD(p + 16), x2 = LOAD(p + 32), x3 = LOAD(p + 48);
+    unsigned char last[16];
+    p += 64;
+    len -= 64;
+    while (len >= 64) {
+        x0 = _mm_xor_si128(FOLD(x0, k4), LOAD(p));
+        x1 = _mm_xor_si128(FOLD(x1, k4), LOAD(p + 16));
+        x2 = _mm_xor_si128(FOLD(x2, k4), LOAD(p + 32));
+        x3 = _mm_xor_si128(FOLD(x3, k4), LOAD(p + 48));
+        p += 64;
+        len -= 64;
+    }
+    x0 = _mm_xor_si128(_mm_xor_si128(FOLD(x0, k3), FOLD(x1, k2)), _mm_xor_si128(FOLD(x2, k1), x3));
+    while (len >= 16) {
+        x0 = _mm_xor_si128(FOLD(x0, k1), LOAD(p));
+        p += 16;
+        len -= 16;
+    }
+#undef FOLD
+#undef LOAD
+    _mm_storeu_si128((__m128i *)(void *)last, x0);
+    return crc64_sw(crc64_sw(0, last, 16), p, len);
+}
+#endif
+
+/* On a finished CRC; returns the finished CRC. */
+static uint64_t
+crc64nvme_update(uint64_t crc, const unsigned char *p, size_t len)
+{
+    pthread_once(&tables_once, tables_build);
+#ifdef CRC64_PCLMUL
+    if (has_pclmul && len >= 64)
+        return ~crc64_pclmul(~crc, p, len);
+#endif
+    return ~crc64_sw(~crc, p, len);
+}
+#endif
+
 uint64_t
 auth_checksum_crc_combine(enum auth_checksum_algo algo, uint64_t crc_a, uint64_t crc_b,
                           uint64_t len_b)
@@ -200,7 +228,7 @@ auth_checksum_crc_combine(enum auth_checksum_algo algo, uint64_t crc_a, uint64_t
     int width;
     switch (algo) {
     case AUTH_CK_CRC32:
-        poly = 0xedb88320u;
+        poly = POLY_CRC32;
         width = 32;
         break;
     case AUTH_CK_CRC32C:
@@ -245,10 +273,8 @@ evp_md(enum auth_checksum_algo algo)
 void
 auth_checksum_init(struct auth_checksum *c, enum auth_checksum_algo algo)
 {
-    pthread_once(&tables_once, tables_build);
     c->algo = algo;
-    /* zlib's crc32_z takes and returns finished CRCs; ours keep the raw register. */
-    c->crc = algo == AUTH_CK_CRC32 ? 0 : ~0ull;
+    c->crc = 0;
     c->evp = NULL;
     const EVP_MD *md = evp_md(algo);
     if (md != NULL) {
@@ -269,19 +295,13 @@ auth_checksum_update(struct auth_checksum *c, const void *data, size_t len)
         return;
     switch (c->algo) {
     case AUTH_CK_CRC32:
-        c->crc = crc32_z((unsigned long)c->crc, p, len);
+        c->crc = crc32_gzip_refl((uint32_t)c->crc, p, len);
         break;
     case AUTH_CK_CRC32C:
-#if defined(__x86_64__)
-        if (has_sse42) {
-            c->crc = crc32c_hw((uint32_t)c->crc, p, len);
-            break;
-        }
-#endif
-        c->crc = crc32c_sw((uint32_t)c->crc, p, len);
+        c->crc = crc32c_update((uint32_t)c->crc, p, len);
         break;
     case AUTH_CK_CRC64NVME:
-        c->crc = crc64_sw(c->crc, p, len);
+        c->crc = crc64nvme_update(c->crc, p, len);
         break;
     case AUTH_CK_SHA1:
     case AUTH_CK_SHA256:
@@ -301,13 +321,9 @@ auth_checksum_final(struct auth_checksum *c, uint8_t out[AUTH_CK_MAX_DIGEST])
     uint64_t v = 0;
     switch (c->algo) {
     case AUTH_CK_CRC32:
-        v = c->crc & 0xffffffffu;
-        break;
     case AUTH_CK_CRC32C:
-        v = ~c->crc & 0xffffffffu;
-        break;
     case AUTH_CK_CRC64NVME:
-        v = ~c->crc;
+        v = c->crc;
         break;
     case AUTH_CK_SHA1:
     case AUTH_CK_SHA256:
@@ -391,7 +407,7 @@ enum auth_checksum_algo
 auth_checksum_from_name(struct slice name)
 {
     for (size_t i = 0; i < ARRAY_LEN(algos); i++)
-        if (auth__eq_nocase(name, slice_from_cstr(algos[i].name)))
+        if (slice_eq_nocase(name, algos[i].name))
             return algos[i].algo;
     return AUTH_CK_NONE;
 }

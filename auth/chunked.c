@@ -106,30 +106,6 @@ verify_trailer(struct auth_chunked *c, const char sig[65])
     return true;
 }
 
-static int
-hexdigit(int ch)
-{
-    if (ch >= '0' && ch <= '9')
-        return ch - '0';
-    if (ch >= 'a' && ch <= 'f')
-        return ch - 'a' + 10;
-    if (ch >= 'A' && ch <= 'F')
-        return ch - 'A' + 10;
-    return -1;
-}
-
-static struct slice
-trim(struct slice s)
-{
-    while (s.len && (s.ptr[0] == ' ' || s.ptr[0] == '\t')) {
-        s.ptr++;
-        s.len--;
-    }
-    while (s.len && (s.ptr[s.len - 1] == ' ' || s.ptr[s.len - 1] == '\t'))
-        s.len--;
-    return s;
-}
-
 /*
  * Handles the chunk header 'line' (CR stripped): "hex-size[;ext=value...]".
  * Returns the next state (ST_DATA, ST_TRAILER, or an error state).
@@ -141,14 +117,14 @@ on_size_line(struct auth_chunked *c, struct slice line)
     size_t i = 0;
     bool has_sig = false;
     int d;
-    for (; i < line.len && (d = hexdigit((unsigned char)line.ptr[i])) >= 0; i++) {
+    for (; i < line.len && (d = hex_digit_value((unsigned char)line.ptr[i])) >= 0; i++) {
         if (size > (UINT64_MAX >> 4))
             return ST_ERROR;
         size = size << 4 | (uint64_t)d;
     }
     if (i == 0 || size > UINT64_MAX - c->decoded_total)
         return ST_ERROR;
-    struct slice rest = trim((struct slice){line.ptr + i, line.len - i});
+    struct slice rest = slice_trim((struct slice){line.ptr + i, line.len - i});
     while (rest.len > 0) {
         if (rest.ptr[0] != ';')
             return ST_ERROR;
@@ -156,14 +132,15 @@ on_size_line(struct auth_chunked *c, struct slice line)
         rest.len--;
         const char *semi = memchr(rest.ptr, ';', rest.len);
         size_t elen = semi ? (size_t)(semi - rest.ptr) : rest.len;
-        struct slice ext = trim((struct slice){rest.ptr, elen});
+        struct slice ext = slice_trim((struct slice){rest.ptr, elen});
         rest.ptr += elen;
         rest.len -= elen;
         const char *eq = memchr(ext.ptr, '=', ext.len);
         if (eq == NULL)
             continue; /* a bare extension name: ignored */
-        struct slice name = trim((struct slice){ext.ptr, (size_t)(eq - ext.ptr)});
-        struct slice value = trim((struct slice){eq + 1, ext.len - (size_t)(eq + 1 - ext.ptr)});
+        struct slice name = slice_trim((struct slice){ext.ptr, (size_t)(eq - ext.ptr)});
+        struct slice value =
+            slice_trim((struct slice){eq + 1, ext.len - (size_t)(eq + 1 - ext.ptr)});
         /* Unsigned modes ignore signatures like any other extension. */
         if (c->is_signed && slice_eq(name, SLICE_LIT("chunk-signature"))) {
             if (has_sig || !auth__parse_sig(value, c->chunk_signature))
@@ -200,11 +177,12 @@ on_trailer_line(struct auth_chunked *c, struct slice line)
     const char *colon = memchr(line.ptr, ':', line.len);
     if (colon == NULL)
         return ST_ERROR;
-    struct slice name = trim((struct slice){line.ptr, (size_t)(colon - line.ptr)});
-    struct slice value = trim((struct slice){colon + 1, line.len - (size_t)(colon + 1 - line.ptr)});
+    struct slice name = slice_trim((struct slice){line.ptr, (size_t)(colon - line.ptr)});
+    struct slice value =
+        slice_trim((struct slice){colon + 1, line.len - (size_t)(colon + 1 - line.ptr)});
     if (name.len == 0)
         return ST_ERROR;
-    if (auth__eq_nocase(name, SLICE_LIT("x-amz-trailer-signature"))) {
+    if (slice_eq_nocase(name, "x-amz-trailer-signature")) {
         char sig[65];
         if (!c->trailer_signed || !auth__parse_sig(value, sig))
             return ST_ERROR;
@@ -328,7 +306,7 @@ auth_chunked_trailer(const struct auth_chunked *c, const char *name)
 {
     struct slice n = slice_from_cstr(name);
     for (size_t i = 0; i < c->n_trailers && i < AUTH_CHUNKED_MAX_TRAILERS; i++)
-        if (auth__eq_nocase(slice_from_cstr(c->trailer_name[i]), n))
+        if (slice_casecmp(slice_from_cstr(c->trailer_name[i]), n) == 0)
             return slice_from_cstr(c->trailer_value[i]);
     return (struct slice){"", 0};
 }

@@ -17,6 +17,7 @@ auth_action_is_write(enum auth_action action)
         return true;
     case AUTH_ACTION_SERVICE:
     case AUTH_ACTION_BUCKET_INFO:
+    case AUTH_ACTION_READ_ACP:
     case AUTH_ACTION_LIST:
     case AUTH_ACTION_READ:
     case AUTH_ACTION_ADMIN_READ:
@@ -25,7 +26,8 @@ auth_action_is_write(enum auth_action action)
     return true;
 }
 
-/* The grant level an action needs (1 read, 2 write, 3 admin). */
+/* The grant level an action needs (1 read, 2 write, 3 admin). READ_ACP
+ * is not part of READ in S3: only an admin (FULL_CONTROL) grant gives it. */
 static int
 level_needed(enum auth_action action)
 {
@@ -88,7 +90,7 @@ auth_policy_allows(const struct auth_principal *who, const struct auth_bucket_vi
      * other than HEAD/location need a whole-bucket grant. */
     if (grant->prefix.len == 0 || action == AUTH_ACTION_BUCKET_INFO)
         return true;
-    if (action == AUTH_ACTION_BUCKET_ADMIN)
+    if (action == AUTH_ACTION_BUCKET_ADMIN || action == AUTH_ACTION_READ_ACP)
         return false;
     return slice_has_prefix(key, grant->prefix);
 }

@@ -5,7 +5,9 @@
  * 96-bit nonce per secret and the access key as additional authenticated
  * data:  blob = nonce(12) | ciphertext(len) | tag(16).
  * A tampered blob, or one copied to another access key, does not open.
- * Plaintext copies made here are wiped before returning.
+ * Plaintext copies made here are wiped before returning. New access keys
+ * and secrets (root's first credentials and users' keys alike) are made
+ * here, from the OpenSSL CSPRNG, without modulo bias.
  */
 #include "auth/auth_int.h"
 
@@ -23,6 +25,48 @@ auth_random_bytes(void *out, size_t len)
     if (len > INT_MAX)
         return -1;
     return RAND_bytes(out, (int)len) == 1 ? 0 : -1;
+}
+
+/* Fills 'out' with 'n' characters drawn uniformly from 'alphabet' (at most
+ * 256 letters) and a NUL: bytes that would bias the draw are rejected. */
+static int
+random_string(char *out, size_t n, const char *alphabet)
+{
+    size_t alen = strlen(alphabet);
+    unsigned limit = 256 - 256 % (unsigned)alen; /* accept bytes below a multiple of alen */
+    uint8_t rnd[64];
+    size_t have = 0, used = 0;
+    int rc = -1;
+    for (size_t i = 0; i < n;) {
+        if (used == have) {
+            if (auth_random_bytes(rnd, sizeof(rnd)) != 0)
+                goto fail;
+            have = sizeof(rnd);
+            used = 0;
+        }
+        uint8_t b = rnd[used++];
+        if (b < limit)
+            out[i++] = alphabet[b % alen];
+    }
+    out[n] = '\0';
+    rc = 0;
+fail:
+    OPENSSL_cleanse(rnd, sizeof(rnd));
+    return rc;
+}
+
+int
+auth_credentials_generate(char access_key[AUTH_ACCESS_KEY_LEN + 1],
+                          char secret[AUTH_SECRET_LEN + 1])
+{
+    if (random_string(access_key, AUTH_ACCESS_KEY_LEN, "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789") !=
+            0 ||
+        random_string(secret, AUTH_SECRET_LEN,
+                      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/") != 0) {
+        OPENSSL_cleanse(secret, AUTH_SECRET_LEN + 1);
+        return -1;
+    }
+    return 0;
 }
 
 void

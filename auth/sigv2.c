@@ -11,6 +11,8 @@
  *
  * CanonicalizedResource is [/bucket for virtual-hosted requests] + the raw
  * path + the S3 sub-resources of the query, sorted, values decoded.
+ * Because nothing else of the query is signed, a URL carrying any other
+ * parameter is refused, and Expires may be at most 7 days ahead.
  */
 #include "auth/auth_int.h"
 
@@ -53,35 +55,15 @@ struct qparam {
     bool has_value;
 };
 
-static int
-hexv(int c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
-/* Percent-decodes 'in' into the buffer (appends). Returns false on a bad escape. */
+/* Percent-decodes 'in' and appends it to 'b'. Returns false on a bad escape. */
 static bool
 decode_into(struct buf *b, struct slice in)
 {
-    for (size_t i = 0; i < in.len; i++) {
-        char c = in.ptr[i];
-        if (c == '%') {
-            if (i + 2 >= in.len)
-                return false;
-            int hi = hexv((unsigned char)in.ptr[i + 1]), lo = hexv((unsigned char)in.ptr[i + 2]);
-            if (hi < 0 || lo < 0)
-                return false;
-            c = (char)(hi << 4 | lo);
-            i += 2;
-        }
-        buf_append(b, &c, 1);
-    }
+    buf_reserve(b, in.len);
+    long n = uri_decode(in.ptr, in.len, b->ptr + b->len);
+    if (n < 0)
+        return false;
+    b->len += (size_t)n;
     return true;
 }
 
@@ -89,24 +71,16 @@ decode_into(struct buf *b, struct slice in)
 static bool
 query_find(struct slice q, const char *name, struct qparam *out)
 {
-    size_t nl = strlen(name);
-    size_t i = 0;
-    while (i <= q.len) {
-        size_t j = i;
-        while (j < q.len && q.ptr[j] != '&')
-            j++;
-        struct slice part = {q.ptr + i, j - i};
+    struct slice part;
+    while (slice_split_next(&q, '&', &part)) {
         const char *eq = part.len ? memchr(part.ptr, '=', part.len) : NULL;
         size_t klen = eq ? (size_t)(eq - part.ptr) : part.len;
-        if (klen == nl && memcmp(part.ptr, name, nl) == 0) {
+        if (slice_eq((struct slice){part.ptr, klen}, slice_from_cstr(name))) {
             out->name = (struct slice){part.ptr, klen};
             out->has_value = eq != NULL;
             out->value = eq ? (struct slice){eq + 1, part.len - klen - 1} : (struct slice){"", 0};
             return true;
         }
-        if (j >= q.len)
-            break;
-        i = j + 1;
     }
     return false;
 }
@@ -115,7 +89,7 @@ static struct slice
 header_value(const struct auth_request *req, const char *name)
 {
     for (size_t i = 0; i < req->n_headers; i++)
-        if (auth__eq_nocase(req->headers[i].name, slice_from_cstr(name)))
+        if (slice_eq_nocase(req->headers[i].name, name))
             return req->headers[i].value;
     return (struct slice){"", 0};
 }
@@ -125,13 +99,7 @@ header_cmp(const void *a, const void *b)
 {
     const struct auth_header *x = *(const struct auth_header *const *)a;
     const struct auth_header *y = *(const struct auth_header *const *)b;
-    size_t n = MIN(x->name.len, y->name.len);
-    for (size_t i = 0; i < n; i++) {
-        int cx = x->name.ptr[i] | 0x20, cy = y->name.ptr[i] | 0x20;
-        if (cx != cy)
-            return cx - cy;
-    }
-    return (x->name.len > y->name.len) - (x->name.len < y->name.len);
+    return slice_casecmp(x->name, y->name);
 }
 
 /* Builds the string to sign into 'b'. Returns false on bad encoding. */
@@ -154,14 +122,12 @@ string_to_sign(const struct auth_request *req, struct slice bucket_prefix, struc
     size_t n = 0;
     for (size_t i = 0; i < req->n_headers; i++)
         if (req->headers[i].name.len > 6 &&
-            auth__eq_nocase((struct slice){req->headers[i].name.ptr, 6}, SLICE_LIT("x-amz-")))
+            slice_eq_nocase((struct slice){req->headers[i].name.ptr, 6}, "x-amz-"))
             amz[n++] = &req->headers[i];
     qsort(amz, n, sizeof(*amz), header_cmp);
     for (size_t i = 0; i < n; i++) {
         for (size_t k = 0; k < amz[i]->name.len; k++) {
-            char c = amz[i]->name.ptr[k];
-            if (c >= 'A' && c <= 'Z')
-                c = (char)(c + 32);
+            char c = (char)ascii_lower((unsigned char)amz[i]->name.ptr[k]);
             buf_append(b, &c, 1);
         }
         buf_append_str(b, ":");
@@ -199,6 +165,50 @@ sign(const char *secret, const struct buf *b, char out[32])
     base64_encode(mac, mac_len, out);
 }
 
+/* The parameters a SigV2 presigned URL carries for its own use. */
+static const char *auth_params[] = {"AWSAccessKeyId", "Expires", "Signature"};
+
+static bool
+is_listed(struct slice name, const char *const *list, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (slice_eq(name, slice_from_cstr(list[i])))
+            return true;
+    return false;
+}
+
+/*
+ * SigV2 signs only the sub-resources of the query (the 'subresources'
+ * table, response-* overrides included), so any other parameter could be
+ * added or changed by whoever holds the URL (?name=mallory&admin=true).
+ * Returns true when every parameter of 'q' is a signed sub-resource or one
+ * of 'auth_params', named without %-escapes (the server decodes names and
+ * string_to_sign matches them raw: both must see the same parameter) and
+ * none named twice.
+ */
+static bool
+query_is_all_signed(struct slice q)
+{
+    struct slice seen[ARRAY_LEN(subresources) + ARRAY_LEN(auth_params)];
+    size_t n_seen = 0;
+    struct slice name;
+    while (slice_split_next(&q, '&', &name)) {
+        if (name.len == 0)
+            continue;
+        const char *eq = memchr(name.ptr, '=', name.len);
+        if (eq)
+            name.len = (size_t)(eq - name.ptr);
+        if (!is_listed(name, subresources, ARRAY_LEN(subresources)) &&
+            !is_listed(name, auth_params, ARRAY_LEN(auth_params)))
+            return false;
+        for (size_t k = 0; k < n_seen; k++)
+            if (slice_eq(seen[k], name))
+                return false;
+        seen[n_seen++] = name;
+    }
+    return true;
+}
+
 enum auth_result
 auth_sigv2_verify_query(const struct auth_request *req, struct slice bucket_prefix,
                         auth_secret_fn lookup, void *ctx, struct auth_verdict *out)
@@ -207,9 +217,13 @@ auth_sigv2_verify_query(const struct auth_request *req, struct slice bucket_pref
     if (!query_find(req->query, "AWSAccessKeyId", &akp) ||
         !query_find(req->query, "Expires", &exp) || !query_find(req->query, "Signature", &sigp))
         return AUTH_MALFORMED;
+    /* SigV2 itself bounds nothing: keep its URLs to SigV4's 7 days. */
     uint64_t expires;
-    if (parse_u64(exp.value, INT64_MAX, &expires) != 0)
-        return AUTH_MALFORMED;
+    if (parse_u64(exp.value, INT64_MAX, &expires) != 0 ||
+        (int64_t)expires > req->now_s + AUTH_SIGV2_MAX_EXPIRES_S)
+        return AUTH_BAD_EXPIRES;
+    if (!query_is_all_signed(req->query))
+        return AUTH_PARAMS_NOT_SIGNED;
     struct buf ak, sig, sts;
     buf_init(&ak);
     buf_init(&sig);

@@ -32,43 +32,15 @@
 /* Small helpers                                                             */
 /* ------------------------------------------------------------------------ */
 
-static int
-lower(int c)
-{
-    return (c >= 'A' && c <= 'Z') ? c + ('a' - 'A') : c;
-}
-
-static int
-hexval(int c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    c = lower(c);
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    return -1;
-}
-
-bool
-auth__eq_nocase(struct slice a, struct slice b)
-{
-    if (a.len != b.len)
-        return false;
-    for (size_t i = 0; i < a.len; i++)
-        if (lower((unsigned char)a.ptr[i]) != lower((unsigned char)b.ptr[i]))
-            return false;
-    return true;
-}
-
 bool
 auth__parse_sig(struct slice s, char out[65])
 {
     if (s.len != 64)
         return false;
     for (size_t i = 0; i < 64; i++) {
-        if (hexval((unsigned char)s.ptr[i]) < 0)
+        if (hex_digit_value((unsigned char)s.ptr[i]) < 0)
             return false;
-        out[i] = (char)lower((unsigned char)s.ptr[i]);
+        out[i] = (char)ascii_lower((unsigned char)s.ptr[i]);
     }
     out[64] = '\0';
     return true;
@@ -93,201 +65,6 @@ auth_equal_ct(const void *a, const void *b, size_t len)
     return acc == 0;
 }
 
-static struct slice
-slice_trim(struct slice s)
-{
-    while (s.len > 0 && (s.ptr[0] == ' ' || s.ptr[0] == '\t')) {
-        s.ptr++;
-        s.len--;
-    }
-    while (s.len > 0 && (s.ptr[s.len - 1] == ' ' || s.ptr[s.len - 1] == '\t'))
-        s.len--;
-    return s;
-}
-
-/* Splits 's' at the first 'sep': '*head' gets the part before it and 's'
- * the rest after it (empty when 'sep' is absent). Returns false when 's'
- * was already empty. */
-static bool
-slice_next(struct slice *s, char sep, struct slice *head)
-{
-    if (s->len == 0)
-        return false;
-    const char *p = memchr(s->ptr, sep, s->len);
-    if (p == NULL) {
-        *head = *s;
-        s->ptr += s->len;
-        s->len = 0;
-    } else {
-        head->ptr = s->ptr;
-        head->len = (size_t)(p - s->ptr);
-        s->len -= head->len + 1;
-        s->ptr = p + 1;
-    }
-    return true;
-}
-
-/* unreserved[c]: byte c stays as is in a SigV4 URI encoding. */
-static const bool unreserved[256] = {
-    ['A'] = 1, ['B'] = 1, ['C'] = 1, ['D'] = 1, ['E'] = 1, ['F'] = 1, ['G'] = 1, ['H'] = 1,
-    ['I'] = 1, ['J'] = 1, ['K'] = 1, ['L'] = 1, ['M'] = 1, ['N'] = 1, ['O'] = 1, ['P'] = 1,
-    ['Q'] = 1, ['R'] = 1, ['S'] = 1, ['T'] = 1, ['U'] = 1, ['V'] = 1, ['W'] = 1, ['X'] = 1,
-    ['Y'] = 1, ['Z'] = 1, ['a'] = 1, ['b'] = 1, ['c'] = 1, ['d'] = 1, ['e'] = 1, ['f'] = 1,
-    ['g'] = 1, ['h'] = 1, ['i'] = 1, ['j'] = 1, ['k'] = 1, ['l'] = 1, ['m'] = 1, ['n'] = 1,
-    ['o'] = 1, ['p'] = 1, ['q'] = 1, ['r'] = 1, ['s'] = 1, ['t'] = 1, ['u'] = 1, ['v'] = 1,
-    ['w'] = 1, ['x'] = 1, ['y'] = 1, ['z'] = 1, ['0'] = 1, ['1'] = 1, ['2'] = 1, ['3'] = 1,
-    ['4'] = 1, ['5'] = 1, ['6'] = 1, ['7'] = 1, ['8'] = 1, ['9'] = 1, ['-'] = 1, ['_'] = 1,
-    ['.'] = 1, ['~'] = 1,
-};
-
-/* Appends 's' URI-encoded per SigV4: unreserved bytes kept, all others %XX. */
-static void
-uri_encode(struct buf *b, const char *s, size_t len)
-{
-    static const char hex[] = "0123456789ABCDEF";
-    buf_reserve(b, len * 3);
-    char *o = b->ptr + b->len;
-    for (size_t i = 0; i < len; i++) {
-        unsigned char c = (unsigned char)s[i];
-        if (unreserved[c]) {
-            *o++ = (char)c;
-        } else {
-            o[0] = '%';
-            o[1] = hex[c >> 4];
-            o[2] = hex[c & 15];
-            o += 3;
-        }
-    }
-    b->len = (size_t)(o - b->ptr);
-}
-
-/* ------------------------------------------------------------------------ */
-/* Dates                                                                     */
-/* ------------------------------------------------------------------------ */
-
-/* Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant). */
-static int64_t
-days_from_civil(int64_t y, int64_t m, int64_t d)
-{
-    y -= m <= 2;
-    int64_t era = (y >= 0 ? y : y - 399) / 400;
-    int64_t yoe = y - era * 400;
-    int64_t doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
-    int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    return era * 146097 + doe - 719468;
-}
-
-static void
-civil_from_days(int64_t z, int *y, int *m, int *d)
-{
-    z += 719468;
-    int64_t era = (z >= 0 ? z : z - 146096) / 146097;
-    int64_t doe = z - era * 146097;
-    int64_t yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
-    int64_t doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    int64_t mp = (5 * doy + 2) / 153;
-    *d = (int)(doy - (153 * mp + 2) / 5 + 1);
-    *m = (int)(mp < 10 ? mp + 3 : mp - 9);
-    *y = (int)(yoe + era * 400 + (*m <= 2));
-}
-
-static int
-digits(const char *p, size_t n, int *out)
-{
-    int v = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (p[i] < '0' || p[i] > '9')
-            return -1;
-        v = v * 10 + (p[i] - '0');
-    }
-    *out = v;
-    return 0;
-}
-
-static int
-to_epoch(int y, int mo, int d, int h, int mi, int s, int64_t *out)
-{
-    static const int mdays[] = {31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
-    if (y < 1970 || y > 9999 || mo < 1 || mo > 12 || d < 1 || d > mdays[mo - 1] || h > 23 ||
-        mi > 59 || s > 60)
-        return -1;
-    *out = days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 + s;
-    return 0;
-}
-
-/* Parses "YYYYMMDDTHHMMSSZ". Returns 0 or -1. */
-static int
-parse_amz_date(struct slice s, int64_t *out)
-{
-    int y, mo, d, h, mi, sec;
-    if (s.len != 16 || s.ptr[8] != 'T' || s.ptr[15] != 'Z')
-        return -1;
-    if (digits(s.ptr, 4, &y) || digits(s.ptr + 4, 2, &mo) || digits(s.ptr + 6, 2, &d) ||
-        digits(s.ptr + 9, 2, &h) || digits(s.ptr + 11, 2, &mi) || digits(s.ptr + 13, 2, &sec))
-        return -1;
-    return to_epoch(y, mo, d, h, mi, sec, out);
-}
-
-static void
-put_digits(char *p, int v, int n)
-{
-    for (int i = n - 1; i >= 0; i--) {
-        p[i] = (char)('0' + v % 10);
-        v /= 10;
-    }
-}
-
-static void
-format_amz_date(int64_t t, char out[17])
-{
-    int y, mo, d;
-    if (t < 0)
-        t = 0;
-    int64_t days = t / 86400;
-    int rem = (int)(t - days * 86400);
-    civil_from_days(days, &y, &mo, &d);
-    put_digits(out, y % 10000, 4);
-    put_digits(out + 4, mo, 2);
-    put_digits(out + 6, d, 2);
-    out[8] = 'T';
-    put_digits(out + 9, rem / 3600, 2);
-    put_digits(out + 11, rem / 60 % 60, 2);
-    put_digits(out + 13, rem % 60, 2);
-    out[15] = 'Z';
-    out[16] = '\0';
-}
-
-/* Parses an RFC 1123 date, "Fri, 24 May 2013 00:00:00 GMT" (the weekday is
- * optional and not checked). Returns 0 or -1. */
-static int
-parse_http_date(struct slice s, int64_t *out)
-{
-    static const char months[] = "janfebmaraprmayjunjulaugsepoctnovdec";
-    const char *comma = s.len ? memchr(s.ptr, ',', s.len) : NULL;
-    if (comma != NULL) {
-        s.len -= (size_t)(comma + 1 - s.ptr);
-        s.ptr = comma + 1;
-    }
-    s = slice_trim(s);
-    /* d[d] Mon yyyy hh:mm:ss GMT */
-    size_t dl = (s.len > 1 && s.ptr[1] == ' ') ? 1 : 2;
-    if (s.len != dl + 22)
-        return -1;
-    int y, mo = 0, d, h, mi, sec;
-    const char *p = s.ptr + dl;
-    if (digits(s.ptr, dl, &d) || p[0] != ' ' || p[4] != ' ' || p[9] != ' ' || p[12] != ':' ||
-        p[15] != ':' || p[18] != ' ' ||
-        !auth__eq_nocase((struct slice){p + 19, 3}, SLICE_LIT("GMT")))
-        return -1;
-    for (int i = 0; i < 12; i++)
-        if (auth__eq_nocase((struct slice){p + 1, 3}, (struct slice){months + 3 * i, 3}))
-            mo = i + 1;
-    if (mo == 0 || digits(p + 5, 4, &y) || digits(p + 10, 2, &h) || digits(p + 13, 2, &mi) ||
-        digits(p + 16, 2, &sec))
-        return -1;
-    return to_epoch(y, mo, d, h, mi, sec, out);
-}
-
 /* ------------------------------------------------------------------------ */
 /* Canonical request pieces                                                  */
 /* ------------------------------------------------------------------------ */
@@ -310,13 +87,13 @@ qparam_cmp(const void *a, const void *b)
  * name=value decoded then re-encoded, sorted by name then value, joined by
  * '&'. When 'skip_signature' is set, X-Amz-Signature is left out (presigned
  * verification). Returns false (and appends nothing) when a name or value
- * holds a malformed %-escape: the server refuses those queries too, with
- * the same decoder (uri_decode), so both always read a query alike.
+ * holds a malformed %-escape: the request parser refuses those too, so
+ * that the signed query and the executed one cannot differ.
  */
 static bool
 canon_query(struct slice query, bool skip_signature, struct buf *out)
 {
-    bool is_valid = true;
+    bool is_ok = false;
     size_t n = 1;
     for (size_t i = 0; i < query.len; i++)
         n += query.ptr[i] == '&';
@@ -328,34 +105,28 @@ canon_query(struct slice query, bool skip_signature, struct buf *out)
     size_t count = 0;
 
     struct slice rest = query, seg;
-    while (slice_next(&rest, '&', &seg)) {
+    while (slice_split_next(&rest, '&', &seg)) {
         if (seg.len == 0)
             continue;
         struct slice name, value = SLICE_NULL;
-        slice_next(&seg, '=', &name);
+        slice_split_next(&seg, '=', &name);
         value = seg;
         long nl = uri_decode(name.ptr, name.len, tmp);
-        if (nl < 0) {
-            is_valid = false;
-            break;
-        }
+        if (nl < 0)
+            goto fail;
         if (skip_signature &&
             slice_eq((struct slice){tmp, (size_t)nl}, SLICE_LIT("X-Amz-Signature")))
             continue;
         offs[3 * count] = enc.len;
-        uri_encode(&enc, tmp, (size_t)nl);
+        uri_encode(&enc, tmp, (size_t)nl, false);
         offs[3 * count + 1] = enc.len;
         long vl = uri_decode(value.ptr, value.len, tmp);
-        if (vl < 0) {
-            is_valid = false;
-            break;
-        }
-        uri_encode(&enc, tmp, (size_t)vl);
+        if (vl < 0)
+            goto fail;
+        uri_encode(&enc, tmp, (size_t)vl, false);
         offs[3 * count + 2] = enc.len;
         count++;
     }
-    if (!is_valid)
-        count = 0;
     for (size_t i = 0; i < count; i++) {
         params[i].name = (struct slice){enc.ptr + offs[3 * i], offs[3 * i + 1] - offs[3 * i]};
         params[i].value =
@@ -370,42 +141,40 @@ canon_query(struct slice query, bool skip_signature, struct buf *out)
         buf_append(out, "=", 1);
         buf_append(out, params[i].value.ptr, params[i].value.len);
     }
+    is_ok = true;
+fail:
     buf_cleanup(&enc);
     free(tmp);
     free(offs);
     free(params);
-    return is_valid;
+    return is_ok;
 }
 
 /* Looks up the first query parameter whose decoded name is 'name' and
  * decodes its value into 'out' (capacity 'cap', NUL-terminated). Returns
- * true when found; a value longer than 'cap' - 1 is truncated to empty. A
- * malformed %-escape in the value reads as absent. */
+ * true when found; a value longer than 'cap' - 1, or with a malformed
+ * escape, comes out empty. */
 static bool
 query_get(struct slice query, const char *name, char *out, size_t cap)
 {
     struct slice rest = query, seg;
     size_t want = strlen(name);
-    while (slice_next(&rest, '&', &seg)) {
+    while (slice_split_next(&rest, '&', &seg)) {
         struct slice n = SLICE_NULL;
         if (seg.len == 0)
             continue; /* "a&&b": slice_next would leave 'n' unset */
-        slice_next(&seg, '=', &n);
+        slice_split_next(&seg, '=', &n);
         /* Decoding never grows a string, so a name longer than 3x 'want'
          * cannot match and the stack buffer below is enough. */
         char tmp[64];
         if (n.len > sizeof(tmp) || want >= sizeof(tmp))
             continue;
         long nl = uri_decode(n.ptr, n.len, tmp);
-        if (nl < 0 || (size_t)nl != want || memcmp(tmp, name, want) != 0)
+        if (nl != (long)want || memcmp(tmp, name, want) != 0)
             continue;
-        if (seg.len >= cap) {
-            out[0] = '\0';
-            return true;
-        }
-        long vl = uri_decode(seg.ptr, seg.len, out);
+        long vl = seg.len < cap ? uri_decode(seg.ptr, seg.len, out) : -1;
         out[vl < 0 ? 0 : vl] = '\0';
-        return vl >= 0;
+        return true;
     }
     return false;
 }
@@ -436,14 +205,14 @@ static void
 canon_headers(const struct auth_request *req, struct slice signed_headers, struct buf *out)
 {
     struct slice rest = signed_headers, name;
-    while (slice_next(&rest, ';', &name)) {
+    while (slice_split_next(&rest, ';', &name)) {
         buf_reserve(out, name.len + 2);
         for (size_t i = 0; i < name.len; i++)
-            out->ptr[out->len++] = (char)lower((unsigned char)name.ptr[i]);
+            out->ptr[out->len++] = (char)ascii_lower((unsigned char)name.ptr[i]);
         out->ptr[out->len++] = ':';
         bool first = true;
         for (size_t i = 0; i < req->n_headers; i++) {
-            if (!auth__eq_nocase(req->headers[i].name, name))
+            if (slice_casecmp(req->headers[i].name, name) != 0)
                 continue;
             if (!first)
                 buf_append(out, ",", 1);
@@ -459,7 +228,7 @@ find_header(const struct auth_request *req, const char *name, struct slice *out)
 {
     struct slice n = slice_from_cstr(name);
     for (size_t i = 0; i < req->n_headers; i++) {
-        if (auth__eq_nocase(req->headers[i].name, n)) {
+        if (slice_casecmp(req->headers[i].name, n) == 0) {
             *out = req->headers[i].value;
             return true;
         }
@@ -472,8 +241,8 @@ static bool
 list_has(struct slice list, struct slice name)
 {
     struct slice item;
-    while (slice_next(&list, ';', &item))
-        if (auth__eq_nocase(item, name))
+    while (slice_split_next(&list, ';', &item))
+        if (slice_casecmp(item, name) == 0)
             return true;
     return false;
 }
@@ -487,11 +256,35 @@ has_unsigned_amz_header(const struct auth_request *req, struct slice signed_head
 {
     for (size_t i = 0; i < req->n_headers; i++) {
         struct slice n = req->headers[i].name;
-        if (n.len >= 6 && auth__eq_nocase((struct slice){n.ptr, 6}, SLICE_LIT("x-amz-")) &&
+        if (n.len >= 6 && slice_eq_nocase((struct slice){n.ptr, 6}, "x-amz-") &&
             !list_has(signed_headers, n))
             return true;
     }
     return false;
+}
+
+/* The per-thread signing-key cache (see derive_key). It never holds the
+ * secret: entries are found by an HMAC of the secret under a random salt
+ * drawn once per thread, so a memory dump of the cache yields derived keys
+ * (one day, one region, s3 only) and no secret. */
+struct key_cache {
+    bool has_salt;
+    bool is_valid;
+    uint8_t salt[32];
+    uint8_t secret_mac[32]; /* HMAC-SHA256(salt, secret) */
+    char date8[8];
+    char region[64];
+    size_t region_len;
+    uint8_t key[32];
+};
+
+static __thread struct key_cache key_cache;
+
+const void *
+auth__key_cache_bytes(size_t *len)
+{
+    *len = sizeof(key_cache);
+    return &key_cache;
 }
 
 /* Derives the SigV4 signing key for 'date8' and 'region' (service s3). */
@@ -499,21 +292,22 @@ static void
 derive_key(const char *secret, struct slice date8, struct slice region, uint8_t out[32])
 {
     /* The key changes once a day per secret and region: a connection thread
-     * remembers the last one it derived (4 HMACs saved per request). */
-    static __thread struct {
-        bool is_valid;
-        char secret[SECRET_CAP];
-        char date8[8];
-        char region[64];
-        size_t region_len;
-        uint8_t key[32];
-    } cache;
+     * remembers the last one it derived (4 HMACs saved per request for 1). */
+    struct key_cache *cache = &key_cache;
     size_t sl = strnlen(secret, SECRET_CAP - 1);
-    if (cache.is_valid && date8.len == 8 && memcmp(cache.date8, date8.ptr, 8) == 0 &&
-        region.len == cache.region_len && memcmp(cache.region, region.ptr, region.len) == 0 &&
-        strncmp(cache.secret, secret, SECRET_CAP) == 0) {
-        memcpy(out, cache.key, 32);
-        return;
+    uint8_t mac[32];
+    bool can_cache = date8.len == 8 && region.len <= sizeof(cache->region);
+    if (can_cache && !cache->has_salt)
+        cache->has_salt = auth_random_bytes(cache->salt, sizeof(cache->salt)) == 0;
+    can_cache = can_cache && cache->has_salt;
+    if (can_cache) {
+        auth_hmac_sha256(cache->salt, sizeof(cache->salt), secret, sl, mac);
+        if (cache->is_valid && memcmp(cache->date8, date8.ptr, 8) == 0 &&
+            region.len == cache->region_len && memcmp(cache->region, region.ptr, region.len) == 0 &&
+            auth_equal_ct(cache->secret_mac, mac, sizeof(mac))) {
+            memcpy(out, cache->key, 32);
+            return;
+        }
     }
     char k[4 + SECRET_CAP];
     memcpy(k, "AWS4", 4);
@@ -526,14 +320,13 @@ derive_key(const char *secret, struct slice date8, struct slice region, uint8_t 
     OPENSSL_cleanse(k, sizeof(k));
     OPENSSL_cleanse(a, sizeof(a));
     OPENSSL_cleanse(b, sizeof(b));
-    if (date8.len == 8 && region.len <= sizeof(cache.region)) {
-        memcpy(cache.secret, secret, sl);
-        cache.secret[sl] = '\0';
-        memcpy(cache.date8, date8.ptr, 8);
-        memcpy(cache.region, region.ptr, region.len);
-        cache.region_len = region.len;
-        memcpy(cache.key, out, 32);
-        cache.is_valid = true;
+    if (can_cache) {
+        memcpy(cache->secret_mac, mac, sizeof(mac));
+        memcpy(cache->date8, date8.ptr, 8);
+        memcpy(cache->region, region.ptr, region.len);
+        cache->region_len = region.len;
+        memcpy(cache->key, out, 32);
+        cache->is_valid = true;
     }
 }
 
@@ -560,7 +353,7 @@ compute_signature(struct slice method, struct slice path, struct slice cquery,
     buf_append(&cr, cheaders.ptr, cheaders.len);
     buf_append(&cr, "\n", 1);
     for (size_t i = 0; i < signed_headers.len; i++) {
-        char c = (char)lower((unsigned char)signed_headers.ptr[i]);
+        char c = (char)ascii_lower((unsigned char)signed_headers.ptr[i]);
         buf_append(&cr, &c, 1);
     }
     buf_append(&cr, "\n", 1);
@@ -610,17 +403,8 @@ classify_payload(struct slice h, struct auth_verdict *out)
     }
     if (slice_has_prefix(h, SLICE_LIT("STREAMING-")))
         return AUTH_UNSUPPORTED; /* ECDSA and event streams */
-    if (h.len != 64)
+    if (h.len != 64 || hex_decode(h.ptr, 64, out->payload_sha256) != 0)
         return AUTH_MALFORMED;
-    for (size_t i = 0; i < 64; i++) {
-        int hi = hexval((unsigned char)h.ptr[i]);
-        if (hi < 0)
-            return AUTH_MALFORMED;
-        if (i % 2 == 0)
-            out->payload_sha256[i / 2] = (uint8_t)(hi << 4);
-        else
-            out->payload_sha256[i / 2] |= (uint8_t)hi;
-    }
     out->payload = AUTH_PAYLOAD_HASH;
     return AUTH_OK;
 }
@@ -668,6 +452,12 @@ verify_common(const struct auth_request *req, const struct sigv4_input *in,
         goto fail;
     if (in->signed_headers.len == 0 || !auth__parse_sig(in->signature, got))
         goto fail;
+    /* AWS requires host among the signed headers: without it, one signature
+     * would serve every virtual-hosted bucket (the bucket is in Host). */
+    if (!list_has(in->signed_headers, SLICE_LIT("host"))) {
+        r = AUTH_HEADERS_NOT_SIGNED;
+        goto fail;
+    }
     /* Scope problems are reported before the clock, as S3 does. */
     if (time_verdict != AUTH_OK) {
         r = time_verdict;
@@ -681,6 +471,8 @@ verify_common(const struct auth_request *req, const struct sigv4_input *in,
     snprintf(out->scope, sizeof(out->scope), "%.8s/%.*s/s3/aws4_request", date8.ptr,
              (int)region.len, region.ptr);
     out->is_presigned = in->is_presigned;
+    if (!canon_query(req->query, in->is_presigned, &cq))
+        goto fail;
 
     if (lookup(ctx, key, secret, sizeof(secret)) != 0) {
         r = AUTH_UNKNOWN_KEY;
@@ -688,11 +480,6 @@ verify_common(const struct auth_request *req, const struct sigv4_input *in,
     }
     secret[sizeof(secret) - 1] = '\0';
     derive_key(secret, date8, region, out->signing_key);
-
-    if (!canon_query(req->query, in->is_presigned, &cq)) {
-        r = AUTH_MALFORMED;
-        goto fail;
-    }
     canon_headers(req, in->signed_headers, &ch);
     compute_signature(req->method, req->path, (struct slice){cq.ptr, cq.len},
                       (struct slice){ch.ptr, ch.len}, in->signed_headers, in->payload_hash,
@@ -725,7 +512,7 @@ verify_header(const struct auth_request *req, struct slice authz, auth_secret_fn
     authz = slice_trim(authz);
     struct slice algo = SLICE_NULL;
     struct slice rest = authz;
-    slice_next(&rest, ' ', &algo);
+    slice_split_next(&rest, ' ', &algo);
     if (algo.len == 0)
         return AUTH_MALFORMED;
     if (!slice_eq(algo, SLICE_LIT(ALGORITHM)))
@@ -733,12 +520,12 @@ verify_header(const struct auth_request *req, struct slice authz, auth_secret_fn
 
     /* Credential=..., SignedHeaders=..., Signature=... (any order, spaces optional). */
     struct slice item;
-    while (slice_next(&rest, ',', &item)) {
+    while (slice_split_next(&rest, ',', &item)) {
         item = slice_trim(item);
         if (item.len == 0)
             continue;
         struct slice k = SLICE_NULL;
-        slice_next(&item, '=', &k);
+        slice_split_next(&item, '=', &k);
         struct slice *dst = NULL;
         if (slice_eq(k, SLICE_LIT("Credential")))
             dst = &in.credential;
@@ -758,13 +545,13 @@ verify_header(const struct auth_request *req, struct slice authz, auth_secret_fn
     struct slice d;
     if (find_header(req, "x-amz-date", &d)) {
         d = slice_trim(d);
-        if (parse_amz_date(d, &t) != 0 || !list_has(in.signed_headers, SLICE_LIT("x-amz-date")))
+        if (amz_date_parse(d, &t) != 0 || !list_has(in.signed_headers, SLICE_LIT("x-amz-date")))
             return AUTH_MALFORMED;
         in.amz_date = d;
     } else if (find_header(req, "date", &d)) {
-        if (parse_http_date(d, &t) != 0 || !list_has(in.signed_headers, SLICE_LIT("date")))
+        if (http_date_parse(d, &t) != 0 || !list_has(in.signed_headers, SLICE_LIT("date")))
             return AUTH_MALFORMED;
-        format_amz_date(t, date_buf);
+        amz_date_format(t, date_buf);
         in.amz_date = (struct slice){date_buf, 16};
     } else {
         return AUTH_MALFORMED;
@@ -804,7 +591,7 @@ verify_query(const struct auth_request *req, auth_secret_fn lookup, void *ctx,
     in.amz_date = slice_from_cstr(date);
     in.signed_headers = slice_from_cstr(signed_headers);
     in.signature = slice_from_cstr(sig);
-    if (in.credential.len == 0 || in.signed_headers.len == 0 || parse_amz_date(in.amz_date, &t))
+    if (in.credential.len == 0 || in.signed_headers.len == 0 || amz_date_parse(in.amz_date, &t))
         return AUTH_MALFORMED;
     if (!query_get(req->query, "X-Amz-Expires", expires, sizeof(expires)) ||
         parse_u64(slice_from_cstr(expires), MAX_EXPIRES_S, &exp) != 0 || exp == 0)
@@ -878,6 +665,8 @@ auth_result_name(enum auth_result r)
         return "AuthorizationHeaderMalformedRegion";
     case AUTH_HEADERS_NOT_SIGNED:
         return "AccessDeniedHeadersNotSigned";
+    case AUTH_PARAMS_NOT_SIGNED:
+        return "AccessDeniedParametersNotSigned";
     }
     return "Unknown";
 }
@@ -891,13 +680,7 @@ header_ptr_cmp(const void *a, const void *b)
 {
     const struct auth_header *x = *(const struct auth_header *const *)a;
     const struct auth_header *y = *(const struct auth_header *const *)b;
-    size_t n = MIN(x->name.len, y->name.len);
-    for (size_t i = 0; i < n; i++) {
-        int c = lower((unsigned char)x->name.ptr[i]) - lower((unsigned char)y->name.ptr[i]);
-        if (c != 0)
-            return c;
-    }
-    return x->name.len < y->name.len ? -1 : x->name.len > y->name.len;
+    return slice_casecmp(x->name, y->name);
 }
 
 int
@@ -918,7 +701,7 @@ auth_sigv4_sign(const struct auth_request *req, const char *access_key, const ch
         goto fail;
     date = slice_trim(date);
     payload = slice_trim(payload);
-    if (parse_amz_date(date, &t) != 0)
+    if (amz_date_parse(date, &t) != 0)
         goto fail;
 
     /* Every header is signed: sorted lower-case names, duplicates once. */
@@ -932,7 +715,7 @@ auth_sigv4_sign(const struct auth_request *req, const char *access_key, const ch
         if (sh.len)
             buf_append(&sh, ";", 1);
         for (size_t j = 0; j < sorted[i]->name.len; j++) {
-            char c = (char)lower((unsigned char)sorted[i]->name.ptr[j]);
+            char c = (char)ascii_lower((unsigned char)sorted[i]->name.ptr[j]);
             buf_append(&sh, &c, 1);
         }
     }
@@ -946,9 +729,9 @@ auth_sigv4_sign(const struct auth_request *req, const char *access_key, const ch
     if ((size_t)snprintf(scope, sizeof(scope), "%.8s/%s/s3/aws4_request", date.ptr, region) >=
         sizeof(scope))
         goto fail;
-    derive_key(secret, date8, slice_from_cstr(region), key);
     if (!canon_query(req->query, false, &cq))
         goto fail;
+    derive_key(secret, date8, slice_from_cstr(region), key);
     canon_headers(req, (struct slice){sh.ptr, sh.len}, &ch);
     compute_signature(req->method, req->path, (struct slice){cq.ptr, cq.len},
                       (struct slice){ch.ptr, ch.len}, (struct slice){sh.ptr, sh.len}, payload,
@@ -983,7 +766,7 @@ auth_sigv4_presign(const struct auth_request *req, const char *access_key, const
     const char *region = req->region ? req->region : "us-east-1";
     char amz_date[17], scope[160], sig[65];
     uint8_t key[32];
-    format_amz_date(req->now_s, amz_date);
+    amz_date_format(req->now_s, amz_date);
     if ((size_t)snprintf(scope, sizeof(scope), "%.8s/%s/s3/aws4_request", amz_date, region) >=
         sizeof(scope))
         goto fail;
@@ -993,9 +776,9 @@ auth_sigv4_presign(const struct auth_request *req, const char *access_key, const
     if (req->query.len)
         buf_append(&raw, "&", 1);
     buf_append_str(&raw, "X-Amz-Algorithm=" ALGORITHM "&X-Amz-Credential=");
-    uri_encode(&raw, access_key, strlen(access_key));
+    uri_encode(&raw, access_key, strlen(access_key), false);
     buf_append(&raw, "%2F", 3);
-    uri_encode(&raw, scope, strlen(scope));
+    uri_encode(&raw, scope, strlen(scope), false);
     buf_printf(&raw, "&X-Amz-Date=%s&X-Amz-Expires=%lld&X-Amz-SignedHeaders=host", amz_date,
                (long long)expires_s);
     if (!canon_query((struct slice){raw.ptr, raw.len}, true, &cq))

@@ -154,9 +154,13 @@ echo "RESULT env date=$(date -u +%Y-%m-%dT%H:%M:%SZ) host=$(hostname) cores=$(np
 ss_start() { # ss_start DATADIR GROUP_COMMIT
   local dir=$1 gc=$2
   rm -rf "$dir"; mkdir -p "$dir"
-  # All benchmark clients share one address: lift the per-address cap.
-  printf 'volume_size = %s\ngroup_commit = %s\nconnection_memory = %s\ninline_max = 0\nlog_level = warn\nconnection_limit_per_ip = 0\n' \
+  printf 'volume_size = %s\ngroup_commit = %s\nconnection_memory = %s\ninline_max = 0\nlog_level = warn\n' \
     "${BENCH_VOLUME_SIZE:-8G}" "$gc" "$CONN_MEMORY" > "$dir.conf"
+  # All benchmark clients share one address: lift the per-address cap (a
+  # binary older than the cap knows no such directive: before/after runs).
+  if grep -q connection_limit_per_ip "$BIN" 2>/dev/null; then
+    echo 'connection_limit_per_ip = 0' >> "$dir.conf"
+  fi
   [ -z "${BENCH_EXTRA_CONF:-}" ] || printf '%b\n' "$BENCH_EXTRA_CONF" >> "$dir.conf"
   ss_launch "$dir" "$dir.conf"
   log "shardstore pid $SS_PID on $SS_EP (group_commit=$gc, data $dir)"

@@ -173,6 +173,8 @@ client__handle_defaults(struct shard_client *c, CURL *e)
     curl_easy_setopt(e, CURLOPT_BUFFERSIZE, 256L * 1024);
     curl_easy_setopt(e, CURLOPT_EXPECT_100_TIMEOUT_MS, 0L);
     curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
+    if (c->cfg.ca_bundle != NULL)
+        curl_easy_setopt(e, CURLOPT_CAINFO, c->cfg.ca_bundle);
 }
 
 /* ------------------------------------------------------------------------ */

@@ -19,7 +19,7 @@ struct profile_values {
     const char *want_section; /* "default", "profile x", or "x" for credentials */
     bool found_section;
     char access_key[256], secret_key[256], session_token[2048];
-    char region[256], endpoint_url[256], s3_endpoint_url[256];
+    char region[256], endpoint_url[256], s3_endpoint_url[256], ca_bundle[256];
 };
 
 static void
@@ -54,6 +54,8 @@ on_value(void *ctx, const char *section, const char *subsection, const char *key
         set_value(pv->region, sizeof(pv->region), value);
     else if (strcasecmp(key, "endpoint_url") == 0)
         set_value(pv->endpoint_url, sizeof(pv->endpoint_url), value);
+    else if (strcasecmp(key, "ca_bundle") == 0)
+        set_value(pv->ca_bundle, sizeof(pv->ca_bundle), value);
     return 0;
 }
 
@@ -128,6 +130,7 @@ client__config_cleanup(struct client_config *cfg)
     free(cfg->secret_key);
     free(cfg->session_token);
     free(cfg->profile);
+    free(cfg->ca_bundle);
     memset(cfg, 0, sizeof(*cfg));
 }
 
@@ -215,6 +218,9 @@ client__config_resolve(const struct shard_config_in *in, struct client_config *o
         buf_printf(&b, "https://s3.%s.amazonaws.com", out->region);
         out->endpoint_url = b.ptr;
     }
+    /* As aws-cli: $AWS_CA_BUNDLE, then the profile's ca_bundle. */
+    out->ca_bundle =
+        first_of(env("AWS_CA_BUNDLE"), conf->ca_bundle[0] ? conf->ca_bundle : NULL, NULL, NULL);
     rc = 0;
 fail:
     if (rc != 0)

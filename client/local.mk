@@ -12,9 +12,9 @@ lib_LTLIBRARIES += client/libshard.la
 client_libshard_la_SOURCES = $(LIBSHARD_SOURCES) $(auth_libauth_la_SOURCES) \
 	$(common_libcommon_la_SOURCES)
 client_libshard_la_CFLAGS = $(AM_CFLAGS) -fvisibility=hidden $(LIBCURL_CFLAGS) \
-	$(EXPAT_CFLAGS) $(OPENSSL_CFLAGS)
+	$(EXPAT_CFLAGS) $(OPENSSL_CFLAGS) $(ISAL_CFLAGS)
 client_libshard_la_LDFLAGS = $(AM_LDFLAGS) -version-info 0:0:0 -no-undefined
-client_libshard_la_LIBADD = $(LIBCURL_LIBS) $(EXPAT_LIBS) $(OPENSSL_LIBS) -lz
+client_libshard_la_LIBADD = $(LIBCURL_LIBS) $(EXPAT_LIBS) $(OPENSSL_LIBS) $(ISAL_LIBS)
 client_libshard_la_LIBTOOLFLAGS = --tag=disable-static
 # Object names of their own (so-*.lo): objects of the static libshard of
 # older trees must not be taken for PIC ones in an existing build dir.

@@ -193,12 +193,12 @@ client__list_query(struct buf *q, const char *prefix, const char *delimiter, uns
     /* Parameters in canonical (sorted) order; values URI-encoded. */
     if (token != NULL && token[0] != '\0') {
         buf_append_str(q, "continuation-token=");
-        client__uri_encode(q, token, strlen(token), false);
+        uri_encode(q, token, strlen(token), false);
         buf_append_str(q, "&");
     }
     if (delimiter != NULL && delimiter[0] != '\0') {
         buf_append_str(q, "delimiter=");
-        client__uri_encode(q, delimiter, strlen(delimiter), false);
+        uri_encode(q, delimiter, strlen(delimiter), false);
         buf_append_str(q, "&");
     }
     /* Keys come back URI-encoded: any byte a key may hold (control
@@ -208,7 +208,7 @@ client__list_query(struct buf *q, const char *prefix, const char *delimiter, uns
         buf_printf(q, "&max-keys=%u", max_keys);
     if (prefix != NULL && prefix[0] != '\0') {
         buf_append_str(q, "&prefix=");
-        client__uri_encode(q, prefix, strlen(prefix), false);
+        uri_encode(q, prefix, strlen(prefix), false);
     }
 }
 
@@ -321,10 +321,10 @@ shard_request(struct shard_client *c, const char *method, const char *path,
     for (size_t i = 0; i < n_params; i++) {
         if (i > 0)
             buf_append(&q, "&", 1);
-        client__uri_encode(&q, params[i].name, strlen(params[i].name), false);
+        uri_encode(&q, params[i].name, strlen(params[i].name), false);
         buf_append(&q, "=", 1);
         if (params[i].value != NULL)
-            client__uri_encode(&q, params[i].value, strlen(params[i].value), false);
+            uri_encode(&q, params[i].value, strlen(params[i].value), false);
     }
     struct client_req req = {.method = method, .path = path, .query = q.ptr};
     if (body_len > 0) {

@@ -19,27 +19,6 @@
 #define RESP_BODY_CAP (64u << 20)
 
 void
-client__uri_encode(struct buf *b, const char *s, size_t len, bool keep_slash)
-{
-    static const char hex[] = "0123456789ABCDEF";
-    buf_reserve(b, len * 3 + 1);
-    char *o = b->ptr + b->len;
-    for (size_t i = 0; i < len; i++) {
-        unsigned char ch = (unsigned char)s[i];
-        if ((ch >= 'A' && ch <= 'Z') || (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') ||
-            ch == '-' || ch == '_' || ch == '.' || ch == '~' || (ch == '/' && keep_slash)) {
-            *o++ = (char)ch;
-        } else {
-            *o++ = '%';
-            *o++ = hex[ch >> 4];
-            *o++ = hex[ch & 15];
-        }
-    }
-    b->len = (size_t)(o - b->ptr);
-    b->ptr[b->len] = '\0';
-}
-
-void
 client__crc32_b64(const void *data, size_t len, char out[16])
 {
     struct auth_checksum ck;
@@ -48,15 +27,6 @@ client__crc32_b64(const void *data, size_t len, char out[16])
     auth_checksum_update(&ck, data, len);
     size_t n = auth_checksum_final(&ck, digest);
     base64_encode(digest, n, out);
-}
-
-static void
-format_amz_date(int64_t now_s, char out[17])
-{
-    time_t t = (time_t)now_s;
-    struct tm tm;
-    gmtime_r(&t, &tm);
-    strftime(out, 17, "%Y%m%dT%H%M%SZ", &tm);
 }
 
 void
@@ -86,20 +56,20 @@ client__prepare(struct shard_client *c, CURL *e, const struct client_req *req,
     memset(p, 0, sizeof(*p));
     buf_append_str(&path, c->base_path);
     if (req->path != NULL) {
-        client__uri_encode(&path, req->path, strlen(req->path), true);
+        uri_encode(&path, req->path, strlen(req->path), true);
     } else {
         buf_append(&path, "/", 1);
         if (req->bucket != NULL)
             buf_append_str(&path, req->bucket);
         if (req->bucket != NULL && req->key != NULL && req->key[0] != '\0') {
             buf_append(&path, "/", 1);
-            client__uri_encode(&path, req->key, strlen(req->key), true);
+            uri_encode(&path, req->key, strlen(req->key), true);
         }
     }
     const char *query = req->query ? req->query : "";
     buf_printf(&url, "%s%s%s%s", c->scheme_host, path.ptr, query[0] ? "?" : "", query);
 
-    format_amz_date(clock_now_ns() / 1000000000, amz_date);
+    amz_date_format(clock_now_ns() / 1000000000, amz_date);
     hdrs[n++] = (struct auth_header){SLICE_LIT("host"), slice_from_cstr(c->host)};
     hdrs[n++] = (struct auth_header){SLICE_LIT("x-amz-date"), slice_from_cstr(amz_date)};
     hdrs[n++] = (struct auth_header){

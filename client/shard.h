@@ -57,6 +57,8 @@ struct shard_error {
  *   region:      'region', $AWS_REGION, $AWS_DEFAULT_REGION, config 'region', "us-east-1".
  *   endpoint:    'endpoint_url', $AWS_ENDPOINT_URL_S3, $AWS_ENDPOINT_URL, config
  *                's3 = endpoint_url' then 'endpoint_url', else https://s3.REGION.amazonaws.com.
+ *   CA bundle:   $AWS_CA_BUNDLE, config 'ca_bundle' (a PEM file of CAs trusted for
+ *                https endpoints), else the system's trust store.
  */
 struct shard_config_in {
     const char *endpoint_url;

@@ -22,6 +22,7 @@ struct client_config {
     char *secret_key;
     char *session_token; /* NULL when none */
     char *profile;
+    char *ca_bundle; /* PEM file of CAs to trust for https; NULL: the system's */
 };
 
 /* Receives one "key = value" of section 'section' ("" before the first section;
@@ -146,8 +147,6 @@ int client__err_from_resp(struct shard_error *err, const struct client_resp *res
 /* Fills 'err' from a curl failure. */
 int client__err_curl(struct shard_error *err, CURLcode rc, const char *errbuf);
 
-/* URI-encodes 's' for a path (keeps '/' when 'keep_slash') or a query value. */
-void client__uri_encode(struct buf *b, const char *s, size_t len, bool keep_slash);
 /* Base64 of the big-endian CRC32 of 'data' into 'out' (cap 16). */
 void client__crc32_b64(const void *data, size_t len, char out[16]);
 

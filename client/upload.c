@@ -308,7 +308,7 @@ upload_create(struct upload *u)
     if (rc == 0) {
         struct buf b;
         buf_init(&b);
-        client__uri_encode(&b, u->upload_id, strlen(u->upload_id), false);
+        uri_encode(&b, u->upload_id, strlen(u->upload_id), false);
         u->upload_id_enc = b.ptr;
     }
     return rc;

@@ -1,8 +1,9 @@
 /*
- * codec.c: base64 (RFC 4648, padded), lower-case hex and percent-decoding.
- * Decoders reject any byte outside the alphabet (a malformed %-escape
- * included); they never read past 'len'.
- * parse_size (last block) is the one size syntax ("64M") of the tree.
+ * codec.c: base64 (RFC 4648, padded), hex and decimal. Decoders reject any
+ * byte outside the alphabet; they never read past 'len'. The only hex
+ * digit tables of the tree live here (hex_encode, hex_digit_value); the
+ * URI coder (uri.c) uses them too. parse_size (last block) is the one
+ * size syntax ("64M") of the tree.
  */
 #include "common/common.h"
 
@@ -96,20 +97,24 @@ base64_decode(const char *in, size_t len, void *out)
     return (long)n;
 }
 
+const char hex_digits_lower[16] = {'0', '1', '2', '3', '4', '5', '6', '7',
+                                   '8', '9', 'a', 'b', 'c', 'd', 'e', 'f'};
+const char hex_digits_upper[16] = {'0', '1', '2', '3', '4', '5', '6', '7',
+                                   '8', '9', 'A', 'B', 'C', 'D', 'E', 'F'};
+
 void
 hex_encode(const void *in, size_t n, char *out)
 {
-    static const char hx[] = "0123456789abcdef";
     const unsigned char *p = in;
     for (size_t i = 0; i < n; i++) {
-        out[2 * i] = hx[p[i] >> 4];
-        out[2 * i + 1] = hx[p[i] & 15];
+        out[2 * i] = hex_digits_lower[p[i] >> 4];
+        out[2 * i + 1] = hex_digits_lower[p[i] & 15];
     }
     out[2 * n] = '\0';
 }
 
-static int
-hexval(unsigned char c)
+int
+hex_digit_value(int c)
 {
     if (c >= '0' && c <= '9')
         return c - '0';
@@ -127,100 +132,13 @@ hex_decode(const char *in, size_t len, void *out)
     if (len % 2)
         return -1;
     for (size_t i = 0; i < len; i += 2) {
-        int hi = hexval((unsigned char)in[i]);
-        int lo = hexval((unsigned char)in[i + 1]);
+        int hi = hex_digit_value((unsigned char)in[i]);
+        int lo = hex_digit_value((unsigned char)in[i + 1]);
         if (hi < 0 || lo < 0)
             return -1;
         o[i / 2] = (unsigned char)(hi << 4 | lo);
     }
     return 0;
-}
-
-long
-uri_decode(const char *in, size_t len, char *out)
-{
-    size_t o = 0, i = 0;
-    if (len == 0)
-        return 0; /* 'in' may be NULL */
-    while (i < len) {
-        const char *pct = memchr(in + i, '%', len - i);
-        size_t run = pct ? (size_t)(pct - (in + i)) : len - i;
-        memcpy(out + o, in + i, run);
-        o += run;
-        i += run;
-        if (i >= len)
-            break;
-        if (len - i < 3)
-            return -1;
-        int hi = hexval((unsigned char)in[i + 1]);
-        int lo = hexval((unsigned char)in[i + 2]);
-        if (hi < 0 || lo < 0)
-            return -1;
-        out[o++] = (char)(hi << 4 | lo);
-        i += 3;
-    }
-    return (long)o;
-}
-
-/* Civil date of 'days' since 1970-01-01, proleptic Gregorian (H. Hinnant's
- * civil_from_days). */
-static void
-civil_from_days(int64_t days, int64_t *y, unsigned *m, unsigned *d)
-{
-    days += 719468;
-    int64_t era = (days >= 0 ? days : days - 146096) / 146097;
-    unsigned doe = (unsigned)(days - era * 146097);
-    unsigned yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
-    unsigned doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    unsigned mp = (5 * doy + 2) / 153;
-    *d = doy - (153 * mp + 2) / 5 + 1;
-    *m = mp < 10 ? mp + 3 : mp - 9;
-    *y = (int64_t)yoe + era * 400 + (*m <= 2);
-}
-
-static char *
-put2(char *p, unsigned v)
-{
-    p[0] = (char)('0' + v / 10);
-    p[1] = (char)('0' + v % 10);
-    return p + 2;
-}
-
-size_t
-http_date_format(int64_t s, char *out)
-{
-    static const char wdays[] = "ThuFriSatSunMonTueWed"; /* 1970-01-01 was a Thursday */
-    static const char months[] = "JanFebMarAprMayJunJulAugSepOctNovDec";
-    int64_t days = s >= 0 ? s / 86400 : -((-s + 86399) / 86400);
-    unsigned secs = (unsigned)(s - days * 86400);
-    int64_t y;
-    unsigned m, d;
-    civil_from_days(days, &y, &m, &d);
-    if (y < 0)
-        y = 0;
-    if (y > 9999)
-        y = 9999;
-    unsigned wd = (unsigned)(((days % 7) + 7) % 7);
-    char *p = out;
-    memcpy(p, wdays + wd * 3, 3);
-    p += 3;
-    *p++ = ',';
-    *p++ = ' ';
-    p = put2(p, d);
-    *p++ = ' ';
-    memcpy(p, months + (m - 1) * 3, 3);
-    p += 3;
-    *p++ = ' ';
-    p = put2(p, (unsigned)(y / 100));
-    p = put2(p, (unsigned)(y % 100));
-    *p++ = ' ';
-    p = put2(p, secs / 3600);
-    *p++ = ':';
-    p = put2(p, secs / 60 % 60);
-    *p++ = ':';
-    p = put2(p, secs % 60);
-    memcpy(p, " GMT", 5);
-    return (size_t)(p + 4 - out);
 }
 
 size_t

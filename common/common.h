@@ -3,7 +3,8 @@
  *
  * Slices for network bytes (never assumed NUL-terminated), an arena for
  * request-scoped memory, aborting allocators for small bookkeeping, a
- * leveled logger, and base64/hex codecs. Depends on libc only.
+ * leveled logger, base64/hex codecs, HTTP and SigV4 dates and URI
+ * percent-coding: one copy of each, for every module. Depends on libc only.
  */
 #ifndef SHARD_COMMON_H
 #define SHARD_COMMON_H
@@ -29,10 +30,22 @@ struct slice slice_from_cstr(const char *s);
 bool slice_eq(struct slice a, struct slice b);
 /* Returns true when 'a' equals the C string 'lit', ignoring ASCII case. */
 bool slice_eq_nocase(struct slice a, const char *lit);
+/* ASCII case-insensitive order: the bytes compared lower-cased, a proper
+ * prefix first. Returns <0, 0 (equal ignoring case) or >0. */
+int slice_casecmp(struct slice a, struct slice b);
+/* 'c' lower-cased when it is an ASCII capital letter, else 'c' itself. */
+int ascii_lower(int c);
 /* memcmp order; a proper prefix sorts first. Returns <0, 0 or >0. */
 int slice_cmp(struct slice a, struct slice b);
 /* Returns true when 's' begins with 'prefix'. */
 bool slice_has_prefix(struct slice s, struct slice prefix);
+/* 's' without leading and trailing spaces and tabs (HTTP's OWS). */
+struct slice slice_trim(struct slice s);
+/* Splits '*s' at the first 'sep': '*head' gets the part before it and '*s'
+ * the rest after it (empty when 'sep' is absent). Returns false, leaving
+ * '*head' unset, when '*s' was already empty; so "a&&b" gives "a", "", "b"
+ * and a trailing separator gives no empty last part. */
+bool slice_split_next(struct slice *s, char sep, struct slice *head);
 
 /* Allocators that abort the process when memory is exhausted; only for
  * small bookkeeping (payload buffers come from bounded pools). */
@@ -97,20 +110,55 @@ long base64_decode(const char *in, size_t len, void *out);
 
 /* Lower-case hex; 'out' gets 2n chars plus a NUL. */
 void hex_encode(const void *in, size_t n, char *out);
+/* Writes 'v' in decimal (no NUL) into 'out' (>= 20 bytes); returns the length. */
+size_t u64_format(uint64_t v, char *out);
+/* Returns 0 and fills 'out' with len/2 bytes, or -1 when not even-length hex
+ * (either case). */
+int hex_decode(const char *in, size_t len, void *out);
+/* The value (0-15) of hex digit 'c' in either case, or -1. */
+int hex_digit_value(int c);
+/* "0123456789abcdef" and "0123456789ABCDEF", for formatters that write
+ * digits one at a time (%XX escapes, XML character references, ids). */
+extern const char hex_digits_lower[16];
+extern const char hex_digits_upper[16];
+
+/* ---- dates (date.c): UTC, years 0 to 9999, no locale, thread-safe ------ */
+
 /* Writes the IMF-fixdate of 's' seconds since the epoch (RFC 9110, e.g.
  * "Sun, 06 Nov 1994 08:49:37 GMT", 29 bytes) and a NUL into 'out' (>= 30
  * bytes), as strftime("%a, %d %b %Y %H:%M:%S GMT") of gmtime would, for
  * years 0 to 9999, without the time-zone lock gmtime takes. Returns 29. */
 size_t http_date_format(int64_t s, char *out);
-/* Writes 'v' in decimal (no NUL) into 'out' (>= 20 bytes); returns the length. */
-size_t u64_format(uint64_t v, char *out);
-/* Returns 0 and fills 'out' with len/2 bytes, or -1 when not even-length hex. */
-int hex_decode(const char *in, size_t len, void *out);
-/* Percent-decodes 'in' (RFC 3986: "%XX" with two hex digits; '+' stays a
- * literal '+') into 'out' (room for 'len' bytes; no NUL added). Returns
- * the decoded length, or -1 when a '%' is not followed by two hex digits.
- * The one decoder of request paths and queries: the SigV4 canonicalizer
- * and the server's parser must read them alike. */
+/*
+ * Parses an HTTP date in each form RFC 9110 has recipients accept:
+ * IMF-fixdate "Sun, 06 Nov 1994 08:49:37 GMT" (the weekday, when present,
+ * must be a weekday name but is not checked against the date; it may be
+ * left out with its comma; the day may have one digit), RFC 850
+ * "Sunday, 06-Nov-94 08:49:37 GMT" (two-digit years as POSIX %y: 69-99 are
+ * 19xx) and asctime "Sun Nov  6 08:49:37 1994"; also ISO 8601
+ * "1994-11-06T08:49:37Z" and "1994-11-06T08:49:37.000Z", which some S3
+ * clients send in conditional headers. Names in any case; surrounding
+ * spaces ignored; the date must exist (no Feb 30). Returns 0 and the
+ * seconds since the epoch in '*out_s', or -1.
+ */
+int http_date_parse(struct slice s, int64_t *out_s);
+/* Parses SigV4's "YYYYMMDDTHHMMSSZ" (exactly 16 bytes). Returns 0 or -1. */
+int amz_date_parse(struct slice s, int64_t *out_s);
+/* Writes "YYYYMMDDTHHMMSSZ" and a NUL for 's' (clamped to 1970..9999). */
+void amz_date_format(int64_t s, char out[17]);
+
+/* ---- URI percent-coding (uri.c) ------------------------------------------- */
+
+/* Writes 'in' percent-encoded into 'out' (room for 3 * 'len' bytes; no
+ * NUL): RFC 3986 unreserved bytes (A-Z a-z 0-9 - _ . ~), and '/' when
+ * 'keep_slash', as they are; every other byte as %XX, upper-case hex (the
+ * SigV4 and S3 encoding-type=url form). Returns the end of the output. */
+char *uri_encode_to(char *out, const char *in, size_t len, bool keep_slash);
+/* uri_encode_to appended to 'b', which stays NUL-terminated. */
+void uri_encode(struct buf *b, const char *in, size_t len, bool keep_slash);
+/* Percent-decodes 'in' into 'out' (room for 'len' bytes: decoding never
+ * grows; 'out' may be 'in'). '+' stays '+'. Returns the decoded length, or
+ * -1 when a '%' is not followed by two hex digits (nothing is guessed). */
 long uri_decode(const char *in, size_t len, char *out);
 
 /* Parses a decimal uint64 of the whole slice with overflow checks.

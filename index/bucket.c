@@ -222,6 +222,8 @@ index_bucket_delete(struct index *ix, struct slice name, uint64_t expected_id)
         rc = CORRUPT_BKPT("bucket without its id record");
     if (rc != 0)
         goto fail;
+    if ((rc = index__bucket_config_drop(ix, txn, b.id)) != 0)
+        goto fail;
     rc = index__err(mdb_txn_commit(txn));
     txn = NULL;
     if (rc != 0)

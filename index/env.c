@@ -141,7 +141,7 @@ index_open(struct index **out, const char *dir, uint64_t map_size, bool is_nosyn
     }
     if ((rc = index__err(mdb_env_create(&ix->env))) != 0)
         goto fail;
-    if ((rc = index__err(mdb_env_set_maxdbs(ix->env, 16))) != 0 ||
+    if ((rc = index__err(mdb_env_set_maxdbs(ix->env, 32))) != 0 ||
         (rc = index__err(mdb_env_set_maxreaders(ix->env, INDEX_MAX_READERS))) != 0 ||
         (rc = index__err(mdb_env_set_mapsize(ix->env, (size_t)map_size))) != 0)
         goto fail;
@@ -176,7 +176,8 @@ index_open(struct index **out, const char *dir, uint64_t map_size, bool is_nosyn
         (rc = index__err(open_dbi(txn, "usernames", &ix->dbi_usernames))) != 0 ||
         (rc = index__err(open_dbi(txn, "keys", &ix->dbi_keys))) != 0 ||
         (rc = index__err(open_dbi(txn, "grants", &ix->dbi_grants))) != 0 ||
-        (rc = index__err(open_dbi(txn, "members", &ix->dbi_members))) != 0)
+        (rc = index__err(open_dbi(txn, "members", &ix->dbi_members))) != 0 ||
+        (rc = index__err(open_dbi(txn, "bucketconfig", &ix->dbi_bucketconfig))) != 0)
         goto fail;
     rc = index__err(mdb_dbi_open(txn, "keytree", 0, &ix->dbi_tree));
     if (rc == -ENOENT) {
@@ -268,4 +269,19 @@ index__read_end(struct index *ix, MDB_txn *txn)
     pthread_mutex_unlock(&ix->pool_mu);
     if (txn)
         mdb_txn_abort(txn);
+}
+
+int
+index_stats_get(struct index *ix, struct index_stats *out)
+{
+    MDB_envinfo info;
+    MDB_stat st;
+    int rc = index__err(mdb_env_info(ix->env, &info));
+    if (rc == 0)
+        rc = index__err(mdb_env_stat(ix->env, &st));
+    if (rc != 0)
+        return rc;
+    out->map_size_bytes = info.me_mapsize;
+    out->used_bytes = ((uint64_t)info.me_last_pgno + 1) * st.ms_psize;
+    return 0;
 }

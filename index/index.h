@@ -111,6 +111,7 @@ enum index_op_kind {
     INDEX_OP_UPLOAD_ABORT,    /* drop an upload and all its parts ('upload_id') */
     INDEX_OP_UPLOAD_COMPLETE, /* publish 'object' made of 'parts_used' ('upload_id') */
     INDEX_OP_MEMBERS_PUT,     /* attach 'members' to the object at 'key' (index_member below) */
+    INDEX_OP_SET_META,        /* replace the metadata blob of an object (below) */
 };
 
 /* ---- multipart uploads -------------------------------------------------- */
@@ -205,6 +206,14 @@ struct index_op {
      *    object the index was built from) and 'members': -ESTALE when the
      *    object is gone or has another etag now (nothing is written). */
     const struct index_members *members;
+    /* INDEX_OP_SET_META: rewrites the record of 'key' with the metadata
+     * blob of 'object' (meta, meta_len) and everything else as stored:
+     * size, ETag, mtime, extents, block sums and inline data stay, so no
+     * data moves and nothing is freed. 'object' names the version the
+     * caller read: unless the stored object still has object->etag and
+     * object->mtime_ns, -ESTALE and nothing changes (a concurrent
+     * overwrite is never clobbered); an absent key is -ENOENT. Only
+     * 'object's etag, mtime_ns, meta and meta_len are read. */
     /* Results, filled by index_commit: */
     int result; /* 0, -ENOENT (bucket gone or id 0), -EEXIST, -ESTALE,
                    -ENOSPC */
@@ -382,6 +391,15 @@ int index_member_count(struct index *ix, uint64_t *n_indexes);
 typedef void (*index_extent_fn)(void *ctx, const struct index_extent *e);
 int index_extents_scan(struct index *ix, index_extent_fn fn, void *ctx);
 
+/* The index's space: the map's size and the bytes its pages use (the
+ * high-water mark of the file, free pages inside it included). */
+struct index_stats {
+    uint64_t map_size_bytes;
+    uint64_t used_bytes;
+};
+/* Fills '*out'. Returns 0 or -errno. */
+int index_stats_get(struct index *ix, struct index_stats *out);
+
 /* How many extents are currently held by more than one object. */
 uint64_t index_shared_extents(struct index *ix);
 
@@ -480,5 +498,41 @@ int index_grant_delete(struct index *ix, struct slice user_id, uint64_t bucket_i
  * still exists, with 'bucket' filled in; read snapshot, fn must not write. */
 typedef int (*index_grant_fn)(void *ctx, const struct index_grant *g);
 int index_grant_list(struct index *ix, struct slice user_id, index_grant_fn fn, void *ctx);
+
+/* ---- per-bucket configuration (bucket_config.c) ------------------------ */
+
+/* What a stored configuration is; the value is opaque to index/ (server/
+ * formats it). Values are stable on disk: never renumber. */
+enum index_bucket_config_kind {
+    INDEX_BUCKET_CONFIG_LIFECYCLE = 1,
+    INDEX_BUCKET_CONFIG_TAGGING = 2,
+};
+/* Largest configuration value (a 1,000-rule lifecycle fits easily). */
+#define INDEX_BUCKET_CONFIG_MAX (4u << 20)
+
+/* Stores (or replaces) configuration 'kind' of bucket 'bucket_id': 'len'
+ * bytes at 'val' (copied). Durable when it returns 0. Returns 0, -ENOENT
+ * (no bucket with that id: checked in the same transaction, so a config
+ * never outlives its bucket), -EINVAL (kind 0, len 0 or over
+ * INDEX_BUCKET_CONFIG_MAX) or -errno. */
+int index_bucket_config_put(struct index *ix, uint64_t bucket_id,
+                            enum index_bucket_config_kind kind, const void *val, size_t len);
+/* Reads configuration 'kind' of bucket 'bucket_id' into 'a' ('*val',
+ * '*len'). Returns 0 or -ENOENT (none set). */
+int index_bucket_config_get(struct index *ix, uint64_t bucket_id,
+                            enum index_bucket_config_kind kind, struct arena *a, const void **val,
+                            size_t *len);
+/* Removes configuration 'kind' of bucket 'bucket_id'. Returns 0 or
+ * -ENOENT (none was set). A deleted bucket loses all its configurations
+ * with it (index_bucket_delete). */
+int index_bucket_config_delete(struct index *ix, uint64_t bucket_id,
+                               enum index_bucket_config_kind kind);
+/* Calls 'fn' for every bucket that has configuration 'kind', in bucket id
+ * order, with the value copied into a per-call arena cleared after fn
+ * returns. 'fn' runs inside a read snapshot and must not write to the
+ * index; it stops the walk by returning non-zero. Returns 0 or -errno. */
+typedef int (*index_bucket_config_fn)(void *ctx, uint64_t bucket_id, const void *val, size_t len);
+int index_bucket_config_list(struct index *ix, enum index_bucket_config_kind kind,
+                             index_bucket_config_fn fn, void *ctx);
 
 #endif

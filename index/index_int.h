@@ -28,8 +28,9 @@ struct index {
     MDB_dbi dbi_usernames;
     MDB_dbi dbi_keys;
     MDB_dbi dbi_grants;
-    MDB_dbi dbi_tree;    /* ordered long keys and uploads (tree.c) */
-    MDB_dbi dbi_members; /* tar member indexes (member.c) */
+    MDB_dbi dbi_tree;         /* ordered long keys and uploads (tree.c) */
+    MDB_dbi dbi_members;      /* tar member indexes (member.c) */
+    MDB_dbi dbi_bucketconfig; /* per-bucket configuration (bucket_config.c) */
     bool is_nosync;
     /* Reset read transactions ready for mdb_txn_renew (see env.c). */
     pthread_mutex_t pool_mu;
@@ -145,6 +146,12 @@ size_t index__rollup_len(struct slice key, struct slice prefix, struct slice del
  * trailing 0xFF bytes dropped and its last byte incremented. Returns its
  * length, or 0 when 'cp' is all 0xFF (nothing follows it). */
 size_t index__key_succ(struct slice cp, char *out);
+
+/* ---- per-bucket configuration (bucket_config.c) ----------------------- */
+
+/* Deletes every configuration of bucket 'bucket_id' inside write txn
+ * 'txn' (the bucket is being deleted). Returns 0 or -errno. */
+int index__bucket_config_drop(struct index *ix, MDB_txn *txn, uint64_t bucket_id);
 
 /* ---- shared extents (extref.c) ---------------------------------------- */
 

@@ -37,6 +37,9 @@
  *                val: user id (64 chars); kept in step with "users"
  *   "keys"       key: access key (1..128 bytes)
  *                val: key record (below)
+ *   "extrefs"    key: volume (4, BE) | offset (8, BE)
+ *                val: holder count (4, BE) | length (8, BE); only for
+ *                     extents two or more records hold (extref.c)
  *   "keytree"    key: node id (8, BE) | chunk (1..480 bytes)
  *                val: u8 flags (bit 0: a string ends here) | u64 child
  *                     node id (little-endian; 0: none)
@@ -62,6 +65,17 @@
  *                     name: ids are never reused, so a bucket deleted and
  *                     re-created does not inherit old grants (a grant
  *                     whose bucket id is gone is skipped and harmless).
+ *   "bucketconfig"
+ *                key: bucket id (8, BE) | kind (1 byte, enum
+ *                     index_bucket_config_kind: 1 lifecycle, 2 tagging;
+ *                     later policy, CORS, encryption, versioning)
+ *                val: opaque bytes of server/'s format for that kind
+ *                     (bucket_config.c). Written only while the bucket
+ *                     exists (checked in the same transaction) and
+ *                     deleted with it, so a re-created bucket starts with
+ *                     no configuration. Listing one kind over all buckets
+ *                     scans the whole database (one entry per configured
+ *                     bucket and kind: few).
  *
  * A user's keys and grants are deleted with the user in one transaction.
  * Listing one user's keys scans "keys" (users have a handful of keys and
@@ -241,6 +255,8 @@
 #define INDEX_UPLOAD_HEAD_LEN 24
 /* "parts" key: upload id | part number. */
 #define INDEX_PART_KEY_LEN (INDEX_UPLOAD_RAW_LEN + 4)
+/* "bucketconfig" key: bucket id | kind. */
+#define INDEX_BUCKETCONFIG_KEY_LEN (INDEX_BID_LEN + 1)
 /* "bucketuploads" key: bucket id | upload id. */
 #define INDEX_BUCKETUPLOAD_KEY_LEN (INDEX_BID_LEN + INDEX_UPLOAD_RAW_LEN)
 

@@ -5,7 +5,8 @@
  * one fsync. Conditions and the bucket-exists check are evaluated inside
  * that transaction, so they are atomic with the write. The extents of a
  * replaced or deleted version are copied out before the old record is
- * overwritten. Multipart ops are dispatched to upload.c, which publishes a
+ * overwritten. INDEX_OP_SET_META rewrites a record with new metadata and
+ * the same data. Multipart ops are dispatched to upload.c, which publishes a
  * completed upload through the same put path (index__object_write).
  */
 #include "index/index_int.h"
@@ -238,6 +239,43 @@ members_put(struct index *ix, MDB_txn *txn, struct index_op *op)
 }
 
 /*
+ * INDEX_OP_SET_META (contract in index.h): copies the stored record out of
+ * the txn's pages first, since the put below may reuse them, then writes
+ * it back with the new metadata blob. Same return convention as
+ * index__object_write.
+ */
+static int
+object_set_meta(struct index *ix, MDB_txn *txn, struct index_op *op)
+{
+    struct index__record old;
+    struct index_object o;
+    int rc = object_lookup(ix, txn, op->bucket_id, op->key, &old);
+    if (rc == -ENOENT) {
+        op->result = -ENOENT;
+        return 0;
+    }
+    if (rc != 0)
+        return rc;
+    if (memcmp(old.obj.etag, op->object->etag, 16) != 0 ||
+        old.obj.mtime_ns != op->object->mtime_ns) {
+        op->result = -ESTALE;
+        return 0;
+    }
+    index__record_copy(&old, op->arena, &o);
+    o.meta = op->object->meta;
+    o.meta_len = op->object->meta_len;
+    uint8_t lkey[INDEX_LKEY_MAX];
+    MDB_val k = {index__objkey_encode(lkey, op->bucket_id, op->key), lkey}, v;
+    size_t key_len = op->key.len > INDEX_DIRECT_MAX ? op->key.len : 0;
+    v.mv_size = index__record_len(&o, key_len);
+    v.mv_data = NULL;
+    if ((rc = index__err(mdb_put(txn, ix->dbi_objects, &k, &v, MDB_RESERVE))) != 0)
+        return rc;
+    index__record_format(v.mv_data, &o, op->key.ptr, key_len);
+    return 0;
+}
+
+/*
  * Applies 'op' inside write txn 'txn'. Sets op->result for the outcomes an
  * op can have on its own (condition failed, bucket gone) and returns 0;
  * returns -errno when the transaction itself failed and must be aborted.
@@ -259,6 +297,7 @@ apply_op(struct index *ix, MDB_txn *txn, struct index_op *op, uint64_t *checked_
     case INDEX_OP_PUT:
     case INDEX_OP_DELETE:
     case INDEX_OP_MEMBERS_PUT:
+    case INDEX_OP_SET_META:
         break;
     case INDEX_OP_UPLOAD_CREATE:
     case INDEX_OP_PART_PUT:
@@ -270,7 +309,7 @@ apply_op(struct index *ix, MDB_txn *txn, struct index_op *op, uint64_t *checked_
         return 0;
     }
     if (!index__key_is_valid(op->key) ||
-        (op->kind == INDEX_OP_PUT && !index__object_is_valid(op->object))) {
+        (op->kind != INDEX_OP_DELETE && !index__object_is_valid(op->object))) {
         op->result = -EINVAL;
         return 0;
     }
@@ -287,6 +326,8 @@ apply_op(struct index *ix, MDB_txn *txn, struct index_op *op, uint64_t *checked_
         op->result = -EINVAL;
         return 0;
     }
+    if (op->kind == INDEX_OP_SET_META)
+        return object_set_meta(ix, txn, op);
     return index__object_write(ix, txn, op, op->kind == INDEX_OP_DELETE);
 }
 

@@ -2,7 +2,7 @@
 # Runs one test, in the foreground, with its output on the terminal:
 #
 #   scripts/test-one.sh tests/integration/test_boto3.py            # one Python test file
-#   scripts/test-one.sh tests/integration/test_boto3.py test_ranges  # one case of it (or more)
+#   scripts/test-one.sh tests/integration/test_boto3.py test_range_reads  # one case (or more)
 #   scripts/test-one.sh tests/unit/server/test_range                # one unit test program
 #   scripts/test-one.sh tests/integration/test_curl                 # the libcurl test
 #

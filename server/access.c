@@ -5,8 +5,10 @@
  * the index, whose secret is unsealed with the server's seal key for this
  * one verification and wiped after it. Nothing is cached across requests,
  * so removing a key or a user takes effect at the next request. (auth/'s
- * per-thread signing-key cache is keyed by the secret and consulted only
- * after this lookup succeeded, so a removed key cannot reach it.)
+ * per-thread signing-key cache is keyed by a salted HMAC of the secret and
+ * consulted only after this lookup succeeded, so a removed key cannot
+ * reach it.) Admin endpoints take header-signed SigV4 only; unsigned
+ * requests may not ask for response-* header overrides.
  *
  * Authorization gathers the facts the policy needs (the bucket's owner
  * and public flag, the caller's grant) and asks auth_policy_allows.
@@ -18,6 +20,7 @@
 #include "index/index.h"
 #include "server/access.h"
 #include "server/errors.h"
+#include "server/metrics.h"
 #include "server/req.h"
 #include "server/server.h"
 
@@ -74,11 +77,75 @@ lookup_secret(void *ctx, struct slice access_key, char *secret, size_t cap)
     return 0;
 }
 
+/* Returns true when the query carries a presigned-URL signature of either
+ * version (SigV4 X-Amz-*, SigV2 AWSAccessKeyId/Signature). */
+static bool
+has_query_auth(const struct s3_req *r)
+{
+    return s3_req_param(r, "X-Amz-Signature") || s3_req_param(r, "X-Amz-Credential") ||
+           s3_req_param(r, "X-Amz-Algorithm") || s3_req_param(r, "AWSAccessKeyId") ||
+           s3_req_param(r, "Signature");
+}
+
+/* Returns true when the query asks for a response-* header override. */
+static bool
+has_response_override(const struct s3_req *r)
+{
+    for (size_t i = 0; i < r->n_params; i++)
+        if (slice_has_prefix(r->params[i].name, SLICE_LIT("response-")))
+            return true;
+    return false;
+}
+
+/* The label of an authentication failure in the metrics. */
+static const char *
+auth_failure_reason(enum auth_result res)
+{
+    switch (res) {
+    case AUTH_ANONYMOUS:
+        return "unsigned";
+    case AUTH_MALFORMED:
+    case AUTH_BAD_EXPIRES:
+        return "malformed";
+    case AUTH_BAD_REGION:
+        return "bad_region";
+    case AUTH_UNSUPPORTED:
+        return "unsupported";
+    case AUTH_UNKNOWN_KEY:
+        return "unknown_key";
+    case AUTH_BAD_SIGNATURE:
+        return "bad_signature";
+    case AUTH_SKEWED:
+        return "clock_skew";
+    case AUTH_EXPIRED:
+        return "expired";
+    case AUTH_HEADERS_NOT_SIGNED:
+        return "headers_not_signed";
+    case AUTH_PARAMS_NOT_SIGNED:
+        return "params_not_signed";
+    case AUTH_OK:
+        break;
+    }
+    return "other";
+}
+
 /* Verifies the signature; 'allow_anonymous' lets an unsigned request pass
- * as the anonymous principal. Responds on failure. */
+ * as the anonymous principal. Responds on failure.
+ *
+ * Admin endpoints (/_/) take header-signed SigV4 only: a presigned URL
+ * (either version) would let whoever sees the link replay an admin change,
+ * and SigV2 does not sign the query that says what the change is. */
 static bool
 authenticate(struct s3_req *r, bool allow_anonymous)
 {
+    bool is_admin = slice_has_prefix(r->raw_path, SLICE_LIT("/_/"));
+    if (is_admin && has_query_auth(r)) {
+        atomic_fetch_add(&r->srv->metrics.auth_failures, 1);
+        s3_respond_error(r, S3_ERR_ACCESS_DENIED,
+                         "Admin endpoints accept only requests signed with SigV4 in the "
+                         "Authorization header (no presigned URLs, no SigV2)");
+        return false;
+    }
     struct auth_request ar = {
         .method = r->method,
         .path = r->raw_path,
@@ -91,8 +158,9 @@ authenticate(struct s3_req *r, bool allow_anonymous)
     r->user_id[0] = '\0';
     r->principal = (struct auth_principal){.is_anonymous = true, .user_id = r->user_id};
     enum auth_result res = auth_sigv4_verify(&ar, lookup_secret, r, &r->auth);
-    if (res == AUTH_UNSUPPORTED && s3_req_param(r, "AWSAccessKeyId") &&
-        s3_req_param(r, "Signature") && !s3_req_has_header(r, "authorization")) {
+    bool is_sigv2 = res == AUTH_UNSUPPORTED && s3_req_param(r, "AWSAccessKeyId") &&
+                    s3_req_param(r, "Signature") && !s3_req_has_header(r, "authorization");
+    if (is_sigv2) {
         /* A SigV2 presigned URL (aws-cli v1 `aws s3 presign`). */
         struct slice prefix = SLICE_NULL;
         if (r->is_virtual_host)
@@ -100,19 +168,32 @@ authenticate(struct s3_req *r, bool allow_anonymous)
                 arena_sprintf(r->arena, "/%.*s", (int)r->bucket.len, r->bucket.ptr));
         res = auth_sigv2_verify_query(&ar, prefix, lookup_secret, r, &r->auth);
     }
-    if (res == AUTH_OK) {
+    if (res == AUTH_OK && is_admin && r->auth.is_presigned) {
+        /* Refused above already; kept in case auth/ learns another form. */
+        res = AUTH_UNSUPPORTED;
+    } else if (res == AUTH_OK) {
         r->is_authenticated = true;
         return true;
     }
     /* Whatever a failed lookup filled in does not stand. */
     r->user_id[0] = '\0';
     r->principal = (struct auth_principal){.is_anonymous = true, .user_id = r->user_id};
+    if (res == AUTH_ANONYMOUS && allow_anonymous && has_response_override(r)) {
+        /* A response-content-type override on a public object would let
+         * anyone serve a stored object as text/html (stored XSS): S3
+         * allows the overrides on signed requests only. */
+        s3_respond_error(r, S3_ERR_INVALID_REQUEST,
+                         "Request specific response headers cannot be used for anonymous GET "
+                         "requests.");
+        return false;
+    }
     if (res == AUTH_ANONYMOUS && allow_anonymous) {
         memset(&r->auth, 0, sizeof(r->auth));
         r->auth.payload = AUTH_PAYLOAD_UNSIGNED;
         return true;
     }
     atomic_fetch_add(&r->srv->metrics.auth_failures, 1);
+    metrics_auth_failure(auth_failure_reason(res));
     bool is_query = s3_req_param(r, "X-Amz-Signature") || s3_req_param(r, "X-Amz-Credential");
     switch (res) {
     case AUTH_ANONYMOUS:
@@ -120,8 +201,13 @@ authenticate(struct s3_req *r, bool allow_anonymous)
         break;
     case AUTH_MALFORMED:
     case AUTH_BAD_EXPIRES:
-        s3_respond_error(r, is_query ? S3_ERR_AUTH_QUERY_ERROR : S3_ERR_AUTH_HEADER_MALFORMED,
-                         NULL);
+        if (is_sigv2 && res == AUTH_BAD_EXPIRES)
+            s3_respond_error(r, S3_ERR_ACCESS_DENIED,
+                             "Invalid date (should be seconds since epoch, at most 604800 "
+                             "seconds from now): Expires");
+        else
+            s3_respond_error(r, is_query ? S3_ERR_AUTH_QUERY_ERROR : S3_ERR_AUTH_HEADER_MALFORMED,
+                             NULL);
         break;
     case AUTH_BAD_REGION: {
         char msg[160];
@@ -152,6 +238,11 @@ authenticate(struct s3_req *r, bool allow_anonymous)
     case AUTH_HEADERS_NOT_SIGNED:
         s3_respond_error(r, S3_ERR_ACCESS_DENIED,
                          "There were headers present in the request which were not signed");
+        break;
+    case AUTH_PARAMS_NOT_SIGNED:
+        s3_respond_error(r, S3_ERR_ACCESS_DENIED,
+                         "Signature Version 2 does not sign this query parameter: use only "
+                         "sub-resources and response-* overrides, or SigV4");
         break;
     case AUTH_OK:
         break;

@@ -2,13 +2,19 @@
  * admin.c: endpoints under /_/ (no bucket name can start with '_').
  *   GET /_/health   200 "ok" when ready: the only path served before
  *                   authentication.
- *   GET /_/metrics  Prometheus text format.
+ *   GET /_/metrics  Prometheus text format 0.0.4: the registry of metrics.c
+ *                   and the gauges read at scrape time. Who may read it is
+ *                   metrics_access: admin (the default), local (loopback
+ *                   peers, others as admin) or open.
  *   POST /_/scrub   re-reads every extent of every object and compares each
  *                   block with its xxHash64; answers JSON with the totals and
  *                   the objects that have bad blocks.
  *   /_/admin/...    users, access keys, grants, bucket flags (admin_users.c).
- * Everything but health needs SigV4 with the root key or the key of a
- * user with the admin flag (a read-only key of such a user: GET only).
+ *   POST /_/lifecycle/run[?bucket=NAME]  a lifecycle pass now (of one
+ *                   bucket, or all), answered when it ends with its counts.
+ *   GET /_/lifecycle/status  the worker's totals since start (JSON).
+ * Everything else (and metrics unless open to the caller) needs SigV4 with the root key or the key
+ * of a user with the admin flag (a read-only key of such a user: GET only).
  */
 #include "config.h"
 
@@ -18,6 +24,8 @@
 #include "server/access.h"
 #include "server/errors.h"
 #include "server/extents.h"
+#include "server/lifecycle.h"
+#include "server/metrics.h"
 #include "server/offload.h"
 #include "server/ops.h"
 #include "server/req.h"
@@ -27,12 +35,34 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <microhttpd.h>
+#include <netinet/in.h>
 #include <stdlib.h>
+#include <sys/socket.h>
 
 static void
 metric(struct buf *b, const char *name, const char *type, const char *help, uint64_t v)
 {
-    buf_printf(b, "# HELP %s %s\n# TYPE %s %s\n%s %" PRIu64 "\n", name, help, name, type, name, v);
+    metrics_render_value(b, name, type, help, (double)v);
+}
+
+/* The scrub counters (registered at the first scrape or scrub). */
+struct scrub_metrics {
+    struct metric *runs;
+    struct metric *objects;
+    struct metric *bad_blocks;
+    struct metric *read_errors;
+};
+
+static struct scrub_metrics
+scrub_metrics(void)
+{
+    return (struct scrub_metrics){
+        metrics_counter("shardstore_scrub_runs_total", "", "Scrubs run"),
+        metrics_counter("shardstore_scrub_objects_total", "", "Objects verified by scrubs"),
+        metrics_counter("shardstore_scrub_bad_blocks_total", "",
+                        "Blocks whose checksum did not match in a scrub"),
+        metrics_counter("shardstore_scrub_read_errors_total", "", "Objects a scrub could not read"),
+    };
 }
 
 static void
@@ -41,8 +71,12 @@ admin_metrics(struct s3_req *r)
     struct server *srv = r->srv;
     struct storage_stats st;
     storage_stats_get(srv->storage, &st);
+    struct index_stats ix = {0};
+    index_stats_get(srv->index, &ix);
+    scrub_metrics();
     struct buf b;
     buf_init(&b);
+    metrics_render(&b);
     metric(&b, "shardstore_requests_total", "counter", "HTTP requests received",
            atomic_load(&srv->metrics.requests));
     metric(&b, "shardstore_errors_4xx_total", "counter", "Requests answered 4xx",
@@ -64,14 +98,37 @@ admin_metrics(struct s3_req *r)
            atomic_load(&srv->metrics.committed_ops));
     metric(&b, "shardstore_requests_in_flight", "gauge", "Requests being served",
            atomic_load(&srv->in_flight));
+    uint64_t n_conns = 0;
+    for (size_t i = 0; i < ARRAY_LEN(srv->endpoints); i++) {
+        const union MHD_DaemonInfo *di =
+            srv->endpoints[i].daemon
+                ? MHD_get_daemon_info(srv->endpoints[i].daemon, MHD_DAEMON_INFO_CURRENT_CONNECTIONS)
+                : NULL;
+        n_conns += di ? di->num_connections : 0;
+    }
+    metric(&b, "shardstore_http_connections", "gauge", "Open client connections (every endpoint)",
+           n_conns);
     metric(&b, "shardstore_storage_total_bytes", "gauge", "Bytes in all volumes", st.total_bytes);
     metric(&b, "shardstore_storage_free_bytes", "gauge", "Free bytes in the allocator",
            st.free_bytes);
     metric(&b, "shardstore_storage_pending_bytes", "gauge", "Freed bytes waiting for readers",
            st.pending_bytes);
+    /* Per tier: only the hot tier (the volumes of data_dir) exists. */
+    uint64_t used = st.total_bytes - MIN(st.total_bytes, st.free_bytes);
+    metrics_render_header(&b, "shardstore_volume_used_bytes", "gauge",
+                          "Bytes held by data (and by freed extents not yet reclaimed)");
+    metrics_render_sample(&b, "shardstore_volume_used_bytes", "tier=\"hot\"", (double)used);
+    metrics_render_header(&b, "shardstore_volume_free_bytes", "gauge",
+                          "Bytes free for new data in the volumes");
+    metrics_render_sample(&b, "shardstore_volume_free_bytes", "tier=\"hot\"",
+                          (double)st.free_bytes);
     metric(&b, "shardstore_storage_volumes", "gauge", "Volume files", st.n_volumes);
     metric(&b, "shardstore_storage_reader_pins", "gauge", "Reads holding back freed space",
            st.n_pins);
+    metric(&b, "shardstore_index_map_size_bytes", "gauge", "Size of the index's LMDB map",
+           ix.map_size_bytes);
+    metric(&b, "shardstore_index_map_used_bytes", "gauge",
+           "Bytes of the LMDB map in use (its high-water mark)", ix.used_bytes);
     metric(&b, "shardstore_index_shared_extents", "gauge",
            "Extents held by more than one object (copies)", index_shared_extents(srv->index));
     uint64_t n_member_indexes = 0;
@@ -83,8 +140,60 @@ admin_metrics(struct s3_req *r)
            atomic_load(&srv->metrics.offloaded));
     metric(&b, "shardstore_http_workers", "gauge", "Worker threads started for blocking steps",
            srv->offload ? offload_workers(srv->offload) : 0);
-    s3_respond_body(r, 200, "text/plain; version=0.0.4", b.ptr, b.len);
+    struct lifecycle_stats ls = {0};
+    if (srv->lifecycle)
+        lifecycle_stats_get(srv->lifecycle, &ls);
+    metric(&b, "shardstore_lifecycle_passes_total", "counter", "Lifecycle passes completed",
+           ls.passes);
+    metric(&b, "shardstore_lifecycle_objects_scanned_total", "counter",
+           "Objects looked at by lifecycle passes", ls.objects_scanned);
+    metric(&b, "shardstore_lifecycle_objects_expired_total", "counter",
+           "Objects deleted by lifecycle Expiration rules", ls.objects_expired);
+    metric(&b, "shardstore_lifecycle_bytes_expired_total", "counter",
+           "Bytes of the objects lifecycle rules expired", ls.bytes_expired);
+    metric(&b, "shardstore_lifecycle_uploads_aborted_total", "counter",
+           "Multipart uploads aborted by lifecycle rules", ls.uploads_aborted);
+    metric(&b, "shardstore_lifecycle_errors_total", "counter",
+           "Lifecycle steps that failed (retried at the next pass)", ls.errors);
+    s3_respond_body(r, 200, "text/plain; version=0.0.4; charset=utf-8", b.ptr, b.len);
     buf_cleanup(&b);
+}
+
+/* Whether the peer of 'r' is on a loopback address. */
+static bool
+is_loopback_peer(const struct s3_req *r)
+{
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(r->conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    if (!ci || !ci->client_addr)
+        return false;
+    const struct sockaddr *sa = ci->client_addr;
+    if (sa->sa_family == AF_INET) {
+        const struct sockaddr_in *in = (const struct sockaddr_in *)(const void *)sa;
+        return (ntohl(in->sin_addr.s_addr) >> 24) == 127;
+    }
+    if (sa->sa_family == AF_INET6) {
+        const struct in6_addr *a = &((const struct sockaddr_in6 *)(const void *)sa)->sin6_addr;
+        if (IN6_IS_ADDR_LOOPBACK(a))
+            return true;
+        return IN6_IS_ADDR_V4MAPPED(a) && a->s6_addr[12] == 127;
+    }
+    return false;
+}
+
+/* Whether /_/metrics may be read by 'r' without a signature. */
+static bool
+is_metrics_open(const struct s3_req *r)
+{
+    switch ((enum metrics_access)r->srv->cfg.metrics_access) {
+    case METRICS_ACCESS_OPEN:
+        return true;
+    case METRICS_ACCESS_LOCAL:
+        return is_loopback_peer(r);
+    case METRICS_ACCESS_ADMIN:
+        break;
+    }
+    return false;
 }
 
 struct scrub_ctx {
@@ -174,11 +283,62 @@ admin_scrub(struct s3_req *r)
                ",\"seconds\":%.3f,\"bad_objects\":[%s]}\n",
                sc.objects, sc.bytes, sc.bad_blocks, sc.errors, sc.skipped,
                (double)(clock_mono_ns() - t0) / 1e9, sc.bad.ptr ? sc.bad.ptr : "");
+    struct scrub_metrics sm = scrub_metrics();
+    metrics_add(sm.runs, 1);
+    metrics_add(sm.objects, sc.objects);
+    metrics_add(sm.bad_blocks, sc.bad_blocks);
+    metrics_add(sm.read_errors, sc.errors);
     log_info("scrub: %" PRIu64 " objects, %" PRIu64 " bytes, %" PRIu64 " bad blocks", sc.objects,
              sc.bytes, sc.bad_blocks);
     s3_respond_body(r, 200, "application/json", b.ptr, b.len);
     buf_cleanup(&b);
     buf_cleanup(&sc.bad);
+}
+
+/* JSON of lifecycle counts (a pass's, or the totals). */
+static void
+lifecycle_json(struct buf *b, const struct lifecycle_stats *st)
+{
+    buf_printf(b,
+               "{\"passes\":%" PRIu64 ",\"last_pass_end_ns\":%" PRId64 ",\"last_pass_ms\":%" PRId64
+               ",\"objects_scanned\":%" PRIu64 ",\"objects_expired\":%" PRIu64
+               ",\"bytes_expired\":%" PRIu64 ",\"uploads_aborted\":%" PRIu64 ",\"errors\":%" PRIu64
+               ",\"tags_read\":%" PRIu64 "}\n",
+               st->passes, st->last_pass_end_ns, st->last_pass_ms, st->objects_scanned,
+               st->objects_expired, st->bytes_expired, st->uploads_aborted, st->errors,
+               st->tags_read);
+}
+
+static void
+admin_lifecycle(struct s3_req *r, struct slice what, bool is_get)
+{
+    struct lifecycle_stats st = {0};
+    struct buf b;
+    if (slice_eq(what, SLICE_LIT("status")) && is_get) {
+        lifecycle_stats_get(r->srv->lifecycle, &st);
+    } else if (slice_eq(what, SLICE_LIT("run")) && slice_eq(r->method, SLICE_LIT("POST"))) {
+        uint64_t bucket_id = 0;
+        const struct s3_param *p = s3_req_param(r, "bucket");
+        if (p) {
+            struct index_bucket bk;
+            if (index_bucket_get(r->srv->index, p->value, &bk) != 0) {
+                s3_respond_error(r, S3_ERR_NO_SUCH_BUCKET, NULL);
+                return;
+            }
+            bucket_id = bk.id;
+        }
+        if (lifecycle_run(r->srv->lifecycle, bucket_id, &st) != 0) {
+            s3_respond_error(r, S3_ERR_SLOW_DOWN, "The server is stopping");
+            return;
+        }
+    } else {
+        s3_respond_error(r, S3_ERR_INVALID_REQUEST, "Unknown admin endpoint");
+        return;
+    }
+    buf_init(&b);
+    lifecycle_json(&b, &st);
+    s3_respond_body(r, 200, "application/json", b.ptr, b.len);
+    buf_cleanup(&b);
 }
 
 void
@@ -193,6 +353,11 @@ op_admin(struct s3_req *r)
             s3_respond_body(r, 200, "text/plain", "ok\n", 3);
         return;
     }
+    bool is_metrics = slice_eq(what, SLICE_LIT("metrics")) && is_get;
+    if (is_metrics && is_metrics_open(r)) {
+        admin_metrics(r);
+        return;
+    }
     if (!s3_authenticate(r))
         return;
     enum auth_action action = is_get ? AUTH_ACTION_ADMIN_READ : AUTH_ACTION_ADMIN_WRITE;
@@ -202,8 +367,12 @@ op_admin(struct s3_req *r)
         admin_users_handle(r, (struct slice){what.ptr + 6, what.len - 6});
         return;
     }
-    if (slice_eq(what, SLICE_LIT("metrics")) && is_get) {
+    if (is_metrics) {
         admin_metrics(r);
+        return;
+    }
+    if (slice_has_prefix(what, SLICE_LIT("lifecycle/"))) {
+        admin_lifecycle(r, (struct slice){what.ptr + 10, what.len - 10}, is_get);
         return;
     }
     if (slice_eq(what, SLICE_LIT("scrub")) && slice_eq(r->method, SLICE_LIT("POST"))) {

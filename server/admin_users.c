@@ -38,9 +38,6 @@
 #include <inttypes.h>
 #include <stdio.h>
 
-#define ACCESS_KEY_LEN 20
-#define SECRET_LEN 40
-
 /* ======================================================================
  * Output: JSON objects or text lines
  * ====================================================================== */
@@ -152,24 +149,6 @@ user_name_is_valid(struct slice n)
             return false;
     }
     return true;
-}
-
-/* Writes 'n' random characters of 'alphabet' and a NUL. Returns 0 or -1. */
-static int
-random_string(char *out, size_t n, const char *alphabet)
-{
-    size_t alen = strlen(alphabet);
-    uint8_t rnd[64];
-    if (n > sizeof(rnd) || auth_random_bytes(rnd, n) != 0)
-        return -1;
-    /* 256 % alen bias is irrelevant for 36/64-letter alphabets here: the
-     * access key is an identifier and the secret has 64 letters (6 bits
-     * each, no bias). */
-    for (size_t i = 0; i < n; i++)
-        out[i] = alphabet[rnd[i] % alen];
-    out[n] = '\0';
-    auth_wipe(rnd, sizeof(rnd));
-    return 0;
 }
 
 static void
@@ -337,22 +316,20 @@ keys(struct s3_req *r, bool is_get, bool is_post, bool is_delete)
         if (!user_param(r, true, &u, &has_user))
             return;
         struct index_key k;
-        char secret[SECRET_LEN + 1];
+        char secret[AUTH_SECRET_LEN + 1];
         memset(&k, 0, sizeof(k));
         memcpy(k.user_id, u.id, sizeof(k.user_id));
         k.is_read_only = param_true(r, "read_only");
         k.created_ns = clock_now_ns();
         int rc = -EIO;
         for (int attempt = 0; attempt < 4 && rc != 0; attempt++) {
-            if (random_string(k.access_key, ACCESS_KEY_LEN,
-                              "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789") ||
-                random_string(secret, SECRET_LEN,
-                              "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/")) {
+            if (auth_credentials_generate(k.access_key, secret) != 0) {
                 rc = -EIO;
                 break;
             }
-            long n = auth_secret_seal(r->srv->secret_seal_key, slice_from_cstr(k.access_key),
-                                      secret, SECRET_LEN, k.secret_blob, sizeof(k.secret_blob));
+            long n =
+                auth_secret_seal(r->srv->secret_seal_key, slice_from_cstr(k.access_key), secret,
+                                 AUTH_SECRET_LEN, k.secret_blob, sizeof(k.secret_blob));
             if (n < 0) {
                 rc = -EIO;
                 break;

@@ -1,5 +1,6 @@
 /*
- * commit.c: group commit. Every mutation of the index goes through here.
+ * commit.c: group commit. Every index_op (objects, parts, uploads) goes
+ * through here; bucket, user, key and grant changes call index/ directly.
  *
  * With grouping on, handler threads queue their ops and sleep; one
  * committer thread takes everything queued, makes the written extents
@@ -18,6 +19,7 @@
 #include "index/index.h"
 #include "server/commit.h"
 #include "server/extents.h"
+#include "server/metrics.h"
 #include "server/server.h"
 #include "storage/storage.h"
 
@@ -48,6 +50,15 @@ struct committer {
     pthread_mutex_t solo_lock; /* grouping off: serializes commits */
 };
 
+/* Batch sizes (ops per index transaction): powers of two up to the
+ * largest group_commit_max that makes sense. */
+static const uint64_t batch_bounds[] = {1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 4096};
+
+/* Registered by committer_create (the same series every time). */
+static struct metric *m_sync;   /* storage_sync: the fdatasyncs of a commit */
+static struct metric *m_commit; /* index_commit: the LMDB transaction */
+static struct metric *m_batch;  /* ops per commit */
+
 static void
 release_freed(struct server *srv, struct index_op *ops, size_t n)
 {
@@ -71,12 +82,17 @@ commit_ops(struct server *srv, struct index_op *ops, size_t n)
                               (long)(srv->cfg.test_commit_delay_ms % 1000) * 1000000};
         nanosleep(&ts, NULL);
     }
+    int64_t t0 = clock_mono_ns();
     int rc = storage_sync(srv->storage);
+    int64_t t1 = clock_mono_ns();
+    metrics_observe(m_sync, (uint64_t)(t1 - t0));
     if (rc < 0) {
         log_error("commit: storage sync failed: %d", rc);
         return rc;
     }
     rc = index_commit(srv->index, ops, n);
+    metrics_observe(m_commit, (uint64_t)(clock_mono_ns() - t1));
+    metrics_observe(m_batch, n);
     atomic_fetch_add(&srv->metrics.commits, 1);
     atomic_fetch_add(&srv->metrics.committed_ops, n);
     return rc;
@@ -145,6 +161,13 @@ committer_main(void *arg)
 struct committer *
 committer_create(struct server *srv, bool group, uint32_t max_batch)
 {
+    m_sync = metrics_latency("shardstore_storage_sync_seconds", "",
+                             "Time to make a commit's written extents durable (fdatasync)");
+    m_commit = metrics_latency("shardstore_index_commit_seconds", "",
+                               "Time of one index write transaction (LMDB commit)");
+    m_batch = metrics_histogram("shardstore_commit_batch_ops", "",
+                                "Mutations per group commit (one fdatasync and one transaction)",
+                                batch_bounds, ARRAY_LEN(batch_bounds), 1);
     struct committer *c = xcalloc(1, sizeof(*c));
     c->srv = srv;
     c->is_group = group;

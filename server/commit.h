@@ -1,7 +1,8 @@
 /*
- * commit.h: group commit (commit.c). Every index change of a request goes
- * through committer_run, which makes the data durable in storage before
- * the index transaction that publishes it.
+ * commit.h: group commit (commit.c). Every change of objects, parts and
+ * uploads (an index_op) goes through committer_run, which makes the data
+ * durable in storage before the index transaction that publishes it.
+ * Bucket, user, key and grant changes are index transactions of their own.
  */
 #ifndef SHARD_SERVER_COMMIT_H
 #define SHARD_SERVER_COMMIT_H

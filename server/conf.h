@@ -48,6 +48,29 @@ struct config {
     uint32_t reader_pins_max;      /* reads (GET, copy, scrub) holding storage at once */
     uint32_t reader_pin_timeout_s; /* a streamed GET idle this long loses its pin; 0: never */
     char secret_key_file[4096];    /* key sealing access-key secrets; "" = DATA/secret.key */
+    /* Lifecycle worker (lifecycle.c). */
+    uint32_t lifecycle_day_s;             /* seconds in a lifecycle "day" (86400) */
+    uint32_t lifecycle_interval_s;        /* seconds between background passes; 0 = none */
+    uint32_t lifecycle_max_objects_per_s; /* bound on expirations + aborts per second */
+    /* HTTPS when both are set (tls.c): PEM files, the chain (server
+     * certificate first) and its private key. HTTPS goes on the listen
+     * address, or with tls_listen_addr on that second address, plain HTTP
+     * staying on the first. */
+    char tls_cert_file[4096];
+    char tls_key_file[4096];
+    char tls_listen_addr[64]; /* "" = none */
+    uint16_t tls_listen_port;
+    /* Metrics and logs (metrics.c, access_log.c). */
+    int metrics_access;    /* enum metrics_access */
+    char access_log[4096]; /* JSON lines; "" off, "-" stdout */
+    char audit_log[4096];  /* admin actions; "" = the access log (or the server log) */
+};
+
+/* Who may read /_/metrics. */
+enum metrics_access {
+    METRICS_ACCESS_LOCAL, /* anyone from a loopback address, else as admin */
+    METRICS_ACCESS_OPEN,  /* anyone */
+    METRICS_ACCESS_ADMIN, /* SigV4 by root or an admin user only (the default) */
 };
 
 /* Fills 'c' with the embedded defaults. */

@@ -22,7 +22,9 @@ enum directive_kind {
     DIR_U32,
     DIR_BOOL,
     DIR_LISTEN,
-    DIR_LOG_LEVEL
+    DIR_TLS_LISTEN,
+    DIR_LOG_LEVEL,
+    DIR_METRICS_ACCESS
 };
 
 struct directive {
@@ -69,6 +71,15 @@ static const struct directive directives[] = {
     {"secret_key_file", DIR_STRING, FIELD(secret_key_file), FIELD_LEN(secret_key_file)},
     {"reader_pins_max", DIR_U32, FIELD(reader_pins_max), 0},
     {"reader_pin_timeout", DIR_U32, FIELD(reader_pin_timeout_s), 0},
+    {"lifecycle_day_seconds", DIR_U32, FIELD(lifecycle_day_s), 0},
+    {"lifecycle_interval_s", DIR_U32, FIELD(lifecycle_interval_s), 0},
+    {"lifecycle_max_objects_per_s", DIR_U32, FIELD(lifecycle_max_objects_per_s), 0},
+    {"tls_cert_file", DIR_STRING, FIELD(tls_cert_file), FIELD_LEN(tls_cert_file)},
+    {"tls_key_file", DIR_STRING, FIELD(tls_key_file), FIELD_LEN(tls_key_file)},
+    {"tls_listen", DIR_TLS_LISTEN, 0, 0},
+    {"metrics_access", DIR_METRICS_ACCESS, FIELD(metrics_access), 0},
+    {"access_log", DIR_STRING, FIELD(access_log), FIELD_LEN(access_log)},
+    {"audit_log", DIR_STRING, FIELD(audit_log), FIELD_LEN(audit_log)},
 };
 
 void
@@ -107,24 +118,36 @@ config_defaults(struct config *c)
     c->index_nosync = false;
     c->reader_pins_max = 16384;
     c->reader_pin_timeout_s = 60;
+    c->lifecycle_day_s = 86400;
+    c->lifecycle_interval_s = 3600;
+    c->lifecycle_max_objects_per_s = 1000;
+    c->metrics_access = METRICS_ACCESS_ADMIN;
 }
 
-int
-config_set_listen(struct config *c, const char *addr_port)
+/* Parses "ADDR:PORT" into 'addr' (capacity 'cap') and '*port'. Returns 0
+ * or -1, leaving both untouched. */
+static int
+parse_addr_port(const char *addr_port, char *addr, size_t cap, uint16_t *port)
 {
     const char *colon = strrchr(addr_port, ':');
     if (!colon || colon == addr_port)
         return -1;
     size_t alen = (size_t)(colon - addr_port);
-    if (alen >= sizeof(c->listen_addr))
+    if (alen >= cap)
         return -1;
-    uint64_t port;
-    if (parse_u64(slice_from_cstr(colon + 1), 65535, &port) != 0)
+    uint64_t n;
+    if (parse_u64(slice_from_cstr(colon + 1), 65535, &n) != 0)
         return -1;
-    memcpy(c->listen_addr, addr_port, alen);
-    c->listen_addr[alen] = '\0';
-    c->listen_port = (uint16_t)port;
+    memcpy(addr, addr_port, alen);
+    addr[alen] = '\0';
+    *port = (uint16_t)n;
     return 0;
+}
+
+int
+config_set_listen(struct config *c, const char *addr_port)
+{
+    return parse_addr_port(addr_port, c->listen_addr, sizeof(c->listen_addr), &c->listen_port);
 }
 
 int
@@ -139,6 +162,13 @@ config_set(struct config *c, const char *key, const char *value)
         switch (d->kind) {
         case DIR_LISTEN:
             return config_set_listen(c, value);
+        case DIR_TLS_LISTEN:
+            if (value[0] == '\0') {
+                c->tls_listen_addr[0] = '\0';
+                return 0;
+            }
+            return parse_addr_port(value, c->tls_listen_addr, sizeof(c->tls_listen_addr),
+                                   &c->tls_listen_port);
         case DIR_STRING:
             if (strlen(value) >= d->len)
                 return -1;
@@ -181,6 +211,16 @@ config_set(struct config *c, const char *key, const char *value)
             for (int l = 0; l < 4; l++)
                 if (!strcmp(value, names[l])) {
                     memcpy(field, &l, sizeof(l));
+                    return 0;
+                }
+            return -1;
+        }
+        case DIR_METRICS_ACCESS: {
+            /* In the order of enum metrics_access. */
+            static const char *names[] = {"local", "open", "admin"};
+            for (int m = 0; m < 3; m++)
+                if (!strcmp(value, names[m])) {
+                    memcpy(field, &m, sizeof(m));
                     return 0;
                 }
             return -1;

@@ -10,26 +10,13 @@
  */
 #include "server/creds.h"
 
+#include "auth/auth.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <sys/random.h>
 #include <unistd.h>
-
-static void
-random_string(char *out, size_t n, const char *alphabet)
-{
-    size_t alen = strlen(alphabet);
-    unsigned char rnd[128];
-    if (getrandom(rnd, n, 0) != (ssize_t)n) {
-        log_error("getrandom failed");
-        abort();
-    }
-    for (size_t i = 0; i < n; i++)
-        out[i] = alphabet[rnd[i] % alen];
-    out[n] = '\0';
-}
 
 /*
  * Creates 'path' holding 'len' bytes of 'data' (mode 0600), durably and at
@@ -99,8 +86,12 @@ creds_load(const char *data_dir, char *ak, size_t akcap, char *sk, size_t skcap)
     int rc = read_file(path, ak, akcap, sk, skcap);
     if (rc != -ENOENT)
         return rc;
-    random_string(ak, 20, "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789");
-    random_string(sk, 40, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/");
+    if (akcap < AUTH_ACCESS_KEY_LEN + 1 || skcap < AUTH_SECRET_LEN + 1)
+        return -EINVAL;
+    if (auth_credentials_generate(ak, sk) != 0) {
+        log_error("no randomness for the root credentials");
+        return -EIO;
+    }
     char content[300];
     int n = snprintf(content, sizeof(content), "%s\n%s\n", ak, sk);
     rc = file_create_durable(path, content, (size_t)n);
@@ -127,7 +118,7 @@ creds_load_seal_key(const char *data_dir, const char *path, uint8_t out[32])
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0 && errno == ENOENT && is_default) {
         uint8_t key[32];
-        if (getrandom(key, sizeof(key), 0) != (ssize_t)sizeof(key))
+        if (auth_random_bytes(key, sizeof(key)) != 0)
             return -EIO;
         rc = file_create_durable(path, key, sizeof(key));
         if (rc < 0) {

@@ -74,5 +74,7 @@ s3_error_response(struct s3_req *r, enum s3_error e, const char *message)
     struct MHD_Response *resp =
         MHD_create_response_from_buffer(b.len, b.ptr, MHD_RESPMEM_MUST_FREE);
     MHD_add_response_header(resp, "Content-Type", "application/xml");
+    if (!r->is_responded)
+        r->resp_bytes = b.len;
     return resp;
 }

@@ -12,10 +12,11 @@
  *                         which decodes, verifies and passes them to on_body;
  *                         after an error the rest of the body is discarded
  *   final call         -> payload checks, then on_end responds (body.c)
- *   completion         -> on_cleanup, reader unpin, arena destroyed
+ *   completion         -> on_cleanup, reader unpin, metrics, access and
+ *                         audit lines (access_log.c), arena destroyed
  *
- * Connections run on a few event-loop threads (MHD's poll loop, one thread
- * per core by default). A step that may block (commits, fdatasync, copies,
+ * Connections run on a few event-loop threads (MHD's poll loop, one more
+ * than the cores by default). A step that may block (commits, fdatasync, copies,
  * scrub) is not run there; the route table (router.c) says which: the
  * handler of a route without body (DELETE, CopyObject, multipart create and
  * abort, scrub, ...) or the end step of a route with one (PUT, complete
@@ -30,15 +31,18 @@
 #include "auth/auth.h"
 #include "common/common.h"
 #include "server/access.h"
+#include "server/access_log.h"
 #include "server/body.h"
 #include "server/errors.h"
 #include "server/http.h"
 #include "server/listener.h"
+#include "server/metrics.h"
 #include "server/offload.h"
 #include "server/ops.h"
 #include "server/req.h"
 #include "server/router.h"
 #include "server/server.h"
+#include "server/tls.h"
 #include "server/util.h"
 #include "server/xml_out.h"
 #include "storage/storage.h"
@@ -148,11 +152,10 @@ on_uri(void *cls, const char *uri, struct MHD_Connection *conn)
     r->start_ns = clock_mono_ns();
     r->id = atomic_fetch_add(&srv->request_seq, 1) + 1;
     /* 8 hex digits of the second, 8 of the sequence number. */
-    static const char hex[] = "0123456789ABCDEF";
     uint64_t v =
         ((uint64_t)(clock_now_ns() / 1000000000) & 0xffffffffu) << 32 | (r->id & 0xffffffffu);
     for (int i = 15; i >= 0; i--, v >>= 4)
-        r->request_id[i] = hex[v & 15];
+        r->request_id[i] = hex_digits_upper[v & 15];
     r->request_id[16] = '\0';
     size_t len = strlen(uri);
     r->raw_uri = (struct slice){arena_strndup(a, uri, len), len};
@@ -283,10 +286,22 @@ offload_step(struct s3_req *r, void (*fn)(void *))
 /* Answers 'e' in the middle of the body and has MHD close the connection
  * (the caller returns MHD_NO), so not one more body byte is read. MHD
  * (0.9.75) refuses to queue a response while it receives a body, so the
- * answer is written to the socket directly: nothing of this response was
- * sent yet, and after a body MHD sends nothing more before closing. The
- * write end is shut down after it, so the client reads the answer before
- * the close. Plain TCP only. */
+ * answer is written directly: to the socket, or under TLS as one more
+ * record of the connection's session (tls.c; never plaintext into a TLS
+ * stream). Nothing of this response was sent yet, and after a body MHD
+ * sends nothing more before closing. The write end is shut down after it,
+ * so the client reads the answer before the close. */
+/* Whether 'conn' came through an HTTPS endpoint: asked of its daemon (with a
+ * thread pool, one of the endpoint daemon's workers, which share its flags). */
+static bool
+conn_is_tls(struct MHD_Connection *conn)
+{
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_DAEMON);
+    const union MHD_DaemonInfo *di =
+        ci ? MHD_get_daemon_info(ci->daemon, MHD_DAEMON_INFO_FLAGS) : NULL;
+    return di && (di->flags & MHD_USE_TLS);
+}
+
 static void
 answer_and_close(struct s3_req *r, enum s3_error e)
 {
@@ -307,18 +322,29 @@ answer_and_close(struct s3_req *r, enum s3_error e)
     log_debug("request %s: %.*s %.*s -> %d %s (connection closed)", r->request_id,
               (int)r->method.len, r->method.ptr, (int)r->raw_path.len, r->raw_path.ptr, status,
               s3_error_code(e));
-    if (ci) {
+    bool is_tls = conn_is_tls(r->conn);
+    const union MHD_ConnectionInfo *tls =
+        is_tls ? MHD_get_connection_info(r->conn, MHD_CONNECTION_INFO_GNUTLS_SESSION) : NULL;
+    if (ci && (!is_tls || tls)) {
         /* Best effort: the socket buffer of a connection that has only
          * received takes a small answer whole. */
-        ssize_t n = send(ci->connect_fd, head.ptr, head.len, MSG_NOSIGNAL | MSG_DONTWAIT);
-        if (n != (ssize_t)head.len)
+        bool is_whole;
+        if (tls)
+            is_whole = tls_session_send(tls->tls_session, head.ptr, head.len);
+        else
+            is_whole = send(ci->connect_fd, head.ptr, head.len, MSG_NOSIGNAL | MSG_DONTWAIT) ==
+                       (ssize_t)head.len;
+        if (!is_whole)
             log_debug("request %s: answer not sent whole before closing", r->request_id);
         shutdown(ci->connect_fd, SHUT_WR);
     }
+    r->resp_bytes = body.len;
     buf_cleanup(&head);
     buf_cleanup(&body);
     r->is_responded = true;
     r->status = status;
+    r->error = e;
+    r->respond_ns = clock_mono_ns();
     atomic_fetch_add(status >= 500 ? &r->srv->metrics.errors_5xx : &r->srv->metrics.errors_4xx, 1);
 }
 
@@ -402,11 +428,19 @@ on_completed(void *cls, struct MHD_Connection *conn, void **req_cls,
         auth_checksum_cleanup(&r->payload_sha);
     if (r->has_pin)
         storage_reader_unpin(srv->storage, r->pin);
+    int64_t end_ns = clock_mono_ns();
+    bool is_complete = toe == MHD_REQUEST_TERMINATED_COMPLETED_OK;
+    metrics_request_done(r->op, r->status, r->respond_ns - r->start_ns, end_ns - r->start_ns,
+                         r->body_received, r->resp_bytes);
+    if (srv->cfg.access_log[0] && r->method.ptr)
+        access_log_request(r, end_ns, is_complete);
+    if (r->is_admin && r->method.ptr && !slice_eq(r->method, SLICE_LIT("GET")) &&
+        !slice_eq(r->method, SLICE_LIT("HEAD")) && r->is_authenticated)
+        access_log_audit(r);
     if (r->method.ptr)
         log_debug("access %s %.*s %.*s -> %d in %.3f ms%s", r->request_id, (int)r->method.len,
                   r->method.ptr, (int)r->raw_uri.len, r->raw_uri.ptr, r->status,
-                  (double)(clock_mono_ns() - r->start_ns) / 1e6,
-                  toe == MHD_REQUEST_TERMINATED_COMPLETED_OK ? "" : " (terminated early)");
+                  (double)(end_ns - r->start_ns) / 1e6, is_complete ? "" : " (terminated early)");
     buf_cleanup(&r->xml_body);
     atomic_fetch_sub(&srv->in_flight, 1);
     arena_destroy(r->arena);
@@ -445,36 +479,103 @@ on_mhd_log(void *cls, const char *fmt, va_list ap)
  * Start and stop
  * ====================================================================== */
 
-/* The listener's callback: the guard admits the socket (per-address cap,
- * room at the limit), then MHD takes it (and closes it, also when it
- * refuses it). */
+/* The listeners' callback: the guard admits the socket (per-address cap,
+ * room at the limit), then the endpoint's MHD daemon takes it (and closes
+ * it, also when it refuses it). */
 static void
 add_connection(void *ctx, int fd, const struct sockaddr *sa, socklen_t len)
 {
-    struct server *srv = ctx;
+    struct http_endpoint *ep = ctx;
+    struct server *srv = ep->srv;
     if (!guard_admit(srv->guard, fd, sa, len)) {
         close(fd);
         return;
     }
-    if (MHD_add_connection(srv->daemon, fd, sa, len) != MHD_YES) {
+    if (MHD_add_connection(ep->daemon, fd, sa, len) != MHD_YES) {
         guard_forget(srv->guard, fd);
         log_debug("connection refused (limit %u reached or out of memory)",
                   srv->cfg.connection_limit);
     }
 }
 
+/* Binds 'ep' to addr:port (port 0: a free one, written back). */
+static int
+endpoint_open(struct http_endpoint *ep, const char *addr, uint16_t *port)
+{
+    snprintf(ep->addr, sizeof(ep->addr), "%s", addr);
+    int err = listener_open(addr, *port, 4096, &ep->listener, &ep->port);
+    if (err < 0) {
+        log_error("cannot listen on %s:%u: %s", addr, *port, strerror(-err));
+        return -1;
+    }
+    *port = ep->port;
+    return 0;
+}
+
+/* Starts the MHD daemon of 'ep': 'flags' plus TLS for an HTTPS endpoint.
+ * Returns 0 or -1 (logged). */
+static int
+endpoint_start_daemon(struct server *srv, struct http_endpoint *ep, unsigned flags,
+                      unsigned threads, size_t stack)
+{
+    /* The pool size goes in only when there is a pool: MHD warns about 0.
+     * Under TLS, MHD asks tls.c for the certificate at every handshake (so
+     * that SIGHUP can swap it) and runs the handshake of each added
+     * connection itself. */
+    struct MHD_OptionItem opts[4] = {{MHD_OPTION_END, 0, NULL}};
+    size_t n_opts = 0;
+    if (threads > 1)
+        opts[n_opts++] =
+            (struct MHD_OptionItem){MHD_OPTION_THREAD_POOL_SIZE, (intptr_t)threads, NULL};
+    if (ep->is_tls) {
+        flags |= MHD_USE_TLS;
+        opts[n_opts++] =
+            (struct MHD_OptionItem){MHD_OPTION_HTTPS_CERT_CALLBACK, 0, (void *)tls_cert_callback()};
+        opts[n_opts++] =
+            (struct MHD_OptionItem){MHD_OPTION_HTTPS_PRIORITIES, 0, (void *)tls_priorities};
+    }
+    ep->srv = srv;
+    ep->daemon = MHD_start_daemon(
+        flags, 0, NULL, NULL, on_access, srv, MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, srv,
+        MHD_OPTION_THREAD_STACK_SIZE, stack, MHD_OPTION_ARRAY, opts, MHD_OPTION_CONNECTION_LIMIT,
+        srv->cfg.connection_limit + GUARD_CONNECTION_SLACK, MHD_OPTION_CONNECTION_TIMEOUT,
+        srv->cfg.connection_timeout_s, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
+        (size_t)srv->cfg.connection_memory, MHD_OPTION_CONNECTION_MEMORY_INCREMENT,
+        (size_t)(4 * 1024), MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv,
+        MHD_OPTION_NOTIFY_CONNECTION, on_connection, srv, MHD_OPTION_URI_LOG_CALLBACK, on_uri, srv,
+        MHD_OPTION_END);
+    if (!ep->daemon) {
+        log_error("cannot start the HTTP daemon for %s:%u", ep->addr, ep->port);
+        return -1;
+    }
+    return 0;
+}
+
 int
 http_start(struct server *srv)
 {
-    uint16_t port = 0;
-    int err =
-        listener_open(srv->cfg.listen_addr, srv->cfg.listen_port, 4096, &srv->listener, &port);
-    if (err < 0) {
-        log_error("cannot listen on %s:%u: %s", srv->cfg.listen_addr, srv->cfg.listen_port,
-                  strerror(-err));
+    struct config *c = &srv->cfg;
+    bool has_tls = c->tls_cert_file[0] || c->tls_key_file[0];
+    if (has_tls && (!c->tls_cert_file[0] || !c->tls_key_file[0])) {
+        log_error("tls_cert_file and tls_key_file go together");
         return -1;
     }
-    srv->cfg.listen_port = port;
+    if (c->tls_listen_addr[0] && !has_tls) {
+        log_error("tls_listen needs tls_cert_file and tls_key_file");
+        return -1;
+    }
+    if (has_tls && tls_open(c->tls_cert_file, c->tls_key_file) != 0)
+        return -1;
+    /* endpoints[0] serves 'listen' (HTTPS when TLS is on and there is no
+     * tls_listen); endpoints[1] serves tls_listen. */
+    struct http_endpoint *eps = srv->endpoints;
+    eps[0].is_tls = has_tls && !c->tls_listen_addr[0];
+    eps[1].is_tls = true;
+    size_t n_eps = c->tls_listen_addr[0] ? 2 : 1;
+    if (endpoint_open(&eps[0], c->listen_addr, &c->listen_port) != 0)
+        goto fail;
+    if (n_eps == 2 && endpoint_open(&eps[1], c->tls_listen_addr, &c->tls_listen_port) != 0)
+        goto fail;
     /* Default: a few event-loop threads (MHD's poll loop, level-triggered,
      * so a short sendfile() is simply retried at the next turn; an
      * edge-triggered loop would wait for an EPOLLOUT edge that never comes
@@ -483,15 +584,16 @@ http_start(struct server *srv)
      * under load one wakeup answers many requests. Blocking steps go to the
      * offload pool (see on_access); connections come from listener.c, which
      * spreads them evenly. thread_per_connection = on keeps the older
-     * model: a thread per connection that blocks where it must. */
+     * model: a thread per connection that blocks where it must. With
+     * tls_listen, each address has its own daemon and threads. */
     size_t stack = SERVER_THREAD_STACK;
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL | MHD_USE_ERROR_LOG |
                      MHD_USE_ITC | MHD_USE_NO_LISTEN_SOCKET;
     unsigned threads = 0;
-    if (srv->cfg.thread_per_connection) {
+    if (c->thread_per_connection) {
         flags |= MHD_USE_THREAD_PER_CONNECTION;
     } else {
-        threads = srv->cfg.http_threads;
+        threads = c->http_threads;
         if (threads == 0) {
             /* One more than the cores: with few connections per thread,
              * all of a thread's connections can be waiting on their clients
@@ -502,70 +604,66 @@ http_start(struct server *srv)
             threads = n > 0 ? (unsigned)MIN(n + 1, 65) : 3;
         }
         flags |= MHD_ALLOW_SUSPEND_RESUME;
-        srv->offload = offload_create(srv->cfg.worker_threads_max, stack);
+        srv->offload = offload_create(c->worker_threads_max, stack);
     }
-    srv->guard = guard_create(&srv->cfg, stack);
+    srv->guard = guard_create(c, stack);
     if (!srv->guard) {
         log_error("cannot start the connection guard");
         goto fail;
     }
-    /* The pool size goes in only when there is a pool: MHD warns about 0. */
-    struct MHD_OptionItem pool[] = {
-        {threads > 1 ? MHD_OPTION_THREAD_POOL_SIZE : MHD_OPTION_END, (intptr_t)threads, NULL},
-        {MHD_OPTION_END, 0, NULL},
-    };
-    srv->daemon = MHD_start_daemon(
-        flags, 0, NULL, NULL, on_access, srv, MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, srv,
-        MHD_OPTION_THREAD_STACK_SIZE, stack, MHD_OPTION_ARRAY, pool, MHD_OPTION_CONNECTION_LIMIT,
-        srv->cfg.connection_limit + GUARD_CONNECTION_SLACK, MHD_OPTION_CONNECTION_TIMEOUT,
-        srv->cfg.connection_timeout_s, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
-        (size_t)srv->cfg.connection_memory, MHD_OPTION_CONNECTION_MEMORY_INCREMENT,
-        (size_t)(4 * 1024), MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv,
-        MHD_OPTION_NOTIFY_CONNECTION, on_connection, srv, MHD_OPTION_URI_LOG_CALLBACK, on_uri, srv,
-        MHD_OPTION_END);
-    if (!srv->daemon) {
-        log_error("cannot start the HTTP daemon");
-        goto fail;
+    for (size_t i = 0; i < n_eps; i++)
+        if (endpoint_start_daemon(srv, &eps[i], flags, threads, stack) != 0)
+            goto fail;
+    for (size_t i = 0; i < n_eps; i++) {
+        int err = listener_start(eps[i].listener, add_connection, &eps[i], stack);
+        if (err < 0) {
+            log_error("cannot start the accept thread: %s", strerror(-err));
+            goto fail;
+        }
     }
-    err = listener_start(srv->listener, add_connection, srv, stack);
-    if (err < 0) {
-        log_error("cannot start the accept thread: %s", strerror(-err));
-        goto fail;
+    for (size_t i = 0; i < n_eps; i++) {
+        printf("shardstore: listening on %s://%s:%u\n", eps[i].is_tls ? "https" : "http",
+               eps[i].addr, eps[i].port);
+        if (threads)
+            log_info("listening on %s %s:%u (%u event-loop threads, at most %u connections and "
+                     "%u workers)",
+                     eps[i].is_tls ? "https" : "http", eps[i].addr, eps[i].port, threads,
+                     c->connection_limit, c->worker_threads_max);
+        else
+            log_info("listening on %s %s:%u (a thread per connection, at most %u)",
+                     eps[i].is_tls ? "https" : "http", eps[i].addr, eps[i].port,
+                     c->connection_limit);
     }
-    printf("shardstore: listening on http://%s:%u\n", srv->cfg.listen_addr, srv->cfg.listen_port);
     fflush(stdout);
-    if (threads)
-        log_info("listening on %s:%u (%u event-loop threads, at most %u connections and %u "
-                 "workers)",
-                 srv->cfg.listen_addr, srv->cfg.listen_port, threads, srv->cfg.connection_limit,
-                 srv->cfg.worker_threads_max);
-    else
-        log_info("listening on %s:%u (a thread per connection, at most %u)", srv->cfg.listen_addr,
-                 srv->cfg.listen_port, srv->cfg.connection_limit);
     return 0;
 
 fail:
-    listener_close(srv->listener);
-    srv->listener = NULL;
-    if (srv->daemon)
-        MHD_stop_daemon(srv->daemon);
-    srv->daemon = NULL;
+    for (size_t i = 0; i < ARRAY_LEN(srv->endpoints); i++) {
+        listener_close(eps[i].listener);
+        eps[i].listener = NULL;
+        if (eps[i].daemon)
+            MHD_stop_daemon(eps[i].daemon);
+        eps[i].daemon = NULL;
+    }
     offload_destroy(srv->offload);
     srv->offload = NULL;
     guard_destroy(srv->guard);
     srv->guard = NULL;
+    tls_close();
     return -1;
 }
 
 void
 http_stop(struct server *srv)
 {
-    if (!srv->daemon)
+    struct http_endpoint *eps = srv->endpoints;
+    if (!eps[0].daemon)
         return;
     /* Whatever clients do, and whatever blocks below, the process ends
      * HTTP_STOP_MARGIN_S after the grace at the latest. */
     guard_exit_after(srv->guard, srv->cfg.shutdown_grace_s + HTTP_STOP_MARGIN_S);
-    listener_stop(srv->listener);
+    for (size_t i = 0; i < ARRAY_LEN(srv->endpoints); i++)
+        listener_stop(eps[i].listener);
     /* Connections waiting for a request (slow header senders included,
      * which would hold the wait below for the whole grace) have nothing to
      * finish: close them, and the keep-alive ones as they go idle. */
@@ -581,7 +679,7 @@ http_stop(struct server *srv)
      * nothing they were told is lost). MHD closes them at its next turn. */
     guard_drop(srv->guard, GUARD_DROP_ALL);
     /* Workers finish their steps and resume their connections before the
-     * daemon goes (MHD must not stop with a connection suspended); a step
+     * daemons go (MHD must not stop with a connection suspended); a step
      * started after this runs on the event thread. */
     offload_stop(srv->offload);
     /* Let the event loops close every connection at their own pace, so that
@@ -589,12 +687,25 @@ http_stop(struct server *srv)
      * stopping is MHD's least exercised path. */
     if (!guard_wait_closed(srv->guard, 2000))
         log_warn("stopping: connections still open; MHD closes them");
-    MHD_stop_daemon(srv->daemon);
-    srv->daemon = NULL;
+    for (size_t i = 0; i < ARRAY_LEN(srv->endpoints); i++) {
+        if (eps[i].daemon)
+            MHD_stop_daemon(eps[i].daemon);
+        eps[i].daemon = NULL;
+    }
     offload_destroy(srv->offload);
     srv->offload = NULL;
-    listener_close(srv->listener);
-    srv->listener = NULL;
+    for (size_t i = 0; i < ARRAY_LEN(srv->endpoints); i++) {
+        listener_close(eps[i].listener);
+        eps[i].listener = NULL;
+    }
     guard_destroy(srv->guard);
     srv->guard = NULL;
+    tls_close();
+}
+
+void
+http_reload(struct server *srv)
+{
+    (void)srv;
+    tls_reload(); /* nothing to do without TLS */
 }

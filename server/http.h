@@ -12,5 +12,8 @@ int http_start(struct server *srv);
 /* Stops accepting, waits for requests in flight (at most shutdown_grace),
  * then stops the daemon. Idempotent. */
 void http_stop(struct server *srv);
+/* SIGHUP: reloads the TLS certificate and key (tls.c); connections stay.
+ * A failed reload is logged and keeps the current pair. Main thread. */
+void http_reload(struct server *srv);
 
 #endif

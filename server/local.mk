@@ -9,10 +9,14 @@ shardstore_SOURCES = server/main.c server/server.h server/conf.h server/config.c
 	server/body.c server/ops.h server/access.h server/access.c server/op_bucket.c \
 	server/op_list.c server/op_put.c server/op_get.c server/op_copy.c server/op_delete.c \
 	server/op_member.c \
-	server/op_multipart.c server/admin.c server/creds.c server/creds.h server/admin_users.c \
+	server/op_multipart.c server/op_tagging.c server/admin.c server/creds.c server/creds.h server/admin_users.c \
 	server/op_versions.c server/admin_cli.c server/admin_cli.h server/reserve.h server/reserve.c \
-	server/extents.h server/extents.c server/guard.h server/guard.c
-shardstore_CFLAGS = $(AM_CFLAGS) $(MHD_CFLAGS) $(EXPAT_CFLAGS)
+	server/extents.h server/extents.c server/guard.h server/guard.c \
+	server/unsupported.h server/unsupported.c \
+	server/lifecycle.h server/lifecycle.c server/op_lifecycle.c \
+	server/tls.h server/tls.c \
+	server/metrics.h server/metrics.c server/access_log.h server/access_log.c
+shardstore_CFLAGS = $(AM_CFLAGS) $(MHD_CFLAGS) $(GNUTLS_CFLAGS) $(EXPAT_CFLAGS)
 shardstore_LDADD = server/libs3parse.la auth/libauth.la index/libindex.la storage/libstorage.la \
-	common/libcommon.la $(MHD_LIBS) $(EXPAT_LIBS) $(OPENSSL_LIBS) $(URING_LIBS) $(LMDB_LIBS) \
-	$(XXHASH_LIBS) -lz -lpthread
+	common/libcommon.la $(MHD_LIBS) $(GNUTLS_LIBS) $(EXPAT_LIBS) $(OPENSSL_LIBS) $(URING_LIBS) $(LMDB_LIBS) \
+	$(XXHASH_LIBS) -lpthread

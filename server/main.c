@@ -3,14 +3,17 @@
  *
  * Startup order: config -> data dir -> credentials -> index -> storage
  * (free space rebuilt from the extents the index references, so a crash
- * can never leak space) -> committer -> HTTP. SIGTERM/SIGINT stop
+ * can never leak space) -> committer -> HTTP. SIGHUP reloads the
+ * TLS certificate (http_reload). SIGTERM/SIGINT stop
  * accepting, let in-flight requests finish (bounded), and close in the
- * reverse order.
+ * reverse order. SIGHUP reopens the access and audit logs (logrotate).
  */
 #include "config.h"
 
 #include "common/common.h"
 #include "index/index.h"
+#include "server/access_log.h"
+#include "server/lifecycle.h"
 #include "server/admin_cli.h"
 #include "server/commit.h"
 #include "server/conf.h"
@@ -184,6 +187,7 @@ main(int argc, char **argv)
     sigemptyset(&sigs);
     sigaddset(&sigs, SIGTERM);
     sigaddset(&sigs, SIGINT);
+    sigaddset(&sigs, SIGHUP); /* reload the TLS certificate, reopen the logs */
     pthread_sigmask(SIG_BLOCK, &sigs, NULL);
     signal(SIGPIPE, SIG_IGN);
 
@@ -207,25 +211,38 @@ main(int argc, char **argv)
         return 1;
     }
     int exit_code = 1;
+    if (access_log_open(srv.cfg.access_log, srv.cfg.audit_log) != 0)
+        goto out;
     if (open_stores(&srv) != 0)
         goto out;
     srv.committer = committer_create(&srv, srv.cfg.group_commit, srv.cfg.group_commit_max);
     if (!srv.committer)
         goto out;
     srv.reserves = reserve_table_create(srv.cfg.reserve_max_per_principal);
+    srv.lifecycle = lifecycle_create(&srv);
+    if (!srv.lifecycle)
+        goto out;
     if (http_start(&srv) != 0)
         goto out;
     int sig = 0;
-    sigwait(&sigs, &sig);
+    /* SIGHUP reloads what can change under a running server: the TLS
+     * certificate, and the log files (logrotate). */
+    while (sigwait(&sigs, &sig) == 0 && sig == SIGHUP) {
+        log_info("SIGHUP: reloading the certificate, reopening the log files");
+        http_reload(&srv);
+        access_log_reopen();
+    }
     log_info("signal %d: stopping", sig);
     atomic_store(&srv.is_stopping, true);
     http_stop(&srv);
     exit_code = 0;
 out:
+    lifecycle_destroy(srv.lifecycle);
     committer_destroy(srv.committer);
     reserve_table_destroy(srv.reserves);
     storage_close(srv.storage);
     index_close(srv.index);
+    access_log_close();
     log_info("stopped");
     return exit_code;
 }

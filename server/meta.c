@@ -7,8 +7,9 @@
  * content-disposition, content-language, cache-control, expires,
  * x-amz-meta-*, x-amz-checksum-<algo>, x-amz-checksum-type,
  * x-amz-storage-class, x-amz-website-redirect-location; and the internal
- * x-shard-part-sizes (a multipart object's part sizes, little-endian u64s,
- * written and read only through meta_part_sizes_format/_parse).
+ * entries (META_INTERNAL_PREFIX): x-shard-part-sizes (a multipart object's part sizes,
+ * little-endian u64s, written and read only through meta_part_sizes_format/_parse) and the tags
+ * (META_TAGS).
  */
 #include "config.h"
 
@@ -16,6 +17,7 @@
 #include "server/errors.h"
 #include "server/meta.h"
 #include "server/req.h"
+#include "server/tags.h"
 
 #include <ctype.h>
 
@@ -205,4 +207,34 @@ meta_part_sizes_parse(struct slice blob, uint32_t n_parts, uint32_t number, uint
             *len = v;
     }
     return true;
+}
+
+bool
+meta_tags_get(const struct meta *m, struct arena *a, struct s3_tag **tags, size_t *n)
+{
+    struct slice v = meta_get(m, META_TAGS);
+    if (!v.ptr) {
+        *tags = NULL;
+        *n = 0;
+        return true;
+    }
+    return tags_decode((const uint8_t *)v.ptr, v.len, a, tags, n);
+}
+
+void
+meta_tags_set(struct arena *a, const struct meta *m, const struct s3_tag *tags, size_t n,
+              struct meta *out)
+{
+    out->entries = arena_calloc(a, m->n + 1, sizeof(*out->entries));
+    out->n = 0;
+    for (size_t i = 0; i < m->n; i++)
+        if (!slice_eq(m->entries[i].name, SLICE_LIT(META_TAGS)))
+            out->entries[out->n++] = m->entries[i];
+    if (n == 0)
+        return;
+    const uint8_t *p;
+    size_t len;
+    tags_encode(a, tags, n, &p, &len);
+    out->entries[out->n++] =
+        (struct meta_entry){SLICE_LIT(META_TAGS), (struct slice){(const char *)p, len}};
 }

@@ -14,12 +14,16 @@
 #include <stdint.h>
 
 struct s3_req;
+struct s3_tag;
 
 /* Metadata entries whose names start with this are internal (never sent
  * as headers): "x-shard-part-sizes" holds a multipart object's part sizes
  * as little-endian u64s. */
 #define META_INTERNAL_PREFIX "x-shard-"
 #define META_PART_SIZES "x-shard-part-sizes"
+/* "x-shard-tags" holds the object's tags in tags.h's stored form; absent
+ * when the object has none. */
+#define META_TAGS "x-shard-tags"
 
 struct meta_entry {
     struct slice name; /* lower-case header name, e.g. "content-type", "x-amz-meta-foo" */
@@ -47,5 +51,19 @@ struct slice meta_part_sizes_format(struct arena *a, const uint64_t *sizes, size
  * offset) and '*len'. Returns false when the blob is corrupt. */
 bool meta_part_sizes_parse(struct slice blob, uint32_t n_parts, uint32_t number, uint64_t *first,
                            uint64_t *len);
+/*
+ * The object's tags, for anyone who needs them (GetObjectTagging, the
+ * x-amz-tagging-count header, lifecycle Tag filters in the worker and in
+ * x-amz-expiration). Sets '*tags' (an
+ * array in 'a' whose slices point into 'm's values) and '*n' (0 and NULL
+ * when the object has no tags). Returns false when the stored tags are
+ * corrupt (then '*n' is 0). Pure; any thread.
+ */
+bool meta_tags_get(const struct meta *m, struct arena *a, struct s3_tag **tags, size_t *n);
+/* Makes '*out' (in 'a') a copy of 'm' whose tags are the 'n' 'tags' (none:
+ * no META_TAGS entry), keeping every other entry in order. 'out' may not
+ * be 'm'. */
+void meta_tags_set(struct arena *a, const struct meta *m, const struct s3_tag *tags, size_t n,
+                   struct meta *out);
 
 #endif

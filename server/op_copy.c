@@ -73,12 +73,12 @@ copy_conditions(struct s3_req *r, const struct index_object *src)
     struct slice ius = s3_req_header(r, "x-amz-copy-source-if-unmodified-since");
     if (im.ptr && !(s3_parse_etag(im, md5) && memcmp(md5, src->etag, 16) == 0))
         return S3_ERR_PRECONDITION_FAILED;
-    if (!im.ptr && ius.ptr && s3_parse_http_date(ius, &t) == 0 && mtime_s > t)
+    if (!im.ptr && ius.ptr && http_date_parse(ius, &t) == 0 && mtime_s > t)
         return S3_ERR_PRECONDITION_FAILED;
     if (inm.ptr && ((s3_parse_etag(inm, md5) && memcmp(md5, src->etag, 16) == 0) ||
                     slice_eq(inm, SLICE_LIT("*"))))
         return S3_ERR_PRECONDITION_FAILED;
-    if (!inm.ptr && ims.ptr && s3_parse_http_date(ims, &t) == 0 && mtime_s <= t)
+    if (!inm.ptr && ims.ptr && http_date_parse(ims, &t) == 0 && mtime_s <= t)
         return S3_ERR_PRECONDITION_FAILED;
     return S3_OK;
 }
@@ -227,6 +227,8 @@ copy_once(struct s3_req *r, const struct index_bucket *dst_bk, const struct inde
     } else {
         new_meta = src_meta;
     }
+    if (!s3_tagging_for_copy(r, &new_meta))
+        return 1;
 
     /* Same extents, same sums, same ETag (a multipart source keeps its
      * "-N" ETag and part layout, so partNumber reads still work). */

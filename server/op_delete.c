@@ -24,9 +24,8 @@ static const enum auth_checksum_algo body_algos[] = {
     AUTH_CK_CRC32, AUTH_CK_CRC32C, AUTH_CK_CRC64NVME, AUTH_CK_SHA1, AUTH_CK_SHA256,
 };
 
-/* Returns S3_OK when a declared digest of the body matches. */
-static enum s3_error
-check_body_digest(struct s3_req *r)
+enum s3_error
+s3_check_body_digest(struct s3_req *r)
 {
     const char *body = r->xml_body.ptr ? r->xml_body.ptr : "";
     struct slice cmd5 = s3_req_header(r, "content-md5");
@@ -75,7 +74,7 @@ delete_objects_end(struct s3_req *r)
     struct index_bucket bk;
     if (!s3_bucket_lookup(r, &bk))
         return;
-    enum s3_error e = check_body_digest(r);
+    enum s3_error e = s3_check_body_digest(r);
     if (e != S3_OK) {
         s3_respond_error(r, e, NULL);
         return;

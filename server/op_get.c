@@ -20,6 +20,7 @@
 #include "server/access.h"
 #include "server/errors.h"
 #include "server/extents.h"
+#include "server/lifecycle.h"
 #include "server/meta.h"
 #include "server/ops.h"
 #include "server/range.h"
@@ -180,13 +181,13 @@ get_conditions(struct s3_req *r, const struct index_object *obj)
     if (im.ptr) {
         if (!etag_matches(im, obj->etag))
             return S3_ERR_PRECONDITION_FAILED;
-    } else if (ius.ptr && s3_parse_http_date(ius, &t) == 0 && mtime_s > t) {
+    } else if (ius.ptr && http_date_parse(ius, &t) == 0 && mtime_s > t) {
         return S3_ERR_PRECONDITION_FAILED;
     }
     if (inm.ptr) {
         if (etag_matches(inm, obj->etag))
             return S3_ERR_NOT_MODIFIED;
-    } else if (ims.ptr && s3_parse_http_date(ims, &t) == 0 && mtime_s <= t) {
+    } else if (ims.ptr && http_date_parse(ims, &t) == 0 && mtime_s <= t) {
         return S3_ERR_NOT_MODIFIED;
     }
     return S3_OK;
@@ -334,11 +335,21 @@ get_or_head(struct s3_req *r, bool is_head)
         goto unpin;
     }
     object_headers(r, resp, &obj, &m, status == 200);
+    s3_tagging_count_header(r, resp, &m);
+    char expiration[LIFECYCLE_HEADER_MAX];
+    struct s3_tag *tags;
+    size_t n_tags;
+    if (!meta_tags_get(&m, r->arena, &tags, &n_tags))
+        n_tags = 0; /* corrupt tags select no Tag-filtered rule */
+    if (lifecycle_expiration_header(r->srv->lifecycle, bk.id, r->key, obj.size, obj.mtime_ns, tags,
+                                    n_tags, expiration, sizeof(expiration)))
+        s3_resp_header(resp, "x-amz-expiration", expiration);
     if (status == 206)
         s3_resp_header(resp, "Content-Range", content_range);
     if (!is_head) {
         atomic_fetch_add(&r->srv->metrics.gets, 1);
         atomic_fetch_add(&r->srv->metrics.bytes_out, len);
+        r->resp_bytes = len;
     }
     s3_respond(r, status, resp);
     return;

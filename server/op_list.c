@@ -94,24 +94,12 @@ list_token_parse(struct arena *a, struct slice tok, struct slice *key)
 
 #define PUT_LIT(p, s) (memcpy((p), (s), sizeof(s) - 1), (p) + sizeof(s) - 1)
 
-/* URL form as s3_url_encode writes it: unreserved bytes and '/' as they
- * are, every other byte %XX. */
+/* URL form as uri_encode writes it for encoding-type=url: unreserved
+ * bytes and '/' as they are, every other byte %XX. */
 static char *
 put_url(char *p, struct slice s)
 {
-    static const char hx[] = "0123456789ABCDEF";
-    for (size_t i = 0; i < s.len; i++) {
-        unsigned char c = (unsigned char)s.ptr[i];
-        if ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-            c == '-' || c == '_' || c == '.' || c == '~' || c == '/') {
-            *p++ = (char)c;
-        } else {
-            *p++ = '%';
-            *p++ = hx[c >> 4];
-            *p++ = hx[c & 15];
-        }
-    }
-    return p;
+    return uri_encode_to(p, s.ptr, s.len, true);
 }
 
 /* The "YYYY-MM-DDT" of the last day formatted. */
@@ -171,12 +159,9 @@ put_date(char *p, int64_t ns, struct date_cache *dc)
 static char *
 put_etag(char *p, const uint8_t md5[16], uint32_t parts_count)
 {
-    static const char hx[] = "0123456789abcdef";
     p = PUT_LIT(p, "&quot;");
-    for (int i = 0; i < 16; i++) {
-        *p++ = hx[md5[i] >> 4];
-        *p++ = hx[md5[i] & 15];
-    }
+    hex_encode(md5, 16, p); /* 32 digits; the NUL is overwritten next */
+    p += 32;
     if (parts_count) {
         *p++ = '-';
         p += u64_format(parts_count, p);

@@ -105,6 +105,8 @@ op_create_multipart(struct s3_req *r)
         s3_respond_error(r, e, NULL);
         return;
     }
+    if (!s3_tagging_from_request(r, &m))
+        return;
     struct slice alg = s3_req_header(r, "x-amz-checksum-algorithm");
     struct slice type = s3_req_header(r, "x-amz-checksum-type");
     enum auth_checksum_algo algo = AUTH_CK_NONE;
@@ -541,7 +543,7 @@ complete_end(struct s3_req *r)
     xml_escape(&b, slice_from_cstr(loc));
     struct buf enc;
     buf_init(&enc);
-    s3_url_encode(&enc, r->key);
+    uri_encode(&enc, r->key.ptr, r->key.len, true);
     xml_escape(&b, (struct slice){enc.ptr ? enc.ptr : "", enc.len});
     buf_cleanup(&enc);
     buf_append_str(&b, "</Location>");

@@ -1,5 +1,6 @@
 /*
- * op_put.c: PutObject and DeleteObject.
+ * op_put.c: PutObject, UploadPart (the same streaming path) and
+ * DeleteObject.
  *
  * PUT streams the decoded payload through the hashers (MD5 for the ETag,
  * plus the checksum the client asked for) into a storage writer, which
@@ -24,6 +25,7 @@
 #include "server/commit.h"
 #include "server/errors.h"
 #include "server/extents.h"
+#include "server/lifecycle.h"
 #include "server/meta.h"
 #include "server/ops.h"
 #include "server/req.h"
@@ -392,6 +394,15 @@ put_end(struct s3_req *r)
                        arena_strndup(r->arena, ck_b64.ptr, ck_b64.len));
         s3_resp_header(resp, "x-amz-checksum-type", "FULL_OBJECT");
     }
+    /* The tags just stored (x-amz-tagging) select Tag-filtered rules. */
+    char expiration[LIFECYCLE_HEADER_MAX];
+    struct s3_tag *tags;
+    size_t n_tags;
+    if (!meta_tags_get(&c->meta, r->arena, &tags, &n_tags))
+        n_tags = 0;
+    if (lifecycle_expiration_header(r->srv->lifecycle, c->bucket.id, r->key, obj.size, obj.mtime_ns,
+                                    tags, n_tags, expiration, sizeof(expiration)))
+        s3_resp_header(resp, "x-amz-expiration", expiration);
     s3_respond(r, 200, resp);
 }
 
@@ -481,6 +492,8 @@ put_begin(struct s3_req *r, struct put_ctx *c)
         s3_respond_error(r, e, NULL);
         return;
     }
+    if (!c->is_part && !s3_tagging_from_request(r, &c->meta))
+        return;
     if (!reserve_has_room(r->srv->reserves, r->user_id)) {
         s3_respond_error(r, S3_ERR_SLOW_DOWN,
                          "Too many uploads of this user are in flight; retry later.");
@@ -511,10 +524,8 @@ put_begin(struct s3_req *r, struct put_ctx *c)
 void
 op_put_object(struct s3_req *r)
 {
-    if (s3_req_has_header(r, "x-amz-copy-source")) {
-        op_copy_object(r);
-        return;
-    }
+    /* A PUT with x-amz-copy-source never gets here: the router sends it to
+     * the CopyObject route, which runs on a worker. */
     struct put_ctx *c = arena_calloc(r->arena, 1, sizeof(*c));
     if (!s3_bucket_lookup(r, &c->bucket))
         return;

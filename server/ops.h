@@ -7,6 +7,7 @@
 #define SHARD_SERVER_OPS_H
 
 #include "common/common.h"
+#include "server/errors.h"
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -16,6 +17,8 @@ struct index_bucket;
 struct index_members;
 struct index_object;
 struct index_upload;
+struct meta;
+struct MHD_Response;
 struct s3_req;
 struct server;
 struct storage_writer;
@@ -75,6 +78,28 @@ void member_builder_feed(struct member_builder *b, const void *data, size_t len)
 void member_builder_finish(struct member_builder *b, struct index_members *out);
 /* Frees the builder; NULL is a no-op. */
 void member_builder_destroy(struct member_builder *b);
+
+void op_put_object_tagging(struct s3_req *r);
+void op_get_object_tagging(struct s3_req *r);
+void op_delete_object_tagging(struct s3_req *r);
+
+/* x-amz-tagging (PutObject, CreateMultipartUpload): when the header is
+ * present, its tags replace those in 'm' (a request's metadata). On a bad
+ * header responds with AWS's error and returns false (op_tagging.c). */
+bool s3_tagging_from_request(struct s3_req *r, struct meta *m);
+/* CopyObject: x-amz-tagging-directive COPY (the default) keeps the tags in
+ * 'm' (the source's, copied with its metadata); REPLACE takes those of
+ * x-amz-tagging (none when absent). Responds and returns false on a bad
+ * directive or header. */
+bool s3_tagging_for_copy(struct s3_req *r, struct meta *m);
+/* Adds x-amz-tagging-count to 'resp' when 'm' (an object's) holds tags. */
+void s3_tagging_count_header(struct s3_req *r, struct MHD_Response *resp, const struct meta *m);
+
+/* Checks the integrity of an XML body (r->xml_body) that S3 requires one
+ * for: Content-MD5 or an x-amz-checksum-* header (or trailer) must be
+ * present and match. Returns S3_OK, S3_ERR_MISSING_SECURITY_HEADER,
+ * S3_ERR_INVALID_DIGEST or S3_ERR_BAD_DIGEST (op_delete.c). */
+enum s3_error s3_check_body_digest(struct s3_req *r);
 
 /* Resolves ?uploadId= (and ?partNumber= when 'part_number' is non-NULL)
  * for the request's bucket and key; on failure responds (NoSuchUpload,

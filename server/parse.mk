@@ -3,6 +3,9 @@
 # them without the rest of the server. Included from server/local.mk.
 noinst_LTLIBRARIES += %D%/libs3parse.la
 %C%_libs3parse_la_SOURCES = %D%/range.c %D%/range.h %D%/xml_in.c %D%/xml_in.h %D%/key.c \
-	%D%/key.h %D%/tar.c %D%/tar.h
+	%D%/key.h \
+	%D%/tags.c %D%/tags.h \
+	%D%/lifecycle_xml.c %D%/lifecycle_xml.h \
+	%D%/tar.c %D%/tar.h
 %C%_libs3parse_la_CFLAGS = $(AM_CFLAGS) $(EXPAT_CFLAGS)
 %C%_libs3parse_la_LIBADD = common/libcommon.la $(EXPAT_LIBS)

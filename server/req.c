@@ -40,6 +40,7 @@ s3_respond(struct s3_req *r, int status, struct MHD_Response *resp)
         MHD_add_response_header(resp, "Connection", "close");
     r->is_responded = true;
     r->status = status;
+    r->respond_ns = clock_mono_ns();
     /* MHD closes the connection when a response is queued before the
      * request is fully read. Without a body the request is complete after
      * the headers, so wait for MHD's next callback and keep the connection
@@ -67,6 +68,8 @@ s3_respond_body(struct s3_req *r, int status, const char *content_type, const ch
         MHD_create_response_from_buffer(len, (void *)body, MHD_RESPMEM_MUST_COPY);
     if (content_type)
         MHD_add_response_header(resp, "Content-Type", content_type);
+    if (!r->is_responded)
+        r->resp_bytes = len;
     s3_respond(r, status, resp);
 }
 
@@ -81,6 +84,8 @@ void
 s3_respond_error(struct s3_req *r, enum s3_error e, const char *message)
 {
     int status = s3_error_status(e);
+    if (!r->is_responded)
+        r->error = e;
     if (status == 304) {
         s3_respond_empty(r, status);
         return;

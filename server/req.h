@@ -63,6 +63,7 @@ struct s3_req {
     /* Chosen by router_prepare before authentication. */
     bool is_admin;             /* a path under /_/ (op_admin) */
     const struct route *route; /* NULL: no route matches */
+    const char *op;            /* S3 operation name (metrics, access log); NULL: unknown */
     unsigned route_flags;      /* ROUTE_* of router.h */
 
     struct auth_verdict auth;
@@ -111,7 +112,9 @@ struct s3_req {
     bool is_offloaded; /* a step ran on a worker: responses are deferred */
     struct offload_job job;
     int status;
-    uint64_t resp_bytes;
+    enum s3_error error; /* the S3 error answered, S3_OK for none */
+    int64_t respond_ns;  /* monotonic time the response was queued; 0: none */
+    uint64_t resp_bytes; /* response body bytes (as queued) */
     bool has_pin;
     uint64_t pin;
 };

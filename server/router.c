@@ -13,9 +13,11 @@
 #include "index/index.h"
 #include "server/access.h"
 #include "server/errors.h"
+#include "server/lifecycle.h"
 #include "server/ops.h"
 #include "server/req.h"
 #include "server/router.h"
+#include "server/unsupported.h"
 #include "server/server.h"
 #include "server/util.h"
 
@@ -113,6 +115,7 @@ struct route {
     enum route_key key;
     unsigned flags; /* ROUTE_* */
     void (*handler)(struct s3_req *r);
+    const char *op; /* the S3 operation name, for metrics and the access log */
 };
 
 /* Shorthands for the table: takes a body whose end step may block (it
@@ -122,51 +125,79 @@ struct route {
 #define COPY_SRC "x-amz-copy-source"
 
 static const struct route routes[] = {
-    {"GET", LEVEL_SERVICE, NULL, NULL, AUTH_ACTION_SERVICE, RKEY_NONE, 0, op_list_buckets},
+    {"GET", LEVEL_SERVICE, NULL, NULL, AUTH_ACTION_SERVICE, RKEY_NONE, 0, op_list_buckets,
+     "ListBuckets"},
     {"GET", LEVEL_BUCKET, "location", NULL, AUTH_ACTION_BUCKET_INFO, RKEY_NONE, 0,
-     op_get_bucket_location},
+     op_get_bucket_location, "GetBucketLocation"},
     {"GET", LEVEL_BUCKET, "versioning", NULL, AUTH_ACTION_BUCKET_INFO, RKEY_NONE, 0,
-     op_get_bucket_versioning},
-    {"GET", LEVEL_BUCKET, "acl", NULL, AUTH_ACTION_BUCKET_INFO, RKEY_NONE, 0, op_get_bucket_acl},
+     op_get_bucket_versioning, "GetBucketVersioning"},
+    {"GET", LEVEL_BUCKET, "acl", NULL, AUTH_ACTION_READ_ACP, RKEY_NONE, 0, op_get_bucket_acl,
+     "GetBucketAcl"},
     {"PUT", LEVEL_BUCKET, "acl", NULL, AUTH_ACTION_BUCKET_ADMIN, RKEY_NONE, BODY_END,
-     op_put_bucket_acl},
+     op_put_bucket_acl, "PutBucketAcl"},
+    {"GET", LEVEL_BUCKET, "lifecycle", NULL, AUTH_ACTION_BUCKET_ADMIN, RKEY_NONE, 0,
+     op_get_bucket_lifecycle, "GetBucketLifecycleConfiguration"},
+    {"PUT", LEVEL_BUCKET, "lifecycle", NULL, AUTH_ACTION_BUCKET_ADMIN, RKEY_NONE, BODY_END,
+     op_put_bucket_lifecycle, "PutBucketLifecycleConfiguration"},
+    {"DELETE", LEVEL_BUCKET, "lifecycle", NULL, AUTH_ACTION_BUCKET_ADMIN, RKEY_NONE, BLOCKS,
+     op_delete_bucket_lifecycle, "DeleteBucketLifecycle"},
+    {"GET", LEVEL_BUCKET, "tagging", NULL, AUTH_ACTION_BUCKET_ADMIN, RKEY_NONE, 0,
+     op_get_bucket_tagging, "GetBucketTagging"},
+    {"PUT", LEVEL_BUCKET, "tagging", NULL, AUTH_ACTION_BUCKET_ADMIN, RKEY_NONE, BODY_END,
+     op_put_bucket_tagging, "PutBucketTagging"},
+    {"DELETE", LEVEL_BUCKET, "tagging", NULL, AUTH_ACTION_BUCKET_ADMIN, RKEY_NONE, BLOCKS,
+     op_delete_bucket_tagging, "DeleteBucketTagging"},
     {"GET", LEVEL_BUCKET, "versions", NULL, AUTH_ACTION_LIST, RKEY_PREFIX, 0,
-     op_list_object_versions},
-    {"GET", LEVEL_BUCKET, NULL, NULL, AUTH_ACTION_LIST, RKEY_PREFIX, 0, op_list_objects},
+     op_list_object_versions, "ListObjectVersions"},
+    {"GET", LEVEL_BUCKET, NULL, NULL, AUTH_ACTION_LIST, RKEY_PREFIX, 0, op_list_objects,
+     "ListObjects"},
     {"PUT", LEVEL_BUCKET, NULL, NULL, AUTH_ACTION_CREATE_BUCKET, RKEY_NONE, BODY_END,
-     op_create_bucket},
-    {"HEAD", LEVEL_BUCKET, NULL, NULL, AUTH_ACTION_BUCKET_INFO, RKEY_NONE, 0, op_head_bucket},
+     op_create_bucket, "CreateBucket"},
+    {"HEAD", LEVEL_BUCKET, NULL, NULL, AUTH_ACTION_BUCKET_INFO, RKEY_NONE, 0, op_head_bucket,
+     "HeadBucket"},
     {"DELETE", LEVEL_BUCKET, NULL, NULL, AUTH_ACTION_BUCKET_ADMIN, RKEY_NONE, BLOCKS,
-     op_delete_bucket},
+     op_delete_bucket, "DeleteBucket"},
     {"POST", LEVEL_BUCKET, "delete", NULL, AUTH_ACTION_WRITE, RKEY_EACH, BODY_END,
-     op_delete_objects},
-    {"GET", LEVEL_BUCKET, "uploads", NULL, AUTH_ACTION_LIST, RKEY_PREFIX, 0, op_list_uploads},
+     op_delete_objects, "DeleteObjects"},
+    {"GET", LEVEL_BUCKET, "uploads", NULL, AUTH_ACTION_LIST, RKEY_PREFIX, 0, op_list_uploads,
+     "ListMultipartUploads"},
     {"POST", LEVEL_OBJECT, "uploads", NULL, AUTH_ACTION_WRITE, RKEY_OBJECT, BLOCKS,
-     op_create_multipart},
+     op_create_multipart, "CreateMultipartUpload"},
     {"POST", LEVEL_OBJECT, "uploadId", NULL, AUTH_ACTION_WRITE, RKEY_OBJECT, BODY_END,
-     op_complete_multipart},
+     op_complete_multipart, "CompleteMultipartUpload"},
     /* UploadPartCopy: op_upload_part sees the header and copies. */
     {"PUT", LEVEL_OBJECT, "uploadId", COPY_SRC, AUTH_ACTION_WRITE, RKEY_OBJECT, BLOCKS,
-     op_upload_part},
+     op_upload_part, "UploadPartCopy"},
     {"PUT", LEVEL_OBJECT, "uploadId", NULL, AUTH_ACTION_WRITE, RKEY_OBJECT, BODY_END,
-     op_upload_part},
+     op_upload_part, "UploadPart"},
     {"DELETE", LEVEL_OBJECT, "uploadId", NULL, AUTH_ACTION_WRITE, RKEY_OBJECT, BLOCKS,
-     op_abort_multipart},
-    {"GET", LEVEL_OBJECT, "uploadId", NULL, AUTH_ACTION_WRITE, RKEY_OBJECT, 0, op_list_parts},
+     op_abort_multipart, "AbortMultipartUpload"},
+    {"GET", LEVEL_OBJECT, "uploadId", NULL, AUTH_ACTION_WRITE, RKEY_OBJECT, 0, op_list_parts,
+     "ListParts"},
+    {"PUT", LEVEL_OBJECT, "tagging", NULL, AUTH_ACTION_WRITE, RKEY_OBJECT, BODY_END,
+     op_put_object_tagging, "PutObjectTagging"},
+    {"GET", LEVEL_OBJECT, "tagging", NULL, AUTH_ACTION_READ, RKEY_OBJECT, 0, op_get_object_tagging,
+     "GetObjectTagging"},
+    {"DELETE", LEVEL_OBJECT, "tagging", NULL, AUTH_ACTION_WRITE, RKEY_OBJECT, BLOCKS,
+     op_delete_object_tagging, "DeleteObjectTagging"},
     /* Tar members: the object's read grant. They answer on the event loop
      * from the member index; an object that has none yet gets it built in
      * the end step, on a worker (a scan of its headers and a commit). */
     {"GET", LEVEL_OBJECT, "member", NULL, AUTH_ACTION_READ, RKEY_OBJECT, ROUTE_END_BLOCKS,
-     op_get_member},
+     op_get_member, "GetObjectMember"},
     {"HEAD", LEVEL_OBJECT, "member", NULL, AUTH_ACTION_READ, RKEY_OBJECT, ROUTE_END_BLOCKS,
-     op_head_member},
+     op_head_member, "HeadObjectMember"},
     {"GET", LEVEL_OBJECT, "list-members", NULL, AUTH_ACTION_READ, RKEY_OBJECT, ROUTE_END_BLOCKS,
-     op_list_members},
-    {"GET", LEVEL_OBJECT, NULL, NULL, AUTH_ACTION_READ, RKEY_OBJECT, 0, op_get_object},
-    {"HEAD", LEVEL_OBJECT, NULL, NULL, AUTH_ACTION_READ, RKEY_OBJECT, 0, op_head_object},
-    {"PUT", LEVEL_OBJECT, NULL, COPY_SRC, AUTH_ACTION_WRITE, RKEY_OBJECT, BLOCKS, op_copy_object},
-    {"PUT", LEVEL_OBJECT, NULL, NULL, AUTH_ACTION_WRITE, RKEY_OBJECT, BODY_END, op_put_object},
-    {"DELETE", LEVEL_OBJECT, NULL, NULL, AUTH_ACTION_WRITE, RKEY_OBJECT, BLOCKS, op_delete_object},
+     op_list_members, "ListObjectMembers"},
+    {"GET", LEVEL_OBJECT, NULL, NULL, AUTH_ACTION_READ, RKEY_OBJECT, 0, op_get_object, "GetObject"},
+    {"HEAD", LEVEL_OBJECT, NULL, NULL, AUTH_ACTION_READ, RKEY_OBJECT, 0, op_head_object,
+     "HeadObject"},
+    {"PUT", LEVEL_OBJECT, NULL, COPY_SRC, AUTH_ACTION_WRITE, RKEY_OBJECT, BLOCKS, op_copy_object,
+     "CopyObject"},
+    {"PUT", LEVEL_OBJECT, NULL, NULL, AUTH_ACTION_WRITE, RKEY_OBJECT, BODY_END, op_put_object,
+     "PutObject"},
+    {"DELETE", LEVEL_OBJECT, NULL, NULL, AUTH_ACTION_WRITE, RKEY_OBJECT, BLOCKS, op_delete_object,
+     "DeleteObject"},
 };
 
 #undef BODY_END
@@ -304,6 +335,9 @@ router_prepare(struct s3_req *r)
          * admin API write (or may: scrub reads every object). None takes
          * a body: the user API takes query parameters. */
         r->is_admin = true;
+        r->op = slice_eq(r->raw_path, SLICE_LIT("/_/health"))    ? "AdminHealth"
+                : slice_eq(r->raw_path, SLICE_LIT("/_/metrics")) ? "AdminMetrics"
+                                                                 : "Admin";
         bool is_read =
             slice_eq(r->method, SLICE_LIT("GET")) || slice_eq(r->method, SLICE_LIT("HEAD"));
         r->route_flags = is_read ? 0 : ROUTE_BLOCKS;
@@ -317,6 +351,7 @@ router_prepare(struct s3_req *r)
     r->route = route_find(r, request_subresource(r), &has_method);
     /* No route: the answer is an error sent at once, whatever the body. */
     r->route_flags = r->route ? r->route->flags : ROUTE_BODY;
+    r->op = r->route ? r->route->op : NULL;
     return true;
 }
 
@@ -336,7 +371,7 @@ router_route(struct s3_req *r)
         return;
     const struct route *rt = r->route;
     if (rt) {
-        if (route_authorize(r, rt))
+        if (route_authorize(r, rt) && !s3_refuse_unsupported(r))
             rt->handler(r);
         return;
     }

@@ -21,6 +21,7 @@ struct MHD_Daemon;
 struct committer;
 struct guard;
 struct index;
+struct lifecycle;
 struct listener;
 struct offload;
 struct reserve_table;
@@ -40,16 +41,28 @@ struct metrics {
     atomic_uint_fast64_t offloaded; /* request steps run on a worker */
 };
 
+/* One listening address and the MHD daemon behind it (http.c). */
+struct http_endpoint {
+    struct server *srv;
+    struct listener *listener;
+    struct MHD_Daemon *daemon;
+    bool is_tls;
+    char addr[64];
+    uint16_t port;
+};
+
 struct server {
     struct config cfg;
     struct index *index;
     struct storage *storage;
     struct committer *committer;
-    struct MHD_Daemon *daemon;
-    struct offload *offload; /* NULL with thread_per_connection */
-    struct listener *listener;
+    /* What listens: [0] 'listen' (HTTPS when TLS is on without
+     * tls_listen), [1] 'tls_listen' when set. Owned by http.c. */
+    struct http_endpoint endpoints[2];
+    struct offload *offload;        /* NULL with thread_per_connection */
     struct guard *guard;            /* slow-client rules (guard.c) */
     struct reserve_table *reserves; /* what each principal's uploads hold */
+    struct lifecycle *lifecycle;    /* the lifecycle worker (lifecycle.c) */
     char access_key[129];
     char secret_key[129];
     char owner_id[65]; /* canonical user id of the root user */

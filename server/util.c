@@ -1,7 +1,8 @@
 /*
  * util.c: small formatters and parsers the handlers share: ETags, HTTP and
- * ISO dates, URI percent-coding and bucket-name rules. All are pure but
- * s3_req_key_check, which answers the request whose key it refuses.
+ * ISO dates, URI decoding into the request arena and bucket-name rules.
+ * All are pure but s3_req_key_check, which answers the request whose key
+ * it refuses; the codecs themselves are common/'s (one copy each).
  */
 #include "config.h"
 
@@ -82,29 +83,6 @@ s3_format_iso_date(int64_t ns, char *out)
     snprintf(out + n, 40 - n, ".%03dZ", (int)((ns / 1000000) % 1000));
 }
 
-int
-s3_parse_http_date(struct slice s, int64_t *out_s)
-{
-    char tmp[64];
-    if (s.len == 0 || s.len >= sizeof(tmp))
-        return -1;
-    memcpy(tmp, s.ptr, s.len);
-    tmp[s.len] = '\0';
-    static const char *formats[] = {"%a, %d %b %Y %H:%M:%S GMT", "%A, %d-%b-%y %H:%M:%S GMT",
-                                    "%a %b %e %H:%M:%S %Y", "%Y-%m-%dT%H:%M:%S.000Z",
-                                    "%Y-%m-%dT%H:%M:%SZ"};
-    for (size_t i = 0; i < ARRAY_LEN(formats); i++) {
-        struct tm tm;
-        memset(&tm, 0, sizeof(tm));
-        const char *end = strptime(tmp, formats[i], &tm);
-        if (end && *end == '\0') {
-            *out_s = (int64_t)timegm(&tm);
-            return 0;
-        }
-    }
-    return -1;
-}
-
 bool
 s3_uri_decode(struct arena *a, struct slice in, struct slice *out)
 {
@@ -116,25 +94,6 @@ s3_uri_decode(struct arena *a, struct slice in, struct slice *out)
     out->ptr = o;
     out->len = (size_t)n;
     return true;
-}
-
-void
-s3_url_encode(struct buf *b, struct slice in)
-{
-    static const char hx[] = "0123456789ABCDEF";
-    buf_reserve(b, in.len * 3);
-    for (size_t i = 0; i < in.len; i++) {
-        unsigned char c = (unsigned char)in.ptr[i];
-        if ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-            c == '-' || c == '_' || c == '.' || c == '~' || c == '/') {
-            b->ptr[b->len++] = (char)c;
-        } else {
-            b->ptr[b->len++] = '%';
-            b->ptr[b->len++] = hx[c >> 4];
-            b->ptr[b->len++] = hx[c & 15];
-        }
-    }
-    b->ptr[b->len] = '\0';
 }
 
 bool

@@ -1,7 +1,7 @@
 /*
  * util.h: small helpers of server/ (util.c): S3 naming rules, ETags,
- * HTTP and ISO dates, URI decoding and encoding, and starting threads
- * with a given stack size.
+ * HTTP and ISO dates, URI decoding into the request's arena, the check of
+ * writable keys, and starting threads with a given stack size.
  */
 #ifndef SHARD_SERVER_UTIL_H
 #define SHARD_SERVER_UTIL_H
@@ -22,13 +22,11 @@ bool s3_parse_etag(struct slice s, uint8_t md5[16]);
 /* "Wed, 21 Oct 2015 07:28:00 GMT" / "2015-10-21T07:28:00.000Z". 'out' >= 40 bytes. */
 void s3_format_http_date(int64_t ns, char *out);
 void s3_format_iso_date(int64_t ns, char *out);
-/* Parses an HTTP date (RFC 1123, RFC 850 or asctime). Returns 0 and seconds, or -1. */
-int s3_parse_http_date(struct slice s, int64_t *out_s);
 
-/* URI percent-decoding into the arena. Returns false on bad escapes. */
+/* URI percent-decoding (common/'s uri_decode) into a NUL-terminated copy
+ * in arena 'a'. Returns false on a malformed escape. HTTP dates are parsed
+ * with common/'s http_date_parse, URL encoding is common/'s uri_encode. */
 bool s3_uri_decode(struct arena *a, struct slice in, struct slice *out);
-/* Appends 'in' URL-encoded (for encoding-type=url; '/' kept). */
-void s3_url_encode(struct buf *b, struct slice in);
 
 /* Starts thread '*t' running fn(arg) with a stack of 'stack_len' bytes (0:
  * the default). Returns 0 or -errno. */

@@ -1,6 +1,6 @@
 /*
  * xml_in.c: S3 request bodies (DeleteObjects, CompleteMultipartUpload,
- * CreateBucket) parsed with expat.
+ * CreateBucket, Tagging) parsed with expat.
  *
  * One small engine walks a per-document schema: a table of known elements,
  * each a container or a text element, with its parent. Unknown elements
@@ -545,6 +545,94 @@ xml_parse_create_bucket(const char *body, size_t len, struct arena *a, struct sl
     status = xml_run(ctx, body, len);
     if (status == XML_IN_OK)
         *location = found;
+    free(ctx);
+    return status;
+}
+
+/* ------------------------------------------------------------------ */
+/* Tagging (PutObjectTagging)                                         */
+/* ------------------------------------------------------------------ */
+
+enum { TAG_ROOT, TAG_SET, TAG_TAG, TAG_KEY, TAG_VALUE };
+
+static const struct xml_node xml_tagging_nodes[] = {
+    [TAG_ROOT] = {"Tagging", -1, false},    [TAG_SET] = {"TagSet", TAG_ROOT, false},
+    [TAG_TAG] = {"Tag", TAG_SET, false},    [TAG_KEY] = {"Key", TAG_TAG, true},
+    [TAG_VALUE] = {"Value", TAG_TAG, true},
+};
+
+struct xml_tagging_state {
+    size_t max_tags;
+    bool has_set;
+    struct xml_tag *tags; /* heap; copied to the arena at the end */
+    size_t n, cap;
+};
+
+static void
+xml_tagging_start(struct xml_ctx *ctx, int node)
+{
+    struct xml_tagging_state *st = ctx->doc;
+
+    if (node == TAG_SET) {
+        if (st->has_set)
+            xml_fail(ctx, XML_IN_MALFORMED);
+        st->has_set = true;
+        return;
+    }
+    if (node != TAG_TAG)
+        return;
+    if (st->n == st->max_tags) {
+        xml_fail(ctx, XML_IN_TOO_MANY);
+        return;
+    }
+    xml_grow((void **)&st->tags, &st->cap, st->n, sizeof(*st->tags));
+    st->tags[st->n++] = (struct xml_tag){SLICE_NULL, SLICE_NULL};
+}
+
+static void
+xml_tagging_end(struct xml_ctx *ctx, int node, uint32_t seen, struct slice text)
+{
+    struct xml_tagging_state *st = ctx->doc;
+
+    switch (node) {
+    case TAG_TAG:
+        if ((seen & (1u << TAG_KEY | 1u << TAG_VALUE)) != (1u << TAG_KEY | 1u << TAG_VALUE))
+            xml_fail(ctx, XML_IN_MALFORMED);
+        break;
+    case TAG_KEY:
+        /* Verbatim, like object keys: whitespace is part of a tag. */
+        st->tags[st->n - 1].key = xml_dup(ctx, text);
+        break;
+    case TAG_VALUE:
+        st->tags[st->n - 1].value = xml_dup(ctx, text);
+        break;
+    default:
+        break;
+    }
+}
+
+enum xml_in_status
+xml_parse_tagging(const char *body, size_t len, size_t max_tags, struct arena *a,
+                  struct xml_tagging_request *out)
+{
+    struct xml_tagging_state st = {.max_tags = max_tags};
+    struct xml_ctx *ctx = xcalloc(1, sizeof(*ctx));
+    enum xml_in_status status;
+
+    ctx->a = a;
+    ctx->nodes = xml_tagging_nodes;
+    ctx->n_nodes = ARRAY_LEN(xml_tagging_nodes);
+    ctx->on_start = xml_tagging_start;
+    ctx->on_end = xml_tagging_end;
+    ctx->doc = &st;
+    status = xml_run(ctx, body, len);
+    if (status == XML_IN_OK && !st.has_set)
+        status = XML_IN_MALFORMED;
+    if (status == XML_IN_OK) {
+        out->tags = st.n ? arena_memdup(a, st.tags, st.n * sizeof(*st.tags)) : NULL;
+        out->n_tags = st.n;
+    }
+    free(st.tags);
     free(ctx);
     return status;
 }

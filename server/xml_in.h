@@ -1,7 +1,7 @@
 /*
  * xml_in.h: parses S3 request bodies with expat. All output is in the
- * arena. Bounded: bodies are limited by the caller (max 1 MiB for
- * DeleteObjects/Complete, 64 KiB for others).
+ * arena. Bounded: bodies are limited by the caller (s3_req_expect_xml:
+ * 2 MiB for DeleteObjects and CompleteMultipartUpload, 64 KiB for others).
  *
  * Element names are matched by local name (any "prefix:" and the xmlns
  * attributes are ignored); the root element must match; unknown elements
@@ -28,7 +28,7 @@
 enum xml_in_status {
     XML_IN_OK,
     XML_IN_MALFORMED, /* MalformedXML */
-    XML_IN_TOO_MANY,  /* >1000 keys for delete, >10000 parts */
+    XML_IN_TOO_MANY,  /* >1000 keys for delete, >10000 parts, > max_tags tags */
 };
 
 struct xml_delete_object {
@@ -90,5 +90,27 @@ enum xml_in_status xml_parse_complete(const char *body, size_t len, struct arena
  */
 enum xml_in_status xml_parse_create_bucket(const char *body, size_t len, struct arena *a,
                                            struct slice *location);
+
+struct xml_tag {
+    struct slice key;   /* verbatim (no trimming); may be empty */
+    struct slice value; /* verbatim; may be empty */
+};
+
+struct xml_tagging_request {
+    struct xml_tag *tags; /* NULL when n_tags is 0 */
+    size_t n_tags;
+};
+
+/*
+ * Parses a Tagging body (PutObjectTagging):
+ *   <Tagging><TagSet><Tag><Key>k</Key><Value>v</Value></Tag>...</TagSet></Tagging>
+ * Needs exactly one TagSet (it may be empty) and, in each Tag, one Key and
+ * one Value; their text is returned verbatim (expat has checked it is
+ * UTF-8). The caller validates lengths, characters and duplicates (tags.h).
+ * Returns XML_IN_OK and fills '*out'; XML_IN_TOO_MANY past 'max_tags' Tags;
+ * XML_IN_MALFORMED otherwise. '*out' is meaningful only on XML_IN_OK.
+ */
+enum xml_in_status xml_parse_tagging(const char *body, size_t len, size_t max_tags, struct arena *a,
+                                     struct xml_tagging_request *out);
 
 #endif

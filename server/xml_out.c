@@ -56,7 +56,7 @@ xml_elem_key(struct buf *b, const char *name, struct slice value, bool is_url)
     }
     struct buf enc;
     buf_init(&enc);
-    s3_url_encode(&enc, value);
+    uri_encode(&enc, value.ptr, value.len, true);
     xml_elem(b, name, (struct slice){enc.ptr ? enc.ptr : "", enc.len});
     buf_cleanup(&enc);
 }

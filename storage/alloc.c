@@ -1,5 +1,5 @@
 /*
- * alloc.c: the in-memory extent allocator and deferred reclaim.
+ * alloc.c: the in-memory extent allocator (deferred reclaim is pin.c's).
  *
  * Startup: storage_mark_used sets bits in a per-volume bitmap (one bit per
  * 4 KiB, so overlaps are caught at once) and storage_ready turns the clear

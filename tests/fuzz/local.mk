@@ -13,7 +13,7 @@
 FUZZ_SAN = -fsanitize=fuzzer,address,undefined
 
 # ---- auth/: SigV4 header, SigV4 presigned query, aws-chunked -------------
-AUTH_FUZZ_LIBS = common/libcommon.la $(OPENSSL_LIBS) -lz
+AUTH_FUZZ_LIBS = common/libcommon.la $(OPENSSL_LIBS) $(ISAL_LIBS)
 
 check_PROGRAMS += %D%/replay_sigv4_header %D%/replay_sigv4_query %D%/replay_aws_chunked
 TESTS += %D%/replay_sigv4_header %D%/replay_sigv4_query %D%/replay_aws_chunked
@@ -37,23 +37,43 @@ if FUZZING
 noinst_PROGRAMS += %D%/fuzz_sigv4_header %D%/fuzz_sigv4_query %D%/fuzz_aws_chunked
 
 %C%_fuzz_sigv4_header_SOURCES = %D%/fuzz_sigv4_header.c $(auth_libauth_la_SOURCES)
-%C%_fuzz_sigv4_header_CFLAGS = $(AM_CFLAGS) $(OPENSSL_CFLAGS) $(FUZZ_SAN)
+%C%_fuzz_sigv4_header_CFLAGS = $(AM_CFLAGS) $(OPENSSL_CFLAGS) $(ISAL_CFLAGS) $(FUZZ_SAN)
 %C%_fuzz_sigv4_header_LDFLAGS = $(AM_LDFLAGS) $(FUZZ_SAN)
 %C%_fuzz_sigv4_header_LDADD = $(AUTH_FUZZ_LIBS)
 
 %C%_fuzz_sigv4_query_SOURCES = %D%/fuzz_sigv4_query.c $(auth_libauth_la_SOURCES)
-%C%_fuzz_sigv4_query_CFLAGS = $(AM_CFLAGS) $(OPENSSL_CFLAGS) $(FUZZ_SAN)
+%C%_fuzz_sigv4_query_CFLAGS = $(AM_CFLAGS) $(OPENSSL_CFLAGS) $(ISAL_CFLAGS) $(FUZZ_SAN)
 %C%_fuzz_sigv4_query_LDFLAGS = $(AM_LDFLAGS) $(FUZZ_SAN)
 %C%_fuzz_sigv4_query_LDADD = $(AUTH_FUZZ_LIBS)
 
 %C%_fuzz_aws_chunked_SOURCES = %D%/fuzz_aws_chunked.c $(auth_libauth_la_SOURCES)
-%C%_fuzz_aws_chunked_CFLAGS = $(AM_CFLAGS) $(OPENSSL_CFLAGS) $(FUZZ_SAN)
+%C%_fuzz_aws_chunked_CFLAGS = $(AM_CFLAGS) $(OPENSSL_CFLAGS) $(ISAL_CFLAGS) $(FUZZ_SAN)
 %C%_fuzz_aws_chunked_LDFLAGS = $(AM_LDFLAGS) $(FUZZ_SAN)
 %C%_fuzz_aws_chunked_LDADD = $(AUTH_FUZZ_LIBS)
 endif
 
 EXTRA_DIST += %D%/sigv4_header.dict %D%/sigv4_query.dict %D%/aws_chunked.dict \
 	%D%/corpus/sigv4_header %D%/corpus/sigv4_query %D%/corpus/aws_chunked
+
+# ---- auth/md5_mb.c: multi-buffer MD5, differential against OpenSSL --------
+check_PROGRAMS += %D%/replay_md5_mb
+TESTS += %D%/replay_md5_mb
+
+%C%_replay_md5_mb_SOURCES = %D%/replay.c %D%/fuzz_md5_mb.c
+%C%_replay_md5_mb_CPPFLAGS = $(AM_CPPFLAGS) \
+	-DFUZZ_CORPUS_DIR='"$(abs_top_srcdir)/%D%/corpus/md5_mb"'
+%C%_replay_md5_mb_CFLAGS = $(AM_CFLAGS) $(OPENSSL_CFLAGS)
+%C%_replay_md5_mb_LDADD = auth/libauth.la $(OPENSSL_LIBS)
+
+if FUZZING
+noinst_PROGRAMS += %D%/fuzz_md5_mb
+%C%_fuzz_md5_mb_SOURCES = %D%/fuzz_md5_mb.c auth/md5_mb.c
+%C%_fuzz_md5_mb_CFLAGS = $(AM_CFLAGS) $(OPENSSL_CFLAGS) $(FUZZ_SAN)
+%C%_fuzz_md5_mb_LDFLAGS = $(AM_LDFLAGS) $(FUZZ_SAN)
+%C%_fuzz_md5_mb_LDADD = common/libcommon.la $(OPENSSL_LIBS)
+endif
+
+EXTRA_DIST += %D%/corpus/md5_mb
 
 # ---- server/ parsers (Range, XML bodies): see server.mk ----------------------
 include %D%/server.mk

@@ -1,6 +1,8 @@
 # Fuzz targets of the server/ input parsers (server/libs3parse.la): the Range
-# header, the DeleteObjects / CompleteMultipartUpload XML bodies and tar
-# headers (member indexes).
+# header, the DeleteObjects / CompleteMultipartUpload XML bodies, the
+# object tags (Tagging body, x-amz-tagging header, stored form), the
+# bucket lifecycle and tagging bodies (lifecycle_xml.c) and tar headers
+# (member indexes).
 # Included from tests/fuzz/local.mk, whose replay main (replay.c) runs each
 # target's LLVMFuzzerTestOneInput over its checked-in corpus in make check.
 # With --enable-fuzzing (CC=clang) the real libFuzzer binaries are built too;
@@ -11,8 +13,10 @@
 
 SERVER_FUZZ_SAN = -fsanitize=fuzzer,address,undefined
 
-check_PROGRAMS += %D%/replay_range %D%/replay_xml_delete %D%/replay_xml_complete %D%/replay_tar
-TESTS += %D%/replay_range %D%/replay_xml_delete %D%/replay_xml_complete %D%/replay_tar
+check_PROGRAMS += %D%/replay_range %D%/replay_xml_delete %D%/replay_xml_complete \
+	%D%/replay_xml_tagging %D%/replay_lifecycle %D%/replay_tar
+TESTS += %D%/replay_range %D%/replay_xml_delete %D%/replay_xml_complete %D%/replay_xml_tagging \
+	%D%/replay_lifecycle %D%/replay_tar
 
 %C%_replay_tar_SOURCES = %D%/replay.c %D%/fuzz_tar.c
 %C%_replay_tar_CPPFLAGS = $(AM_CPPFLAGS) -DFUZZ_CORPUS_DIR='"$(srcdir)/%D%/corpus/tar"'
@@ -32,8 +36,18 @@ TESTS += %D%/replay_range %D%/replay_xml_delete %D%/replay_xml_complete %D%/repl
 	-DFUZZ_CORPUS_DIR='"$(srcdir)/%D%/corpus/xml_complete"'
 %C%_replay_xml_complete_LDADD = server/libs3parse.la
 
+%C%_replay_xml_tagging_SOURCES = %D%/replay.c %D%/fuzz_xml_tagging.c %D%/xml_check.h
+%C%_replay_xml_tagging_CPPFLAGS = $(AM_CPPFLAGS) \
+	-DFUZZ_CORPUS_DIR='"$(srcdir)/%D%/corpus/xml_tagging"'
+%C%_replay_xml_tagging_LDADD = server/libs3parse.la
+
+%C%_replay_lifecycle_SOURCES = %D%/replay.c %D%/fuzz_lifecycle.c
+%C%_replay_lifecycle_CPPFLAGS = $(AM_CPPFLAGS) -DFUZZ_CORPUS_DIR='"$(srcdir)/%D%/corpus/lifecycle"'
+%C%_replay_lifecycle_LDADD = server/libs3parse.la
+
 if FUZZING
-noinst_PROGRAMS += %D%/fuzz_range %D%/fuzz_xml_delete %D%/fuzz_xml_complete %D%/fuzz_tar
+noinst_PROGRAMS += %D%/fuzz_range %D%/fuzz_xml_delete %D%/fuzz_xml_complete %D%/fuzz_xml_tagging \
+	%D%/fuzz_lifecycle %D%/fuzz_tar
 
 %C%_fuzz_tar_SOURCES = %D%/fuzz_tar.c server/tar.c server/tar.h
 %C%_fuzz_tar_CFLAGS = $(AM_CFLAGS) $(SERVER_FUZZ_SAN)
@@ -56,7 +70,18 @@ noinst_PROGRAMS += %D%/fuzz_range %D%/fuzz_xml_delete %D%/fuzz_xml_complete %D%/
 %C%_fuzz_xml_complete_CFLAGS = $(AM_CFLAGS) $(EXPAT_CFLAGS) $(SERVER_FUZZ_SAN)
 %C%_fuzz_xml_complete_LDFLAGS = $(AM_LDFLAGS) $(SERVER_FUZZ_SAN)
 %C%_fuzz_xml_complete_LDADD = common/libcommon.la $(EXPAT_LIBS)
+
+%C%_fuzz_xml_tagging_SOURCES = %D%/fuzz_xml_tagging.c %D%/xml_check.h \
+	server/xml_in.c server/xml_in.h server/tags.c server/tags.h
+%C%_fuzz_xml_tagging_CFLAGS = $(AM_CFLAGS) $(EXPAT_CFLAGS) $(SERVER_FUZZ_SAN)
+%C%_fuzz_xml_tagging_LDFLAGS = $(AM_LDFLAGS) $(SERVER_FUZZ_SAN)
+%C%_fuzz_xml_tagging_LDADD = common/libcommon.la $(EXPAT_LIBS)
+%C%_fuzz_lifecycle_SOURCES = %D%/fuzz_lifecycle.c server/lifecycle_xml.c server/lifecycle_xml.h
+%C%_fuzz_lifecycle_CFLAGS = $(AM_CFLAGS) $(EXPAT_CFLAGS) $(SERVER_FUZZ_SAN)
+%C%_fuzz_lifecycle_LDFLAGS = $(AM_LDFLAGS) $(SERVER_FUZZ_SAN)
+%C%_fuzz_lifecycle_LDADD = common/libcommon.la $(EXPAT_LIBS)
 endif
 
-EXTRA_DIST += %D%/range.dict %D%/xml_delete.dict %D%/xml_complete.dict %D%/tar.dict \
-	%D%/corpus/range %D%/corpus/xml_delete %D%/corpus/xml_complete %D%/corpus/tar
+EXTRA_DIST += %D%/range.dict %D%/xml_delete.dict %D%/xml_complete.dict %D%/xml_tagging.dict \
+	%D%/lifecycle.dict %D%/tar.dict %D%/corpus/range %D%/corpus/xml_delete %D%/corpus/xml_complete \
+	%D%/corpus/xml_tagging %D%/corpus/lifecycle %D%/corpus/tar

@@ -10,6 +10,7 @@ TESTS += \
 	%D%/test_crash.py \
 	%D%/test_concurrency.py \
 	%D%/test_event_loop.py \
+	%D%/test_tagging.py \
 	%D%/test_tar_members.py
 
 EXTRA_DIST += \
@@ -22,6 +23,7 @@ EXTRA_DIST += \
 	%D%/test_crash.py \
 	%D%/test_concurrency.py \
 	%D%/test_event_loop.py \
+	%D%/test_tagging.py \
 	%D%/test_tar_members.py
 
 check_PROGRAMS += %D%/test_curl
@@ -35,9 +37,20 @@ TESTS += %D%/test_curl
 TESTS += %D%/test_slow_clients.py
 EXTRA_DIST += %D%/test_slow_clients.py
 
+# HTTPS: versions, every client, certificate reload, over-size bodies.
+TESTS += %D%/test_tls.py
+EXTRA_DIST += %D%/test_tls.py
+
 # Admin endpoints: health, metrics, scrub.
 TESTS += %D%/test_admin.py
 EXTRA_DIST += %D%/test_admin.py
+
+# Bucket lifecycle and tagging configuration, the lifecycle worker.
+TESTS += %D%/test_lifecycle.py
+EXTRA_DIST += %D%/test_lifecycle.py
+
+TESTS += %D%/test_metrics.py
+EXTRA_DIST += %D%/test_metrics.py
 include %D%/mp.mk
 include %D%/users.mk
 

@@ -223,6 +223,15 @@ def test_anonymous_and_public_read(srv):
     h.check(any(g["Grantee"].get("URI", "").endswith("/AllUsers") and g["Permission"] == "READ" for g in acl["Grants"]),
             "GetBucketAcl shows AllUsers READ: %r" % acl["Grants"])
     h.eq(acl["Owner"]["DisplayName"], "alice", "acl owner")
+    # public-read grants READ (listings, objects), not READ_ACP: the ACL,
+    # which names the owner's canonical id, stays the owner's (issue 16).
+    r = srv.request("GET", "/alice-pub", query="acl", sign=False)
+    h.expect_s3_error(r.status, r.body, 403, "AccessDenied", "anonymous GetBucketAcl of a public-read bucket")
+    h.check(USERS["alice"]["id"].encode() not in r.body, "the owner's id leaked to an anonymous caller")
+    with h.client_error("AccessDenied", 403):
+        client_for(srv, "bob").get_bucket_acl(Bucket="alice-pub")
+    r = srv.request("HEAD", "/alice-pub", sign=False)
+    h.eq(r.status, 200, "anonymous HeadBucket of a public-read bucket")
     r = srv.request("GET", "/alice-pub/open.txt", sign=False)
     h.eq(r.status, 200, "anonymous GET of a public-read bucket")
     h.eq(r.body, b"for everyone", "anonymous body")

@@ -1,6 +1,7 @@
 /*
- * test_checksum.c: auth/checksum.c against check values, a bitwise
- * reference CRC, split-versus-whole updates, and CRC combination.
+ * test_checksum.c: auth/checksum.c against check values (those of AWS's
+ * SDKs for CRC64NVME), a bitwise reference CRC at every length up to 700
+ * bytes and beyond, split-versus-whole updates, and CRC combination.
  */
 #include "config.h"
 
@@ -76,6 +77,25 @@ main(void)
     ASSERT_UEQ(crc_of(AUTH_CK_CRC64NVME, "123456789", 9), 0xae8b14860a799888ull);
     ASSERT_UEQ(crc_of(AUTH_CK_CRC32, "", 0), 0);
     ASSERT_UEQ(crc_of(AUTH_CK_CRC64NVME, "", 0), 0);
+    /* CRC64NVME as AWS's SDKs (aws-c-s3, aws-checksums) and the NVMe
+     * command set specification give it. */
+    ASSERT_UEQ(crc_of(AUTH_CK_CRC64NVME, "aaaaaaaaaa", 10), 0x0c1a80036d65c555ull);
+    ASSERT_UEQ(crc_of(AUTH_CK_CRC64NVME, "hello world!", 12), 0xd9160d1fa8e418e3ull);
+    {
+        static unsigned char z[4096];
+        ASSERT_UEQ(crc_of(AUTH_CK_CRC64NVME, z, 32), 0xcf3473434d4ecf3bull);
+        ASSERT_UEQ(crc_of(AUTH_CK_CRC64NVME, z, 4096), 0x6482d367eb22b64eull);
+        memset(z, 0xff, sizeof(z));
+        ASSERT_UEQ(crc_of(AUTH_CK_CRC64NVME, z, 4096), 0xc0ddba7302eca3acull);
+    }
+    {
+        struct auth_checksum c;
+        uint8_t out[AUTH_CK_MAX_DIGEST] = {0};
+        char b64[16];
+        auth_checksum_init(&c, AUTH_CK_CRC64NVME);
+        base64_encode(out, auth_checksum_final(&c, out), b64);
+        ASSERT_STR_EQ(b64, "AAAAAAAAAAA=");
+    }
     check_hex(AUTH_CK_SHA256, "abc",
               "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
     check_hex(AUTH_CK_SHA1, "abc", "a9993e364706816aba3e25717850c26c9cd0d89d");
@@ -115,6 +135,11 @@ main(void)
             ASSERT_UEQ(crc_of(algo, data + off, len - off),
                        crc_ref(crcs[a].poly, crcs[a].width, data + off, len - off));
         }
+        /* Around the folding paths' thresholds (64 bytes, 16-byte steps,
+         * 64-byte rounds) and their tails. */
+        for (size_t n = 40; n < 700; n++)
+            ASSERT_UEQ(crc_of(algo, data + n % 7, n),
+                       crc_ref(crcs[a].poly, crcs[a].width, data + n % 7, n));
         uint64_t whole = crc_of(algo, data, len);
 
         /* Split updates give the whole result. */

@@ -51,6 +51,25 @@ main(void)
     struct auth_principal root_ro = {.is_root = true, .is_read_only = true, .user_id = ROOT};
     ASSERT(!allows(&root_ro, &alices, NULL, AUTH_ACTION_WRITE, "k"));
 
+    /* The bucket ACL (READ_ACP): the owner and root, and an admin grant on
+     * the whole bucket; neither public-read (anonymous or signed) nor a
+     * read, write or prefix grant gives it. */
+    ASSERT(allows(&alice, &pub, NULL, AUTH_ACTION_READ_ACP, ""));
+    ASSERT(allows(&alice_ro, &pub, NULL, AUTH_ACTION_READ_ACP, ""));
+    ASSERT(allows(&root, &pub, NULL, AUTH_ACTION_READ_ACP, ""));
+    ASSERT(!allows(&anon, &pub, NULL, AUTH_ACTION_READ_ACP, ""));
+    ASSERT(allows(&anon, &pub, NULL, AUTH_ACTION_BUCKET_INFO, ""));
+    ASSERT(!allows(&bob, &pub, NULL, AUTH_ACTION_READ_ACP, ""));
+    {
+        struct auth_grant_view g_rd = {.level = 1}, g_wr = {.level = 2}, g_ad = {.level = 3};
+        struct auth_grant_view g_pre = {.level = 3, .prefix = SLICE_LIT("p/")};
+        ASSERT(!allows(&bob, &alices, &g_rd, AUTH_ACTION_READ_ACP, ""));
+        ASSERT(!allows(&bob, &alices, &g_wr, AUTH_ACTION_READ_ACP, ""));
+        ASSERT(allows(&bob, &alices, &g_ad, AUTH_ACTION_READ_ACP, ""));
+        ASSERT(!allows(&bob, &alices, &g_pre, AUTH_ACTION_READ_ACP, "p/"));
+    }
+    ASSERT(!auth_action_is_write(AUTH_ACTION_READ_ACP));
+
     /* Grant levels include the lower ones. */
     struct auth_grant_view rd = {.level = 1}, wr = {.level = 2}, ad = {.level = 3};
     ASSERT(allows(&bob, &alices, &rd, AUTH_ACTION_READ, "k"));

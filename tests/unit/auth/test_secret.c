@@ -47,5 +47,25 @@ main(void)
     ASSERT_EQ(auth_secret_open(key, ak, blob, 10, out, sizeof(out)), -1);
     ASSERT_EQ(auth_secret_open(key, ak, blob, (size_t)n, out, len), -1);
     ASSERT_EQ(auth_secret_seal(key, ak, secret, len, blob, len + 27), -1);
+    /* The one credential generator: lengths, alphabets, no repeats. */
+    char ak1[AUTH_ACCESS_KEY_LEN + 1], sk1[AUTH_SECRET_LEN + 1];
+    char ak2[AUTH_ACCESS_KEY_LEN + 1], sk2[AUTH_SECRET_LEN + 1];
+    unsigned seen[256] = {0};
+    for (int round = 0; round < 200; round++) {
+        ASSERT_EQ(auth_credentials_generate(ak1, sk1), 0);
+        ASSERT_EQ(auth_credentials_generate(ak2, sk2), 0);
+        ASSERT_EQ(strlen(ak1), AUTH_ACCESS_KEY_LEN);
+        ASSERT_EQ(strlen(sk1), AUTH_SECRET_LEN);
+        ASSERT(strcmp(ak1, ak2) != 0);
+        ASSERT(strcmp(sk1, sk2) != 0);
+        ASSERT_EQ(strspn(ak1, "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"), AUTH_ACCESS_KEY_LEN);
+        ASSERT_EQ(strspn(sk1, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"),
+                  AUTH_SECRET_LEN);
+        for (int i = 0; i < AUTH_ACCESS_KEY_LEN; i++)
+            seen[(unsigned char)ak1[i]]++;
+    }
+    /* Every access-key letter shows up (4000 draws over 36 letters). */
+    for (const char *p = "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"; *p; p++)
+        ASSERT(seen[(unsigned char)*p] > 0);
     return 0;
 }

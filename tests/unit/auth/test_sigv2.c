@@ -34,6 +34,79 @@ verify(const char *method, const char *path, const char *query, int64_t now, con
     return auth_sigv2_verify_query(&req, slice_from_cstr(bucket), lookup, NULL, v);
 }
 
+/* Presigns 'method' 'path'?'signed_query' for Expires 'expires' and writes
+ * the URL's query (the signed part plus the SigV2 parameters) into 'out'. */
+static void
+presign_query(const char *method, const char *path, const char *signed_query, int64_t expires,
+              char *out, size_t cap)
+{
+    struct auth_request req = {
+        .method = slice_from_cstr(method),
+        .path = slice_from_cstr(path),
+        .query = slice_from_cstr(signed_query),
+    };
+    char sig[32], enc[96];
+    ASSERT_EQ(auth_sigv2_presign(&req, SLICE_NULL, SECRET, expires, sig), 0);
+    size_t o = 0;
+    for (const char *p = sig; *p; p++)
+        o += (size_t)snprintf(enc + o, sizeof(enc) - o,
+                              (*p == '+' || *p == '/' || *p == '=') ? "%%%02X" : "%c",
+                              (unsigned char)*p);
+    snprintf(out, cap, "%s%sAWSAccessKeyId=AKIAIOSFODNN7EXAMPLE&Signature=%s&Expires=%lld",
+             signed_query, *signed_query ? "&" : "", enc, (long long)expires);
+}
+
+static enum auth_result
+verify_path(const char *method, const char *path, const char *query, int64_t now)
+{
+    struct auth_verdict v;
+    return verify(method, path, query, now, "", &v);
+}
+
+/* SigV2 signs only sub-resources: every other parameter is refused, as
+ * are escaped or repeated names that the server might read differently. */
+static void
+test_unsigned_params(void)
+{
+    char q[512], bad[600];
+    presign_query("GET", "/b/k", "versionId=v1&response-content-type=text%2Fplain", 1000, q,
+                  sizeof(q));
+    ASSERT_EQ(verify_path("GET", "/b/k", q, 900), AUTH_OK);
+    static const char *extra[] = {
+        "prefix=a",     "list-type=2",    "x-id=GetObject", "delimiter=%2F",
+        "versionId=v2", "%76ersionId=v2", "X-Amz-Date=1",   "=x"};
+    for (size_t i = 0; i < ARRAY_LEN(extra); i++) {
+        snprintf(bad, sizeof(bad), "%s&%s", q, extra[i]);
+        ASSERT_EQ(verify_path("GET", "/b/k", bad, 900), AUTH_PARAMS_NOT_SIGNED);
+        snprintf(bad, sizeof(bad), "%s&%s", extra[i], q);
+        ASSERT_EQ(verify_path("GET", "/b/k", bad, 900), AUTH_PARAMS_NOT_SIGNED);
+    }
+    /* Empty segments carry nothing. */
+    snprintf(bad, sizeof(bad), "&&%s&&", q);
+    ASSERT_EQ(verify_path("GET", "/b/k", bad, 900), AUTH_OK);
+    /* A signed listing with a prefix: prefix is not a sub-resource. */
+    presign_query("GET", "/b", "prefix=mine%2F", 1000, q, sizeof(q));
+    ASSERT_EQ(verify_path("GET", "/b", q, 900), AUTH_PARAMS_NOT_SIGNED);
+}
+
+/* The replay of issue 16: a root-signed SigV2 URL for
+ * POST /_/admin/users?name=alice replayed as ?name=mallory&admin=true
+ * must not verify (auth/ refuses the unsigned parameters; server/ also
+ * refuses any presigned URL on /_/), and an Expires 100 years out fails. */
+static void
+test_admin_replay(void)
+{
+    char q[512], replay[600];
+    presign_query("POST", "/_/admin/users", "", 1000, q, sizeof(q));
+    snprintf(replay, sizeof(replay), "name=alice&%s", q);
+    ASSERT_EQ(verify_path("POST", "/_/admin/users", replay, 900), AUTH_PARAMS_NOT_SIGNED);
+    snprintf(replay, sizeof(replay), "name=mallory&admin=true&%s", q);
+    ASSERT_EQ(verify_path("POST", "/_/admin/users", replay, 900), AUTH_PARAMS_NOT_SIGNED);
+    int64_t century = 1000 + 100LL * 365 * 86400;
+    presign_query("GET", "/b/k", "", century, q, sizeof(q));
+    ASSERT_EQ(verify_path("GET", "/b/k", q, 1000), AUTH_BAD_EXPIRES);
+}
+
 int
 main(void)
 {
@@ -77,7 +150,13 @@ main(void)
     ASSERT_EQ(verify("GET", "/photos/puppy.jpg",
                      "AWSAccessKeyId=AKIAIOSFODNN7EXAMPLE&Signature=x&Expires=12x", 0, "/johnsmith",
                      &v),
-              AUTH_MALFORMED);
+              AUTH_BAD_EXPIRES);
+    /* Expires more than 7 days ahead is refused (the docs' URL, checked
+     * long before it expires), whatever the signature says. */
+    ASSERT_EQ(verify("GET", "/photos/puppy.jpg", q, 1175139620 - 604800, "/johnsmith", &v),
+              AUTH_OK);
+    ASSERT_EQ(verify("GET", "/photos/puppy.jpg", q, 1175139620 - 604801, "/johnsmith", &v),
+              AUTH_BAD_EXPIRES);
 
     /* Sub-resources are signed: presign with one, verify, then drop it. */
     struct auth_request req = {
@@ -104,5 +183,7 @@ main(void)
              enc);
     req.query = slice_from_cstr(query);
     ASSERT_EQ(auth_sigv2_verify_query(&req, SLICE_NULL, lookup, NULL, &v), AUTH_BAD_SIGNATURE);
+    test_unsigned_params();
+    test_admin_replay();
     return 0;
 }

@@ -5,7 +5,7 @@
  */
 #include "config.h"
 
-#include "auth/auth.h"
+#include "auth/auth_int.h"
 #include "tests/lib/test.h"
 
 #include <time.h>
@@ -344,6 +344,62 @@ expect_header(const char *authz, enum auth_result want)
         TEST_FAIL("\"%s\": %s, want %s", authz, auth_result_name(got), auth_result_name(want));
 }
 
+/* Signs canonical request 'cr' by hand (date 20130524, us-east-1, s3) and
+ * writes the hex signature into 'sig', independently of auth_sigv4_sign. */
+static void
+sign_by_hand(const char *cr, char sig[65])
+{
+    uint8_t h[32], k1[32], k2[32];
+    char sts[256], hex[65];
+    auth_sha256(cr, strlen(cr), h);
+    hex_encode(h, 32, hex);
+    snprintf(sts, sizeof(sts),
+             "AWS4-HMAC-SHA256\n20130524T000000Z\n20130524/us-east-1/s3/aws4_request\n%s", hex);
+    auth_hmac_sha256("AWS4" SK, strlen("AWS4" SK), "20130524", 8, k1);
+    auth_hmac_sha256(k1, 32, "us-east-1", 9, k2);
+    auth_hmac_sha256(k2, 32, "s3", 2, k1);
+    auth_hmac_sha256(k1, 32, "aws4_request", 12, k2);
+    auth_hmac_sha256(k2, 32, sts, strlen(sts), h);
+    hex_encode(h, 32, sig);
+}
+
+/* AWS requires host in SignedHeaders (header and presigned forms): a
+ * correct signature over a request that leaves host out is refused, with
+ * or without a Host header. */
+static void
+test_host_must_be_signed(void)
+{
+    struct req q;
+    struct auth_verdict v;
+    char sig[65], hdr[512], query[512];
+    sign_by_hand("GET\n/test.txt\n\nx-amz-content-sha256:" EMPTY_SHA "\n"
+                 "x-amz-date:20130524T000000Z\n\nx-amz-content-sha256;x-amz-date\n" EMPTY_SHA,
+                 sig);
+    snprintf(hdr, sizeof(hdr),
+             "AWS4-HMAC-SHA256 Credential=" AK "/20130524/us-east-1/s3/aws4_request,"
+             "SignedHeaders=x-amz-content-sha256;x-amz-date,Signature=%s",
+             sig);
+    req_init(&q, "GET", "/test.txt", "");
+    req_add(&q, "x-amz-content-sha256", EMPTY_SHA);
+    req_add(&q, "x-amz-date", "20130524T000000Z");
+    req_add(&q, "Authorization", hdr);
+    ASSERT_EQ(verify(&q, &v), AUTH_HEADERS_NOT_SIGNED);
+    req_add(&q, "Host", "bucket-a.s3.example.com");
+    ASSERT_EQ(verify(&q, &v), AUTH_HEADERS_NOT_SIGNED);
+
+    const char *cq = "X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Credential=" AK
+                     "%2F20130524%2Fus-east-1%2Fs3%2Faws4_request&X-Amz-Date=20130524T000000Z"
+                     "&X-Amz-Expires=86400&X-Amz-SignedHeaders=range";
+    char cr[1024];
+    snprintf(cr, sizeof(cr), "GET\n/test.txt\n%s\nrange:bytes=0-9\n\nrange\nUNSIGNED-PAYLOAD", cq);
+    sign_by_hand(cr, sig);
+    snprintf(query, sizeof(query), "%s&X-Amz-Signature=%s", cq, sig);
+    req_init(&q, "GET", "/test.txt", query);
+    req_add(&q, "Range", "bytes=0-9");
+    req_add(&q, "Host", "bucket-b.s3.example.com");
+    ASSERT_EQ(verify(&q, &v), AUTH_HEADERS_NOT_SIGNED);
+}
+
 #define SIG_OK "f0e8bdb87c964420e857bd35b5d6ed310bd44f0170aba48dd91039c6036bdb41"
 #define SH "SignedHeaders=host;range;x-amz-content-sha256;x-amz-date"
 
@@ -426,18 +482,8 @@ test_malformed(void)
     const char *cr =
         "GET\n/\n\ndate:Fri, 24 May 2013 00:00:00 GMT\nhost:h\n"
         "x-amz-content-sha256:" EMPTY_SHA "\n\ndate;host;x-amz-content-sha256\n" EMPTY_SHA;
-    uint8_t h[32], k1[32], k2[32];
-    char sts[256], hex[65], sig[65], hdr[512];
-    auth_sha256(cr, strlen(cr), h);
-    hex_encode(h, 32, hex);
-    snprintf(sts, sizeof(sts),
-             "AWS4-HMAC-SHA256\n20130524T000000Z\n20130524/us-east-1/s3/aws4_request\n%s", hex);
-    auth_hmac_sha256("AWS4" SK, strlen("AWS4" SK), "20130524", 8, k1);
-    auth_hmac_sha256(k1, 32, "us-east-1", 9, k2);
-    auth_hmac_sha256(k2, 32, "s3", 2, k1);
-    auth_hmac_sha256(k1, 32, "aws4_request", 12, k2);
-    auth_hmac_sha256(k2, 32, sts, strlen(sts), h);
-    hex_encode(h, 32, sig);
+    char sig[65], hdr[512];
+    sign_by_hand(cr, sig);
     snprintf(hdr, sizeof(hdr),
              "AWS4-HMAC-SHA256 Credential=" AK "/20130524/us-east-1/s3/aws4_request,"
              "SignedHeaders=date;host;x-amz-content-sha256,Signature=%s",
@@ -571,6 +617,71 @@ test_presign(void)
     ASSERT_EQ(verify(&q, &v), AUTH_ANONYMOUS);
 }
 
+/* The per-thread signing-key cache keeps the derived key, never the
+ * secret, and still answers for the right secret only. */
+static void
+test_key_cache_holds_no_secret(void)
+{
+    struct req q;
+    struct auth_verdict v;
+    size_t len = 0;
+    signed_req(&q, "a=1", 1700000000);
+    ASSERT_EQ(verify(&q, &v), AUTH_OK);
+    ASSERT_EQ(verify(&q, &v), AUTH_OK); /* a cache hit */
+    const void *cache = auth__key_cache_bytes(&len);
+    ASSERT(len > 0);
+    ASSERT(memmem(cache, len, SK, strlen(SK)) == NULL);
+    ASSERT(memmem(cache, len, "AWS4" SK, strlen("AWS4" SK)) == NULL);
+    ASSERT(memmem(cache, len, SK, 8) == NULL);
+    /* Another secret for the same date and region must miss the cache. */
+    char authz[512];
+    req_init(&q, "PUT", "/bucket/k", "");
+    q.r.now_s = 1700000000;
+    req_add(&q, "Host", "localhost:9000");
+    req_add(&q, "X-Amz-Date", "20231114T221320Z");
+    req_add(&q, "x-amz-content-sha256", EMPTY_SHA);
+    ASSERT_EQ(auth_sigv4_sign(&q.r, AK, "another-secret", authz, sizeof(authz)), 0);
+    req_add(&q, "Authorization", authz);
+    ASSERT_EQ(verify(&q, &v), AUTH_BAD_SIGNATURE);
+}
+
+/* The canonicalizer decodes the query with common/'s strict decoder: a
+ * malformed %-escape makes the request malformed (the server's query
+ * parser refuses it too), so a signed query cannot mean one thing to the
+ * signature and another to the handler. */
+static void
+test_malformed_escapes(void)
+{
+    struct req q;
+    struct auth_verdict v;
+    char url[2048], bad[4096];
+    signed_req(&q, "prefix=a%2Fb", 1700000000);
+    ASSERT_EQ(verify(&q, &v), AUTH_OK);
+    static const char *escapes[] = {"prefix=a%2Fb&x=%zz", "prefix=a%2Fb%", "prefix=a%2Fb&%g1=1",
+                                    "prefix=a%2"};
+    for (size_t i = 0; i < ARRAY_LEN(escapes); i++) {
+        q.r.query = slice_from_cstr(escapes[i]);
+        ASSERT_EQ(verify(&q, &v), AUTH_MALFORMED);
+    }
+    /* The signer refuses to sign one. */
+    req_init(&q, "GET", "/b", "prefix=%zz");
+    req_add(&q, "Host", "h");
+    req_add(&q, "x-amz-date", "20130524T000000Z");
+    req_add(&q, "x-amz-content-sha256", EMPTY_SHA);
+    ASSERT_EQ(auth_sigv4_sign(&q.r, AK, SK, q.authz, sizeof(q.authz)), -1);
+    ASSERT_EQ(auth_sigv4_presign(&q.r, AK, SK, 60, url, sizeof(url)), -1);
+    /* A presigned listing URL with a broken escape appended. */
+    req_init(&q, "GET", "/b", "prefix=mine%2F");
+    q.r.now_s = 1700000000;
+    req_add(&q, "Host", "h");
+    ASSERT_EQ(auth_sigv4_presign(&q.r, AK, SK, 60, url, sizeof(url)), 0);
+    q.r.query = slice_from_cstr(url);
+    ASSERT_EQ(verify(&q, &v), AUTH_OK);
+    snprintf(bad, sizeof(bad), "%s&prefix%%=", url);
+    q.r.query = slice_from_cstr(bad);
+    ASSERT_EQ(verify(&q, &v), AUTH_MALFORMED);
+}
+
 int
 main(void)
 {
@@ -578,8 +689,11 @@ main(void)
     test_round_trip();
     test_malformed();
     test_presign();
+    test_host_must_be_signed();
+    test_key_cache_holds_no_secret();
+    test_malformed_escapes();
 
-    for (int r = AUTH_OK; r <= AUTH_HEADERS_NOT_SIGNED; r++)
+    for (int r = AUTH_OK; r <= AUTH_PARAMS_NOT_SIGNED; r++)
         ASSERT(auth_result_name((enum auth_result)r) != NULL);
     ASSERT(auth_equal_ct("abc", "abc", 3));
     ASSERT(!auth_equal_ct("abc", "abd", 3));

@@ -78,7 +78,7 @@ clear_env(void)
         "AWS_ACCESS_KEY_ID",           "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN",
         "AWS_SECURITY_TOKEN",          "AWS_PROFILE",           "AWS_REGION",
         "AWS_DEFAULT_REGION",          "AWS_ENDPOINT_URL",      "AWS_ENDPOINT_URL_S3",
-        "AWS_SHARED_CREDENTIALS_FILE", "AWS_CONFIG_FILE"};
+        "AWS_SHARED_CREDENTIALS_FILE", "AWS_CONFIG_FILE",       "AWS_CA_BUNDLE"};
     for (size_t i = 0; i < ARRAY_LEN(vars); i++)
         unsetenv(vars[i]);
     setenv("HOME", home, 1);
@@ -111,6 +111,7 @@ test_resolve(void)
     ASSERT_STR_EQ(cfg.session_token, "envtok");
     ASSERT_STR_EQ(cfg.region, "us-east-1");
     ASSERT_STR_EQ(cfg.endpoint_url, "https://s3.us-east-1.amazonaws.com");
+    ASSERT(cfg.ca_bundle == NULL);
     client__config_cleanup(&cfg);
 
     /* Files: env keys win over [default]; region/endpoint from config. */
@@ -118,6 +119,7 @@ test_resolve(void)
                               "aws_secret_access_key = filesk\n"
                               "[work]\naws_access_key_id=workak\naws_secret_access_key=worksk\n");
     write_file("config", "[default]\nregion = eu-west-3\nendpoint_url = http://def:1\n"
+                         "ca_bundle = /etc/def-ca.pem\n"
                          "[profile work]\nregion = ap-south-1\ns3 =\n"
                          "  endpoint_url = http://work-s3:2\n"
                          "[profile cfgonly]\naws_access_key_id = cfgak\n"
@@ -126,7 +128,14 @@ test_resolve(void)
     ASSERT_STR_EQ(cfg.access_key, "envak");
     ASSERT_STR_EQ(cfg.region, "eu-west-3");
     ASSERT_STR_EQ(cfg.endpoint_url, "http://def:1");
+    ASSERT_STR_EQ(cfg.ca_bundle, "/etc/def-ca.pem");
     client__config_cleanup(&cfg);
+    /* $AWS_CA_BUNDLE wins over the profile's ca_bundle. */
+    setenv("AWS_CA_BUNDLE", "/env/ca.pem", 1);
+    ASSERT_EQ(client__config_resolve(NULL, &cfg, &err), 0);
+    ASSERT_STR_EQ(cfg.ca_bundle, "/env/ca.pem");
+    client__config_cleanup(&cfg);
+    unsetenv("AWS_CA_BUNDLE");
 
     /* AWS_PROFILE does not override env keys; an explicit --profile does. */
     setenv("AWS_PROFILE", "work", 1);

@@ -78,24 +78,10 @@ test_endpoint(void)
               -1);
 }
 
-static void
-test_uri_encode(void)
-{
-    struct buf b;
-    buf_init(&b);
-    client__uri_encode(&b, "a b/c~d+é", strlen("a b/c~d+é"), true);
-    ASSERT_STR_EQ(b.ptr, "a%20b/c~d%2B%C3%A9");
-    b.len = 0;
-    client__uri_encode(&b, "x/y=z", 5, false);
-    ASSERT_STR_EQ(b.ptr, "x%2Fy%3Dz");
-    buf_cleanup(&b);
-}
-
 int
 main(void)
 {
     test_s3_url();
     test_endpoint();
-    test_uri_encode();
     return 0;
 }

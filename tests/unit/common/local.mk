@@ -1,7 +1,9 @@
 # unit tests of common/
-check_PROGRAMS += %D%/test_codec
-TESTS += %D%/test_codec
+check_PROGRAMS += %D%/test_codec %D%/test_date %D%/test_uri
+TESTS += %D%/test_codec %D%/test_date %D%/test_uri
 %C%_test_codec_LDADD = common/libcommon.la tests/lib/libtest.la
+%C%_test_date_LDADD = common/libcommon.la tests/lib/libtest.la
+%C%_test_uri_LDADD = common/libcommon.la tests/lib/libtest.la
 
 check_PROGRAMS += %D%/test_size
 TESTS += %D%/test_size

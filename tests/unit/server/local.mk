@@ -1,6 +1,6 @@
 # unit tests of server/
-check_PROGRAMS += %D%/test_range %D%/test_xml_in %D%/test_key
-TESTS += %D%/test_range %D%/test_xml_in %D%/test_key
+check_PROGRAMS += %D%/test_range %D%/test_xml_in %D%/test_key %D%/test_tags
+TESTS += %D%/test_range %D%/test_xml_in %D%/test_key %D%/test_tags
 
 %C%_test_range_SOURCES = %D%/test_range.c
 %C%_test_range_LDADD = server/libs3parse.la tests/lib/libtest.la
@@ -18,6 +18,8 @@ TESTS += %D%/test_reserve
 %C%_test_key_CFLAGS = $(AM_CFLAGS) $(EXPAT_CFLAGS)
 %C%_test_key_LDADD = server/libs3parse.la tests/lib/libtest.la $(EXPAT_LIBS)
 
+%C%_test_tags_SOURCES = %D%/test_tags.c
+%C%_test_tags_LDADD = server/libs3parse.la tests/lib/libtest.la
 %C%_test_tar_SOURCES = %D%/test_tar.c
 %C%_test_tar_LDADD = server/libs3parse.la tests/lib/libtest.la
 check_PROGRAMS += %D%/test_tar

@@ -1,0 +1,172 @@
+"""test_unsupported_headers.py: headers that ask for what the server does
+not do are refused (501 NotImplemented naming the header), never ignored
+(issue 16 item 4): server-side encryption, SSE-C, object lock, ACL grants,
+object ACLs the bucket cannot honour, website redirects. Each
+refused write leaves no object behind; the values the server honours
+anyway (x-amz-acl matching the bucket, object lock disabled) still pass, and so do the headers SDKs
+send by default (checksums, Content-MD5).
+"""
+import base64
+import hashlib
+import os
+import sys
+
+sys.path.insert(0, os.path.join(os.environ.get("SHARD_SRCDIR", "."), "tests", "integration"))
+import harness as h  # noqa: E402
+
+BUCKET = "unsupported"
+PUBLIC = "unsupported-pub"
+
+
+def refused(r, header, what):
+    h.expect_s3_error(r.status, r.body, 501, "NotImplemented", what)
+    h.check(header.lower().encode() in r.body.lower(), "%s: the message names %s: %r" % (what, header, r.body))
+
+
+def absent(srv, bucket, key, what):
+    r = srv.request("HEAD", "/%s/%s" % (bucket, key))
+    h.eq(r.status, 404, "%s: the object must not exist" % what)
+
+
+def put(srv, key, headers, bucket=BUCKET, body=b"data"):
+    return srv.request("PUT", "/%s/%s" % (bucket, key), headers=headers, body=body)
+
+
+def setup(srv):
+    s3 = srv.client()
+    names = [b["Name"] for b in s3.list_buckets()["Buckets"]]
+    if BUCKET not in names:
+        s3.create_bucket(Bucket=BUCKET)
+        s3.put_object(Bucket=BUCKET, Key="src", Body=b"source")
+    if PUBLIC not in names:
+        s3.create_bucket(Bucket=PUBLIC, ACL="public-read")
+    return s3
+
+
+def test_server_side_encryption(srv):
+    s3 = setup(srv)
+    for hdrs in ({"x-amz-server-side-encryption": "AES256"},
+                 {"x-amz-server-side-encryption": "aws:kms", "x-amz-server-side-encryption-aws-kms-key-id": "k"},
+                 {"x-amz-server-side-encryption-bucket-key-enabled": "true"}):
+        r = put(srv, "sse", hdrs)
+        refused(r, sorted(hdrs)[0], "PutObject with %r" % hdrs)
+        absent(srv, BUCKET, "sse", "SSE PutObject")
+    with h.client_error("NotImplemented", 501):
+        s3.put_object(Bucket=BUCKET, Key="sse-boto", Body=b"x", ServerSideEncryption="AES256")
+    with h.client_error("NotImplemented", 501):
+        s3.create_multipart_upload(Bucket=BUCKET, Key="sse-mp", ServerSideEncryption="AES256")
+    with h.client_error("NotImplemented", 501):
+        s3.copy_object(Bucket=BUCKET, Key="sse-copy", CopySource={"Bucket": BUCKET, "Key": "src"}, ServerSideEncryption="AES256")
+    absent(srv, BUCKET, "sse-copy", "SSE CopyObject")
+    h.eq(s3.list_multipart_uploads(Bucket=BUCKET).get("Uploads", []), [], "no upload created with SSE")
+
+
+def test_sse_c(srv):
+    s3 = setup(srv)
+    key = b"k" * 32
+    sse_c = {
+        "x-amz-server-side-encryption-customer-algorithm": "AES256",
+        "x-amz-server-side-encryption-customer-key": base64.b64encode(key).decode(),
+        "x-amz-server-side-encryption-customer-key-MD5": base64.b64encode(hashlib.md5(key).digest()).decode(),
+    }
+    r = put(srv, "ssec", sse_c)
+    refused(r, "x-amz-server-side-encryption-customer-", "SSE-C PutObject")
+    absent(srv, BUCKET, "ssec", "SSE-C PutObject")
+    # A GET with a key must not quietly return plaintext stored without one.
+    r = srv.request("GET", "/%s/src" % BUCKET, headers=sse_c)
+    refused(r, "x-amz-server-side-encryption-customer-", "SSE-C GetObject")
+    r = srv.request("PUT", "/%s/ssec-copy" % BUCKET, headers={
+        "x-amz-copy-source": "/%s/src" % BUCKET,
+        "x-amz-copy-source-server-side-encryption-customer-algorithm": "AES256"})
+    refused(r, "x-amz-copy-source-server-side-encryption-customer-", "SSE-C CopyObject source")
+    with h.client_error("NotImplemented", 501):
+        s3.put_object(Bucket=BUCKET, Key="ssec-boto", Body=b"x", SSECustomerAlgorithm="AES256", SSECustomerKey=key.decode())
+    # An upload part with SSE-C headers.
+    up = s3.create_multipart_upload(Bucket=BUCKET, Key="mp")["UploadId"]
+    r = srv.request("PUT", "/%s/mp" % BUCKET, query="partNumber=1&uploadId=" + up, headers=sse_c, body=b"part")
+    refused(r, "x-amz-server-side-encryption-customer-", "SSE-C UploadPart")
+    s3.abort_multipart_upload(Bucket=BUCKET, Key="mp", UploadId=up)
+
+
+def test_object_lock(srv):
+    s3 = setup(srv)
+    for hdrs in ({"x-amz-object-lock-mode": "COMPLIANCE", "x-amz-object-lock-retain-until-date": "2099-01-01T00:00:00Z"},
+                 {"x-amz-object-lock-legal-hold": "ON"}):
+        r = put(srv, "locked", hdrs)
+        refused(r, "x-amz-object-lock-", "PutObject with %r" % hdrs)
+        absent(srv, BUCKET, "locked", "object lock PutObject")
+    with h.client_error("NotImplemented", 501):
+        s3.create_multipart_upload(Bucket=BUCKET, Key="locked-mp", ObjectLockLegalHoldStatus="ON")
+    r = srv.request("PUT", "/unsupported-lock", headers={"x-amz-bucket-object-lock-enabled": "true"})
+    refused(r, "x-amz-bucket-object-lock-enabled", "CreateBucket with object lock")
+    h.eq(srv.request("HEAD", "/unsupported-lock").status, 404, "no bucket created with object lock")
+    r = srv.request("PUT", "/unsupported-nolock", headers={"x-amz-bucket-object-lock-enabled": "false"})
+    h.eq(r.status, 200, "CreateBucket with object lock disabled (%r)" % r.body[:200])
+
+
+def test_grants(srv):
+    s3 = setup(srv)
+    r = put(srv, "granted", {"x-amz-grant-read": 'uri="http://acs.amazonaws.com/groups/global/AllUsers"'})
+    refused(r, "x-amz-grant-read", "PutObject with a grant")
+    absent(srv, BUCKET, "granted", "granted PutObject")
+    with h.client_error("NotImplemented", 501):
+        s3.create_bucket(Bucket="unsupported-grant", GrantFullControl='id="someone"')
+    h.eq(srv.request("HEAD", "/unsupported-grant").status, 404, "no bucket created with a grant")
+    r = srv.request("PUT", "/%s" % BUCKET, query="acl", headers={"x-amz-acl": "private", "x-amz-grant-read": 'id="x"'})
+    refused(r, "x-amz-grant-read", "PutBucketAcl with a grant")
+
+
+def test_object_acl(srv):
+    s3 = setup(srv)
+    # private into a public-read bucket would stay readable: refused.
+    r = put(srv, "secret", {"x-amz-acl": "private"}, bucket=PUBLIC)
+    refused(r, "x-amz-acl", "x-amz-acl: private in a public-read bucket")
+    absent(srv, PUBLIC, "secret", "private object in a public bucket")
+    h.eq(srv.request("GET", "/%s/secret" % PUBLIC, sign=False).status, 404, "nothing readable anonymously")
+    with h.client_error("NotImplemented", 501):
+        s3.put_object(Bucket=PUBLIC, Key="secret-boto", Body=b"x", ACL="private")
+    with h.client_error("NotImplemented", 501):
+        s3.copy_object(Bucket=PUBLIC, Key="secret-copy", CopySource={"Bucket": BUCKET, "Key": "src"}, ACL="private")
+    # public-read into a private bucket would not be readable: refused.
+    r = put(srv, "open", {"x-amz-acl": "public-read"})
+    refused(r, "x-amz-acl", "x-amz-acl: public-read in a private bucket")
+    for acl in ("authenticated-read", "public-read-write", "aws-exec-read"):
+        r = put(srv, "other", {"x-amz-acl": acl})
+        refused(r, "x-amz-acl", "x-amz-acl: %s" % acl)
+    # What the bucket gives anyway is honoured.
+    h.eq(put(srv, "priv", {"x-amz-acl": "private"}).status, 200, "private in a private bucket")
+    h.eq(put(srv, "own", {"x-amz-acl": "bucket-owner-full-control"}).status, 200, "bucket-owner-full-control")
+    h.eq(put(srv, "pub", {"x-amz-acl": "public-read"}, bucket=PUBLIC).status, 200, "public-read in a public-read bucket")
+    s3.put_object(Bucket=BUCKET, Key="priv-boto", Body=b"x", ACL="private")
+    # Bucket canned ACLs are implemented and stay accepted.
+    s3.put_bucket_acl(Bucket=BUCKET, ACL="private")
+
+
+def test_redirects(srv):
+    setup(srv)
+    r = put(srv, "redirect", {"x-amz-website-redirect-location": "https://evil.example/"})
+    refused(r, "x-amz-website-redirect-location", "PutObject with a website redirect")
+    absent(srv, BUCKET, "redirect", "redirect PutObject")
+
+
+def test_default_client_headers_pass(srv):
+    s3 = setup(srv)
+    data = b"checksummed" * 100
+    s3.put_object(Bucket=BUCKET, Key="ck", Body=data, ChecksumAlgorithm="CRC32")
+    md5 = base64.b64encode(hashlib.md5(data).digest()).decode()
+    s3.put_object(Bucket=BUCKET, Key="md5", Body=data, ContentMD5=md5)
+    r = put(srv, "payer", {"x-amz-request-payer": "requester"})
+    h.eq(r.status, 200, "x-amz-request-payer is accepted")
+    h.eq(s3.get_object(Bucket=BUCKET, Key="ck")["Body"].read(), data, "checksummed object")
+
+
+if __name__ == "__main__":
+    h.main([
+        test_server_side_encryption,
+        test_sse_c,
+        test_object_lock,
+        test_grants,
+        test_object_acl,
+        test_redirects,
+        test_default_client_headers_pass,
+    ])
