@@ -309,7 +309,8 @@ apply_op(struct index *ix, MDB_txn *txn, struct index_op *op, uint64_t *checked_
         return 0;
     }
     if (!index__key_is_valid(op->key) ||
-        (op->kind != INDEX_OP_DELETE && !index__object_is_valid(op->object))) {
+        ((op->kind == INDEX_OP_PUT || op->kind == INDEX_OP_SET_META) &&
+         !index__object_is_valid(op->object))) {
         op->result = -EINVAL;
         return 0;
     }
