@@ -169,8 +169,8 @@ etag_matches(struct slice header, const uint8_t etag[16])
 
 /* RFC 9110 §13.2.2 order, with S3's combinations: If-Match decides over
  * If-Unmodified-Since, If-None-Match over If-Modified-Since. */
-static enum s3_error
-get_conditions(struct s3_req *r, const struct index_object *obj)
+enum s3_error
+s3_get_conditions(struct s3_req *r, const struct index_object *obj)
 {
     int64_t mtime_s = obj->mtime_ns / 1000000000;
     struct slice im = s3_req_header(r, "if-match");
@@ -266,7 +266,7 @@ get_or_head(struct s3_req *r, bool is_head)
         s3_respond_error(r, S3_ERR_INTERNAL_ERROR, NULL);
         goto unpin;
     }
-    enum s3_error e = get_conditions(r, &obj);
+    enum s3_error e = s3_get_conditions(r, &obj);
     if (e == S3_ERR_NOT_MODIFIED) {
         struct MHD_Response *resp =
             MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT);

@@ -345,6 +345,12 @@ get_or_head_member(struct s3_req *r, bool is_head, bool may_build)
     }
     if (!member_object(r, &bk, &obj))
         return;
+    /* The validators are the object's: a member changes only with it. */
+    enum s3_error ce = s3_get_conditions(r, &obj);
+    if (ce != S3_OK) {
+        s3_respond_error(r, ce, NULL);
+        goto unpin;
+    }
     int rc = index_member_get(r->srv->index, bk.id, r->key, obj.etag, name, r->arena, &m);
     if (rc == -ENODATA && !may_build) {
         r->on_end = is_head ? head_member_end : get_member_end;

@@ -53,6 +53,10 @@ void op_get_member(struct s3_req *r);
 void op_head_member(struct s3_req *r);
 void op_list_members(struct s3_req *r);
 
+/* The conditional headers of a read (If-Match, If-None-Match,
+ * If-Modified-Since, If-Unmodified-Since) against 'obj' (op_get.c):
+ * S3_OK, S3_ERR_PRECONDITION_FAILED or S3_ERR_NOT_MODIFIED. */
+enum s3_error s3_get_conditions(struct s3_req *r, const struct index_object *obj);
 /* Makes the response body for bytes [first, first+len) of 'obj' (op_get.c):
  * one storage span goes out zero-copy (sendfile), several are streamed
  * through a storage reader; 'is_head' gives the length and no body. A body

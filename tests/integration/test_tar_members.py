@@ -113,6 +113,13 @@ def test_put_formats(srv):
         # Missing member.
         r = member(srv, key, "nope.jpg")
         h.expect_s3_error(r.status, r.body, 404, "NoSuchMember", "missing member")
+        # Conditional reads: the object's validators decide.
+        r = member(srv, key, "000001.jpg", headers={"If-None-Match": etag})
+        h.eq(r.status, 304, "If-None-Match with the object's ETag")
+        r = member(srv, key, "000001.jpg", headers={"If-Match": '"0123456789abcdef0123456789abcdef"'})
+        h.expect_s3_error(r.status, r.body, 412, "PreconditionFailed", "If-Match another ETag")
+        r = member(srv, key, "000001.jpg", headers={"If-Match": etag})
+        h.eq(r.status, 200, "If-Match the object's ETag")
         # The object itself reads as before.
         h.same_bytes(s3.get_object(Bucket=B, Key=key)["Body"].read(), raw, "whole object")
     h.eq(srv.metric(INDEXES), n0 + 3, "one index per tar PUT")
