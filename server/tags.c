@@ -129,43 +129,20 @@ tags_validate(const struct s3_tag *tags, size_t n, size_t max)
     return TAGS_OK;
 }
 
-static int
-hex_digit(unsigned char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
-/* URL-query-decodes 's' into 'a' ('+' is a space). Returns false on a bad
- * %XX escape. */
+/* URL-query-decodes 's' into 'a' ('+' is a space, "%2B" a plus: the '+'
+ * are turned to spaces before the %XX escapes are decoded). Returns false
+ * on a bad %XX escape. */
 static bool
 query_decode(struct arena *a, struct slice s, struct slice *out)
 {
     char *o = arena_alloc(a, s.len + 1);
-    size_t n = 0;
-    for (size_t i = 0; i < s.len; i++) {
-        unsigned char c = (unsigned char)s.ptr[i];
-        if (c == '%') {
-            if (s.len - i < 3)
-                return false;
-            int hi = hex_digit((unsigned char)s.ptr[i + 1]);
-            int lo = hex_digit((unsigned char)s.ptr[i + 2]);
-            if (hi < 0 || lo < 0)
-                return false;
-            c = (unsigned char)(hi << 4 | lo);
-            i += 2;
-        } else if (c == '+') {
-            c = ' ';
-        }
-        o[n++] = (char)c;
-    }
+    for (size_t i = 0; i < s.len; i++)
+        o[i] = s.ptr[i] == '+' ? ' ' : s.ptr[i];
+    long n = uri_decode(o, s.len, o);
+    if (n < 0)
+        return false;
     o[n] = '\0';
-    *out = (struct slice){o, n};
+    *out = (struct slice){o, (size_t)n};
     return true;
 }
 
