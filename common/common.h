@@ -124,6 +124,14 @@ extern const char hex_digits_upper[16];
 
 /* ---- dates (date.c): UTC, years 0 to 9999, no locale, thread-safe ------ */
 
+/* Days since 1970-01-01 of the proleptic Gregorian date 'y'-'m'-'d' (month
+ * 1-12, day 1-31; not range-checked: the caller validates). Negative before
+ * 1970. H. Hinnant's days_from_civil; exact for any int64 date it can hold. */
+int64_t days_from_civil(int64_t y, int64_t m, int64_t d);
+/* The proleptic Gregorian date of 'days' since 1970-01-01 (negative before)
+ * into '*y', '*m' (1-12) and '*d' (1-31); the inverse of days_from_civil. */
+void civil_from_days(int64_t days, int64_t *y, unsigned *m, unsigned *d);
+
 /* Writes the IMF-fixdate of 's' seconds since the epoch (RFC 9110, e.g.
  * "Sun, 06 Nov 1994 08:49:37 GMT", 29 bytes) and a NUL into 'out' (>= 30
  * bytes), as strftime("%a, %d %b %Y %H:%M:%S GMT") of gmtime would, for

@@ -7,8 +7,7 @@
  */
 #include "common/common.h"
 
-/* Civil date of 'days' since 1970-01-01 (H. Hinnant's civil_from_days). */
-static void
+void
 civil_from_days(int64_t days, int64_t *y, unsigned *m, unsigned *d)
 {
     days += 719468;
@@ -22,8 +21,7 @@ civil_from_days(int64_t days, int64_t *y, unsigned *m, unsigned *d)
     *y = (int64_t)yoe + era * 400 + (*m <= 2);
 }
 
-/* Days since 1970-01-01 of a civil date (H. Hinnant's days_from_civil). */
-static int64_t
+int64_t
 days_from_civil(int64_t y, int64_t m, int64_t d)
 {
     y -= m <= 2;

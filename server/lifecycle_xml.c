@@ -265,19 +265,8 @@ lx_int(const struct lx_node *n, int64_t *out)
 }
 
 /* S3's Date elements are ISO 8601, which common/ neither parses (bare
- * dates, offsets) nor formats; the two helpers below stay private here. */
-
-/* Days since 1970-01-01 of a proleptic Gregorian date. */
-static int64_t
-days_from_civil(int64_t y, int64_t m, int64_t d)
-{
-    y -= m <= 2;
-    int64_t era = (y >= 0 ? y : y - 399) / 400;
-    int64_t yoe = y - era * 400;
-    int64_t doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
-    int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    return era * 146097 + doe - 719468;
-}
+ * dates, offsets) nor formats; lx_date and lc_format_date stay private
+ * here, on common's calendar arithmetic (days_from_civil, civil_from_days). */
 
 static bool
 lx_digits(const char *p, size_t n, int *out)
@@ -358,15 +347,9 @@ lx_date(const struct lx_node *n, int64_t *out)
 static void
 lc_format_date(int64_t date_s, char *out)
 {
-    int64_t z = date_s / 86400 + 719468, sod = date_s % 86400;
-    int64_t era = (z >= 0 ? z : z - 146096) / 146097;
-    int64_t doe = z - era * 146097;
-    int64_t yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
-    int64_t doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    int64_t mp = (5 * doy + 2) / 153;
-    int64_t d = doy - (153 * mp + 2) / 5 + 1;
-    int64_t m = mp + (mp < 10 ? 3 : -9);
-    int64_t y = yoe + era * 400 + (m <= 2);
+    int64_t sod = date_s % 86400, y;
+    unsigned m, d;
+    civil_from_days(date_s / 86400, &y, &m, &d);
     snprintf(out, 32, "%04d-%02d-%02dT%02d:%02d:%02d.000Z", (int)y, (int)m, (int)d,
              (int)(sod / 3600), (int)(sod / 60 % 60), (int)(sod % 60));
 }
