@@ -249,6 +249,29 @@ object_headers(struct s3_req *r, struct MHD_Response *resp, const struct index_o
                        arena_sprintf(r->arena, "%" PRIu32, obj->parts_count));
 }
 
+bool
+s3_range_apply(struct s3_req *r, uint64_t size, uint64_t *first, uint64_t *len, int *status,
+               char *content_range, size_t content_range_len)
+{
+    struct range rg;
+    enum range_status rs = range_parse(s3_req_header(r, "range"), size, &rg);
+    if (rs == RANGE_UNSATISFIABLE) {
+        /* As AWS: the error document, and the size in Content-Range. */
+        struct MHD_Response *resp = s3_error_response(r, S3_ERR_INVALID_RANGE, NULL);
+        snprintf(content_range, content_range_len, "bytes */%" PRIu64, size);
+        s3_resp_header(resp, "Content-Range", content_range);
+        s3_respond(r, s3_error_status(S3_ERR_INVALID_RANGE), resp);
+        return false;
+    }
+    if (rs == RANGE_OK) {
+        *first = rg.first;
+        *len = rg.last - rg.first + 1;
+        *status = 206;
+        range_format_content_range(&rg, size, content_range, content_range_len);
+    }
+    return true;
+}
+
 static void
 get_or_head(struct s3_req *r, bool is_head)
 {
@@ -314,21 +337,9 @@ get_or_head(struct s3_req *r, bool is_head)
                 range_format_content_range(&rg, obj.size, content_range, sizeof(content_range));
         }
     }
-    enum range_status rs = pn ? RANGE_NONE : range_parse(s3_req_header(r, "range"), obj.size, &rg);
-    if (rs == RANGE_UNSATISFIABLE) {
-        /* As AWS: the error document, and the size in Content-Range. */
-        struct MHD_Response *resp = s3_error_response(r, S3_ERR_INVALID_RANGE, NULL);
-        snprintf(content_range, sizeof(content_range), "bytes */%" PRIu64, obj.size);
-        s3_resp_header(resp, "Content-Range", content_range);
-        s3_respond(r, s3_error_status(S3_ERR_INVALID_RANGE), resp);
+    if (!pn &&
+        !s3_range_apply(r, obj.size, &first, &len, &status, content_range, sizeof(content_range)))
         goto unpin;
-    }
-    if (rs == RANGE_OK) {
-        first = rg.first;
-        len = rg.last - rg.first + 1;
-        status = 206;
-        range_format_content_range(&rg, obj.size, content_range, sizeof(content_range));
-    }
     struct MHD_Response *resp = s3_body_response(r, &obj, first, len, is_head);
     if (!resp) {
         s3_respond_error(r, S3_ERR_INTERNAL_ERROR, NULL);

@@ -369,21 +369,8 @@ get_or_head_member(struct s3_req *r, bool is_head, bool may_build)
     }
     uint64_t first = 0, len = m.size;
     int status = 200;
-    struct range rg;
-    enum range_status rs = range_parse(s3_req_header(r, "range"), m.size, &rg);
-    if (rs == RANGE_UNSATISFIABLE) {
-        struct MHD_Response *resp = s3_error_response(r, S3_ERR_INVALID_RANGE, NULL);
-        snprintf(content_range, sizeof(content_range), "bytes */%" PRIu64, m.size);
-        s3_resp_header(resp, "Content-Range", content_range);
-        s3_respond(r, s3_error_status(S3_ERR_INVALID_RANGE), resp);
+    if (!s3_range_apply(r, m.size, &first, &len, &status, content_range, sizeof(content_range)))
         goto unpin;
-    }
-    if (rs == RANGE_OK) {
-        first = rg.first;
-        len = rg.last - rg.first + 1;
-        status = 206;
-        range_format_content_range(&rg, m.size, content_range, sizeof(content_range));
-    }
     struct MHD_Response *resp = s3_body_response(r, &obj, m.offset + first, len, is_head);
     if (!resp) {
         s3_respond_error(r, S3_ERR_INTERNAL_ERROR, NULL);

@@ -57,6 +57,14 @@ void op_list_members(struct s3_req *r);
  * If-Modified-Since, If-Unmodified-Since) against 'obj' (op_get.c):
  * S3_OK, S3_ERR_PRECONDITION_FAILED or S3_ERR_NOT_MODIFIED. */
 enum s3_error s3_get_conditions(struct s3_req *r, const struct index_object *obj);
+/* Applies the request's Range header to a body of 'size' bytes (op_get.c).
+ * A satisfiable range sets '*first', '*len', '*status' (206) and writes its
+ * Content-Range value into 'content_range' ('content_range_len' bytes);
+ * no range or an ignored one leaves them as they are. Returns true, or
+ * false after answering an unsatisfiable range: InvalidRange, with the
+ * body's size in Content-Range, as AWS. */
+bool s3_range_apply(struct s3_req *r, uint64_t size, uint64_t *first, uint64_t *len, int *status,
+                    char *content_range, size_t content_range_len);
 /* Makes the response body for bytes [first, first+len) of 'obj' (op_get.c):
  * one storage span goes out zero-copy (sendfile), several are streamed
  * through a storage reader; 'is_head' gives the length and no body. A body
