@@ -68,17 +68,25 @@ s3_check_body_digest(struct s3_req *r)
     return S3_OK;
 }
 
+bool
+s3_xml_body_begin(struct s3_req *r, struct index_bucket *bk)
+{
+    if (!s3_bucket_lookup(r, bk))
+        return false;
+    enum s3_error e = s3_check_body_digest(r);
+    if (e != S3_OK) {
+        s3_respond_error(r, e, NULL);
+        return false;
+    }
+    return true;
+}
+
 static void
 delete_objects_end(struct s3_req *r)
 {
     struct index_bucket bk;
-    if (!s3_bucket_lookup(r, &bk))
+    if (!s3_xml_body_begin(r, &bk))
         return;
-    enum s3_error e = s3_check_body_digest(r);
-    if (e != S3_OK) {
-        s3_respond_error(r, e, NULL);
-        return;
-    }
     struct xml_delete_request req;
     enum xml_in_status st =
         xml_parse_delete(r->xml_body.ptr ? r->xml_body.ptr : "", r->xml_body.len, r->arena, &req);

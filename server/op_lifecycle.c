@@ -50,21 +50,6 @@ status_error(enum lc_status st)
     return S3_ERR_INTERNAL_ERROR;
 }
 
-/* Checks the body digest and looks the bucket up; responds and returns
- * false on failure. */
-static bool
-config_put_begin(struct s3_req *r, struct index_bucket *bk)
-{
-    if (!s3_bucket_lookup(r, bk))
-        return false;
-    enum s3_error e = s3_check_body_digest(r);
-    if (e != S3_OK) {
-        s3_respond_error(r, e, NULL);
-        return false;
-    }
-    return true;
-}
-
 static void
 respond_store_error(struct s3_req *r, int rc)
 {
@@ -82,7 +67,7 @@ put_lifecycle_end(struct s3_req *r)
     struct index_bucket bk;
     struct lc_config cfg;
     const char *msg = NULL;
-    if (!config_put_begin(r, &bk))
+    if (!s3_xml_body_begin(r, &bk))
         return;
     enum lc_status st =
         lc_parse(r->xml_body.ptr ? r->xml_body.ptr : "", r->xml_body.len, r->arena, &cfg, &msg);
@@ -174,7 +159,7 @@ put_tagging_end(struct s3_req *r)
     struct lc_tag *tags;
     uint32_t n_tags;
     const char *msg = NULL;
-    if (!config_put_begin(r, &bk))
+    if (!s3_xml_body_begin(r, &bk))
         return;
     enum lc_status st = lc_parse_tagging(r->xml_body.ptr ? r->xml_body.ptr : "", r->xml_body.len,
                                          r->arena, &tags, &n_tags, &msg);

@@ -91,13 +91,8 @@ put_tagging_end(struct s3_req *r)
 {
     struct index_bucket bk;
     struct xml_tagging_request req;
-    if (!s3_bucket_lookup(r, &bk))
+    if (!s3_xml_body_begin(r, &bk))
         return;
-    enum s3_error e = s3_check_body_digest(r);
-    if (e != S3_OK) {
-        s3_respond_error(r, e, NULL);
-        return;
-    }
     enum xml_in_status st = xml_parse_tagging(r->xml_body.ptr ? r->xml_body.ptr : "",
                                               r->xml_body.len, TAGS_OBJECT_MAX, r->arena, &req);
     if (st == XML_IN_TOO_MANY) {

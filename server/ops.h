@@ -112,6 +112,11 @@ void s3_tagging_count_header(struct s3_req *r, struct MHD_Response *resp, const 
  * present and match. Returns S3_OK, S3_ERR_MISSING_SECURITY_HEADER,
  * S3_ERR_INVALID_DIGEST or S3_ERR_BAD_DIGEST (op_delete.c). */
 enum s3_error s3_check_body_digest(struct s3_req *r);
+/* Begins a bucket request with a required-digest XML body: looks the
+ * bucket up into '*bk' (s3_bucket_lookup), then checks the body with
+ * s3_check_body_digest. Responds and returns false on either failure
+ * (op_delete.c). */
+bool s3_xml_body_begin(struct s3_req *r, struct index_bucket *bk);
 
 /* Resolves ?uploadId= (and ?partNumber= when 'part_number' is non-NULL)
  * for the request's bucket and key; on failure responds (NoSuchUpload,
