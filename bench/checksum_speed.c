@@ -97,7 +97,7 @@ time_once(const struct job *j)
 static void
 report(const char *name, const struct job *j)
 {
-    double t[MAX_REPEATS];
+    double t[MAX_REPEATS] = {0};
     for (int r = 0; r < repeats; r++)
         t[r] = time_once(j);
     qsort(t, (size_t)repeats, sizeof(t[0]), cmp_double);
