@@ -8,6 +8,6 @@ scripts/setup.sh
 mkdir -p build/release
 cd build/release
 [ -f Makefile ] || ../../configure --quiet
-make -j"$(nproc)" shardstore >/dev/null
+make -j"$(nproc)" shardstore shard >/dev/null  # shard: what `shardstore admin` runs
 cd ../..
 exec build/release/shardstore "$@"
