@@ -267,11 +267,19 @@ fail:
 int
 index_bucket_count(struct index *ix, uint64_t bucket_id, uint64_t *n_objects, uint64_t *n_bytes)
 {
+    return index_bucket_usage(ix, bucket_id, UINT64_MAX, n_objects, n_bytes, NULL);
+}
+
+int
+index_bucket_usage(struct index *ix, uint64_t bucket_id, uint64_t max_objects, uint64_t *n_objects,
+                   uint64_t *n_bytes, bool *is_truncated)
+{
     MDB_txn *txn = NULL;
     struct index__iter it = {0};
     struct index__record r;
     uint8_t idkey[8];
     uint64_t n = 0, bytes = 0;
+    bool is_cut = false;
     int rc;
 
     index__put_be64(idkey, bucket_id);
@@ -280,6 +288,11 @@ index_bucket_count(struct index *ix, uint64_t bucket_id, uint64_t *n_objects, ui
     if ((rc = index__iter_begin(&it, txn, ix->dbi_objects, idkey, sizeof(idkey))) != 0)
         goto fail;
     while ((rc = index__iter_next(&it)) == 1) {
+        if (n == max_objects) {
+            is_cut = true;
+            rc = 0;
+            break;
+        }
         if ((rc = index__record_parse(it.v.mv_data, it.v.mv_size, &r)) != 0)
             goto fail;
         n++;
@@ -290,6 +303,8 @@ index_bucket_count(struct index *ix, uint64_t bucket_id, uint64_t *n_objects, ui
             *n_objects = n;
         if (n_bytes)
             *n_bytes = bytes;
+        if (is_truncated)
+            *is_truncated = is_cut;
     }
 
 fail:

@@ -331,6 +331,12 @@ int index_object_list(struct index *ix, const struct index_list_params *p, struc
 /* Number of objects in a bucket (admin/metrics; O(n) allowed). */
 int index_bucket_count(struct index *ix, uint64_t bucket_id, uint64_t *n_objects,
                        uint64_t *n_bytes);
+/* The same, reading at most 'max_objects' records in one read transaction
+ * (the console's bounded view): '*is_truncated' (may be NULL) tells whether
+ * the bucket holds more, and the counts are then those of the first
+ * 'max_objects' keys. Returns 0 or -errno. */
+int index_bucket_usage(struct index *ix, uint64_t bucket_id, uint64_t max_objects,
+                       uint64_t *n_objects, uint64_t *n_bytes, bool *is_truncated);
 
 /* ---- tar member indexes (member.c) --------------------------------------- */
 

@@ -103,6 +103,16 @@ main(void)
     ASSERT_EQ(index_bucket_count(ix, alpha_id, &n_obj, &n_bytes), 0);
     ASSERT_UEQ(n_obj, 1);
     ASSERT_UEQ(n_bytes, 3);
+    /* The console's bounded count stops at its cap and says so. */
+    put_one(ix, alpha_id, "k2");
+    bool is_cut = false;
+    ASSERT_EQ(index_bucket_usage(ix, alpha_id, 1, &n_obj, &n_bytes, &is_cut), 0);
+    ASSERT_UEQ(n_obj, 1);
+    ASSERT(is_cut);
+    ASSERT_EQ(index_bucket_usage(ix, alpha_id, 2, &n_obj, &n_bytes, &is_cut), 0);
+    ASSERT_UEQ(n_obj, 2);
+    ASSERT(!is_cut);
+    delete_one(ix, alpha_id, "k2");
     delete_one(ix, alpha_id, "k");
     ASSERT_EQ(index_bucket_count(ix, alpha_id, &n_obj, &n_bytes), 0);
     ASSERT_UEQ(n_obj, 0);
