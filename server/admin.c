@@ -13,6 +13,9 @@
  *   POST /_/lifecycle/run[?bucket=NAME]  a lifecycle pass now (of one
  *                   bucket, or all), answered when it ends with its counts.
  *   GET /_/lifecycle/status  the worker's totals since start (JSON).
+ *   GET /_/console[/...]  the status console's page and files (served to
+ *                   anyone) and its JSON API under console/api/ (admin
+ *                   reads), in console.c.
  * Everything else (and metrics unless open to the caller) needs SigV4 with the root key or the key
  * of a user with the admin flag (a read-only key of such a user: GET only).
  */
@@ -22,6 +25,7 @@
 #include "common/common.h"
 #include "index/index.h"
 #include "server/access.h"
+#include "server/console.h"
 #include "server/errors.h"
 #include "server/extents.h"
 #include "server/lifecycle.h"
@@ -353,6 +357,8 @@ op_admin(struct s3_req *r)
             s3_respond_body(r, 200, "text/plain", "ok\n", 3);
         return;
     }
+    if (is_get && console_serve_static(r, what))
+        return;
     bool is_metrics = slice_eq(what, SLICE_LIT("metrics")) && is_get;
     if (is_metrics && is_metrics_open(r)) {
         admin_metrics(r);
@@ -369,6 +375,10 @@ op_admin(struct s3_req *r)
     }
     if (is_metrics) {
         admin_metrics(r);
+        return;
+    }
+    if (slice_has_prefix(what, SLICE_LIT("console/api/")) && is_get) {
+        console_api(r, (struct slice){what.ptr + 12, what.len - 12});
         return;
     }
     if (slice_has_prefix(what, SLICE_LIT("lifecycle/"))) {

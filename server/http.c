@@ -33,6 +33,7 @@
 #include "server/access.h"
 #include "server/access_log.h"
 #include "server/body.h"
+#include "server/error_ring.h"
 #include "server/errors.h"
 #include "server/http.h"
 #include "server/listener.h"
@@ -434,6 +435,8 @@ on_completed(void *cls, struct MHD_Connection *conn, void **req_cls,
                          r->body_received, r->resp_bytes);
     if (srv->cfg.access_log[0] && r->method.ptr)
         access_log_request(r, end_ns, is_complete);
+    if (r->status >= 400 && r->method.ptr)
+        error_ring_add(r);
     if (r->is_admin && r->method.ptr && !slice_eq(r->method, SLICE_LIT("GET")) &&
         !slice_eq(r->method, SLICE_LIT("HEAD")) && r->is_authenticated)
         access_log_audit(r);

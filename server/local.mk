@@ -15,7 +15,18 @@ shardstore_SOURCES = server/main.c server/server.h server/conf.h server/config.c
 	server/unsupported.h server/unsupported.c \
 	server/lifecycle.h server/lifecycle.c server/op_lifecycle.c \
 	server/tls.h server/tls.c \
-	server/metrics.h server/metrics.c server/access_log.h server/access_log.c
+	server/metrics.h server/metrics.c server/access_log.h server/access_log.c \
+	server/error_ring.h server/error_ring.c server/console.h server/console.c
+
+# The console's files, embedded into the binary by a shell script (od and
+# sed): no tool beyond make and POSIX sh.
+CONSOLE_FILES = server/console/index.html server/console/app.js server/console/app.css
+nodist_shardstore_SOURCES = server/console_assets.c
+CLEANFILES += server/console_assets.c
+EXTRA_DIST += $(CONSOLE_FILES) server/console/embed.sh
+server/console_assets.c: $(CONSOLE_FILES) $(srcdir)/server/console/embed.sh
+	$(AM_V_GEN)$(MKDIR_P) server && \
+	sh $(srcdir)/server/console/embed.sh $@ $(srcdir) $(CONSOLE_FILES)
 shardstore_CFLAGS = $(AM_CFLAGS) $(MHD_CFLAGS) $(GNUTLS_CFLAGS) $(EXPAT_CFLAGS)
 shardstore_LDADD = server/libs3parse.la auth/libauth.la index/libindex.la storage/libstorage.la \
 	common/libcommon.la $(MHD_LIBS) $(GNUTLS_LIBS) $(EXPAT_LIBS) $(OPENSSL_LIBS) $(URING_LIBS) $(LMDB_LIBS) \

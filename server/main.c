@@ -22,6 +22,7 @@
 #include "server/http.h"
 #include "server/reserve.h"
 #include "server/server.h"
+#include "shard_version.h"
 #include "storage/storage.h"
 
 #include <errno.h>
@@ -31,14 +32,72 @@
 #include <stdlib.h>
 #include <sys/stat.h>
 
-static void
-usage(FILE *f)
+/* The --help text, laid out like a manual page. */
+static const char USAGE[] =
+    "NAME\n"
+    "    shardstore - S3-compatible object store server\n"
+    "\n"
+    "SYNOPSIS\n"
+    "    shardstore [--config FILE] [--listen ADDR:PORT] [--data DIR]\n"
+    "    shardstore admin COMMAND ...\n"
+    "    shardstore --help | --version\n"
+    "\n"
+    "DESCRIPTION\n"
+    "    Serves the S3 API (path- and virtual-hosted-style, SigV4) over HTTP, or\n"
+    "    HTTPS with tls_cert_file/tls_key_file. Objects live in preallocated volume\n"
+    "    files under DIR/volumes, their index in an LMDB database under DIR/index.\n"
+    "    Without arguments it listens on 127.0.0.1:9000 with data in\n"
+    "    ./shardstore-data. Every directive of the config file is described in\n"
+    "    shardstore.conf (installed in SYSCONFDIR/shardstore/).\n"
+    "\n"
+    "OPTIONS\n"
+    "    -c, --config FILE      read directives (\"key = value\") from FILE first;\n"
+    "                           the options below override it\n"
+    "    -l, --listen ADDR:PORT listen address (port 0: any free port, printed\n"
+    "                           on stdout)\n"
+    "    -d, --data DIR         data directory (created if missing)\n"
+    "    -h, --help             print this text and exit\n"
+    "    -V, --version          print the version and exit\n"
+    "\n"
+    "COMMANDS\n"
+    "    admin ...              manage users, access keys, grants and bucket flags\n"
+    "                           of a running server (runs `shard admin`; see\n"
+    "                           `shardstore admin --help`)\n"
+    "\n"
+    "ENDPOINTS\n"
+    "    /_/health              200 when serving, 503 while stopping (no auth)\n"
+    "    /_/metrics             Prometheus metrics (see metrics_access)\n"
+    "    /_/console             read-only status console (admin login)\n"
+    "    /_/admin/, /_/scrub, /_/lifecycle/   admin API (SigV4, admin keys)\n"
+    "\n"
+    "SIGNALS\n"
+    "    SIGTERM, SIGINT        stop accepting, let requests in flight finish for\n"
+    "                           up to shutdown_grace seconds (10), then exit 0\n"
+    "    SIGHUP                 reload the TLS certificate and key, reopen the\n"
+    "                           access and audit logs (for logrotate)\n"
+    "\n"
+    "ENVIRONMENT\n"
+    "    SHARDSTORE_ACCESS_KEY, SHARDSTORE_SECRET_KEY\n"
+    "                           root credentials; without them they are read from\n"
+    "                           DIR/credentials, generated (mode 0600) on first start\n"
+    "\n"
+    "FILES\n"
+    "    DIR/index/             the LMDB index (back it up with mdb_copy)\n"
+    "    DIR/volumes/           object data\n"
+    "    DIR/credentials        root access key and secret (0600)\n"
+    "    DIR/secret.key         key sealing users' secrets (0600; secret_key_file)\n"
+    "\n"
+    "EXIT STATUS\n"
+    "    0 after a clean stop, 1 when start-up fails, 2 on a usage or config error\n";
+
+/* A usage error: the synopsis only, on stderr. */
+static int
+usage_error(void)
 {
-    fprintf(f, "usage: shardstore [--config FILE] [--listen ADDR:PORT] [--data DIR]\n"
-               "       shardstore admin ...   (users, keys, grants; `shardstore admin --help`)\n"
-               "  no arguments: listen on 127.0.0.1:9000, data in ./shardstore-data\n"
-               "  credentials: SHARDSTORE_ACCESS_KEY / SHARDSTORE_SECRET_KEY, or generated\n"
-               "  see conf/shardstore.conf for every option\n");
+    fputs("usage: shardstore [--config FILE] [--listen ADDR:PORT] [--data DIR]\n"
+          "       shardstore admin ...  |  --help  |  --version\n",
+          stderr);
+    return 2;
 }
 
 /* Creates 'path' and its missing parents; each directory it creates is
@@ -136,6 +195,7 @@ main(int argc, char **argv)
     /* The admin client talks to a running server; it starts nothing. */
     if (argc >= 2 && !strcmp(argv[1], "admin"))
         return admin_cli_main(argc - 1, argv + 1);
+    srv.start_mono_ns = clock_mono_ns();
     config_defaults(&srv.cfg);
     static const struct option opts[] = {
         {"config", required_argument, NULL, 'c'}, {"listen", required_argument, NULL, 'l'},
@@ -165,20 +225,17 @@ main(int argc, char **argv)
             config_set(&srv.cfg, "data", optarg);
             break;
         case 'h':
-            usage(stdout);
+            fputs(USAGE, stdout);
             return 0;
         case 'V':
-            printf("shardstore %s\n", PACKAGE_VERSION);
+            printf("shardstore %s\n", SHARD_VERSION);
             return 0;
         default:
-            usage(stderr);
-            return 2;
+            return usage_error();
         }
     }
-    if (optind < argc) {
-        usage(stderr);
-        return 2;
-    }
+    if (optind < argc)
+        return usage_error();
     log_set_level((enum log_level)srv.cfg.log_level);
 
     /* Signals are taken synchronously by the main thread; every other

@@ -335,12 +335,15 @@ router_prepare(struct s3_req *r)
          * admin API write (or may: scrub reads every object). None takes
          * a body: the user API takes query parameters. */
         r->is_admin = true;
-        r->op = slice_eq(r->raw_path, SLICE_LIT("/_/health"))    ? "AdminHealth"
-                : slice_eq(r->raw_path, SLICE_LIT("/_/metrics")) ? "AdminMetrics"
-                                                                 : "Admin";
+        r->op = slice_eq(r->raw_path, SLICE_LIT("/_/health"))            ? "AdminHealth"
+                : slice_eq(r->raw_path, SLICE_LIT("/_/metrics"))         ? "AdminMetrics"
+                : slice_has_prefix(r->raw_path, SLICE_LIT("/_/console")) ? "AdminConsole"
+                                                                         : "Admin";
         bool is_read =
             slice_eq(r->method, SLICE_LIT("GET")) || slice_eq(r->method, SLICE_LIT("HEAD"));
-        r->route_flags = is_read ? 0 : ROUTE_BLOCKS;
+        /* The console's bucket counts scan the index (bounded): a worker. */
+        bool is_scan = slice_eq(r->raw_path, SLICE_LIT("/_/console/api/buckets"));
+        r->route_flags = is_read && !is_scan ? 0 : ROUTE_BLOCKS;
         return true;
     }
     if (!resolve_address(r)) {

@@ -72,6 +72,7 @@ struct server {
     atomic_bool is_stopping;
     atomic_uint_fast64_t request_seq;
     atomic_uint_fast64_t in_flight;
+    int64_t start_mono_ns; /* when the server started (the console's uptime) */
 };
 
 #endif
