@@ -10,6 +10,7 @@
 
 #include "client/cli_util.h"
 #include "common/common.h"
+#include "shard_version.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -33,10 +34,15 @@ static const char USAGE[] =
     "  bench put|get|range|list|head|mixed --bucket B [...]  load generator\n"
     "  admin ...                 users, keys, grants of a shardstore (shard admin --help)\n"
     "options: --endpoint-url URL --profile P --region R --parallel N (8) --part-size SIZE (8M)\n"
-    "         --chunk-size SIZE (1M) -r/--recursive -q/--quiet\n"
+    "         --chunk-size SIZE (1M) --retries N -r/--recursive -q/--quiet\n"
+    "         -h/--help, -V/--version (print and exit)\n"
     "bench:   --prefix P --size N --objects N --fanout F --concurrency N --duration S\n"
     "         --count N --range-size N --delimiter D --max-keys N --first-page\n"
     "         --no-prepare --json FILE   (prints one RESULT line per operation)\n"
+    "environment and files, as aws-cli: AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY,\n"
+    "         AWS_SESSION_TOKEN, AWS_PROFILE, AWS_REGION, AWS_ENDPOINT_URL(_S3),\n"
+    "         AWS_CA_BUNDLE, ~/.aws/credentials and ~/.aws/config (or\n"
+    "         AWS_SHARED_CREDENTIALS_FILE, AWS_CONFIG_FILE); flags win\n"
     "exit codes: 0 ok, 1 S3 error, 2 usage, 3 credentials/config, 4 local I/O\n";
 
 enum {
@@ -75,6 +81,7 @@ static const struct option LONG_OPTS[] = {
     {"recursive", no_argument, NULL, 'r'},
     {"quiet", no_argument, NULL, 'q'},
     {"help", no_argument, NULL, 'h'},
+    {"version", no_argument, NULL, 'V'},
     {"bucket", required_argument, NULL, OPT_BUCKET},
     {"prefix", required_argument, NULL, OPT_PREFIX},
     {"size", required_argument, NULL, OPT_SIZE},
@@ -116,7 +123,7 @@ parse_options(int argc, char **argv, struct cli_opts *o)
     int ch;
     uint64_t v;
     opterr = 0;
-    while ((ch = getopt_long(argc, argv, "+rqh", LONG_OPTS, NULL)) != -1) {
+    while ((ch = getopt_long(argc, argv, "+rqhV", LONG_OPTS, NULL)) != -1) {
         switch (ch) {
         case 'r':
             o->is_recursive = true;
@@ -126,6 +133,9 @@ parse_options(int argc, char **argv, struct cli_opts *o)
             break;
         case 'h':
             fputs(USAGE, stdout);
+            exit(0);
+        case 'V':
+            printf("shard %s\n", SHARD_VERSION);
             exit(0);
         case OPT_ENDPOINT:
             o->cfg.endpoint_url = optarg;
