@@ -20,7 +20,8 @@ shardstore_SOURCES = server/main.c server/server.h server/conf.h server/config.c
 
 # The console's files, embedded into the binary by a shell script (od and
 # sed): no tool beyond make and POSIX sh.
-CONSOLE_FILES = server/console/index.html server/console/app.js server/console/app.css
+CONSOLE_FILES = server/console/index.html server/console/app.js server/console/app.css \
+	server/console/favicon.svg
 nodist_shardstore_SOURCES = server/console_assets.c
 CLEANFILES += server/console_assets.c
 EXTRA_DIST += $(CONSOLE_FILES) server/console/embed.sh

@@ -294,6 +294,7 @@
     drawGraph($('rate-graph'), [{data: rates.req, color: '#2e8b57'}]);
     drawGraph($('tput-graph'), [{data: rates.inMiB, color: '#2f6fd6'},
       {data: rates.outMiB, color: '#d6812f'}]);
+    $('rate-graph').dataset.points = String(rates.req.length);
     $('rate-now').textContent = '(now ' + fmtRate(last(rates.req)) + ')';
     $('tput-now').textContent = '(now ' + fmtRate(last(rates.inMiB)) + ' / ' +
       fmtRate(last(rates.outMiB)) + ')';

@@ -66,3 +66,9 @@ EXTRA_DIST += %D%/test_reserve.py
 # Slow readers: what a stalled GET may hold back (issue 16, item 5).
 TESTS += %D%/test_slow_reader.py
 EXTRA_DIST += %D%/test_slow_reader.py
+
+# The status console in headless Chromium (skips without chromium); leaves
+# console.png, a screenshot of the logged-in page, beside its log.
+TESTS += %D%/test_console.py
+EXTRA_DIST += %D%/test_console.py
+CLEANFILES += %D%/console.png
