@@ -72,3 +72,8 @@ EXTRA_DIST += %D%/test_slow_reader.py
 TESTS += %D%/test_console.py
 EXTRA_DIST += %D%/test_console.py
 CLEANFILES += %D%/console.png
+
+# make install DESTDIR=...: programs, libshard, config, systemd unit, manual
+# pages; the unit through systemd-analyze verify when it exists.
+TESTS += %D%/test_install.py
+EXTRA_DIST += %D%/test_install.py
