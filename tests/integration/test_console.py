@@ -172,6 +172,20 @@ def test_http_side(srv):
     h.eq(srv.request("GET", "/_/console/secret.txt", sign=False).status, 403,
          "unknown console file: as any unauthenticated admin path")
 
+    # The error ring keeps the last 64 errors, newest first; long keys are
+    # cut at 256 bytes and say so; odd bytes are escaped as JSON.
+    srv.client().create_bucket(Bucket="ring-bucket")
+    for i in range(70):
+        key = ("k%03d-" % i) + ("x" * 300 if i == 69 else "\x01")
+        h.eq(srv.request("GET", "/ring-bucket/" + h.quote_key(key)).status, 404, "missing key %d" % i)
+    ring = json.loads(srv.request("GET", "/_/console/api/summary").body)["recent_errors"]
+    h.eq(len(ring), 64, "ring size")
+    h.eq([e["key"][:4] for e in ring[:2]], ["k069", "k068"], "newest first")
+    h.eq((len(ring[0]["key"]), ring[0]["key_cut"]), (256, True), "long key cut")
+    h.eq((ring[1]["key"], ring[1]["key_cut"], ring[1]["code"], ring[1]["op"], ring[1]["bucket"]),
+         ("k068-\x01", False, "NoSuchKey", "GetObject", "ring-bucket"), "a record")
+    h.check(all(e["status"] == 404 for e in ring), "the oldest were overwritten")
+
 
 def test_console_in_browser(srv):
     chromium = find_chromium()
@@ -217,7 +231,8 @@ def test_console_in_browser(srv):
         h.eq(b.eval("document.getElementById('health').textContent"), "ok", "health shown")
         h.check(b.eval("document.getElementById('uptime').textContent").endswith("s"), "uptime")
         rows = {r[0]: r for r in table_rows(b, "buckets")}
-        h.eq(sorted(rows), ["console-alpha", "console-beta"], "buckets listed")
+        h.eq(sorted(n for n in rows if n.startswith("console-")), ["console-alpha", "console-beta"],
+             "buckets listed")
         h.eq(rows["console-alpha"][1], "3", "objects in console-alpha")
         h.eq(rows["console-alpha"][2], "2.9 KiB", "bytes of console-alpha")
         h.check(all(r[1] != "?" for r in rows.values()), "counts known")
