@@ -22,6 +22,7 @@
 #include "server/http.h"
 #include "server/reserve.h"
 #include "server/server.h"
+#include "server/sse.h"
 #include "storage/storage.h"
 
 #include <errno.h>
@@ -211,6 +212,8 @@ main(int argc, char **argv)
         return 1;
     }
     int exit_code = 1;
+    if (sse_keys_open(&srv.cfg, &srv.sse_keys) != 0)
+        goto out;
     if (access_log_open(srv.cfg.access_log, srv.cfg.audit_log) != 0)
         goto out;
     if (open_stores(&srv) != 0)
@@ -243,6 +246,7 @@ out:
     storage_close(srv.storage);
     index_close(srv.index);
     access_log_close();
+    sse_keys_close(srv.sse_keys);
     log_info("stopped");
     return exit_code;
 }
