@@ -159,10 +159,15 @@ sse_keys_open(const struct config *cfg, struct sse_keys **out)
     struct sse_keys *k = xcalloc(1, sizeof(*k));
     char path[4200];
     int rc;
-    if (cfg->sse_master_key_file[0])
+    if (cfg->sse_master_key_file[0]) {
         snprintf(path, sizeof(path), "%s", cfg->sse_master_key_file);
-    else
-        snprintf(path, sizeof(path), "%s/sse-master.key", cfg->data_dir);
+    } else {
+        /* DATA/keys/, made private here: the data dir itself need not be. */
+        snprintf(path, sizeof(path), "%s/keys", cfg->data_dir);
+        if (mkdir(path, 0700) == 0)
+            dir_sync_parent(path);
+        snprintf(path, sizeof(path), "%s/keys/sse-master.key", cfg->data_dir);
+    }
     rc = key_file_read(path, k->k[0].key);
     if (rc == -ENOENT) {
         rc = key_file_create(path, k->k[0].key);

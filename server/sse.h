@@ -62,8 +62,9 @@ struct sse_keys;
 
 /*
  * Loads the master keys at start-up: sse_master_key_file (default
- * DATA/sse-master.key; 32 raw bytes or 64 hex digits), created with random
- * bytes when absent and its directory is private, and every file of
+ * DATA/keys/sse-master.key, DATA/keys made mode 0700 when absent; 32 raw
+ * bytes or 64 hex digits), created with random bytes when absent and its
+ * directory is private, and every file of
  * sse_old_key_files. A key file readable by group or others, or unreadable,
  * is an error. Without a current key (absent, directory not private) SSE-S3
  * is refused at request time; '*out' is still set. Returns 0 or -errno
