@@ -38,6 +38,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <stddef.h>
 #include <microhttpd.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -578,6 +579,8 @@ sse_copy_shares(const struct sse_obj *src, const struct sse_obj *dst)
 {
     if (src->mode != dst->mode)
         return false;
+    if (src->mode == SSE_S3) /* under an old master key: re-encrypted (rotation) */
+        return memcmp(src->key_id, dst->key_id, SSE_KEY_ID_LEN) == 0;
     if (src->mode != SSE_C)
         return true;
     uint8_t v[32];
@@ -713,6 +716,7 @@ struct sse_stream {
     size_t pt_pos; /* window of 'pt' not yet delivered */
     size_t pt_len;
     char request_id[24];
+    /* Buffers last: not zeroed at creation (a range GET makes one per request). */
     uint8_t ct[SSE_PKG_LEN + AUTH_SSE_TAG_LEN];
     uint8_t pt[SSE_PKG_LEN];
 };
@@ -747,7 +751,8 @@ static int
 stream_create(struct s3_req *r, const struct index_object *obj, const struct meta *m,
               const struct sse_obj *o, uint64_t first, uint64_t len, struct sse_stream **out)
 {
-    struct sse_stream *s = xcalloc(1, sizeof(*s));
+    struct sse_stream *s = xmalloc(sizeof(*s));
+    memset(s, 0, offsetof(struct sse_stream, ct));
     int rc = -EIO;
     uint32_t n = obj->parts_count ? obj->parts_count : 1;
     *out = NULL;
@@ -946,8 +951,9 @@ sse_body_response(struct s3_req *r, const struct index_object *obj, const struct
     s->pt_len = plen;
     s->pt_pos = (size_t)s->skip;
     s->skip = 0;
+    size_t block = (size_t)MIN((uint64_t)SSE_BLOCK_LEN, MAX(len, (uint64_t)4096));
     struct MHD_Response *resp =
-        MHD_create_response_from_callback(len, SSE_BLOCK_LEN, stream_cb, s, stream_free);
+        MHD_create_response_from_callback(len, block, stream_cb, s, stream_free);
     if (!resp)
         stream_destroy(s);
     return resp;

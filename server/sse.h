@@ -97,7 +97,8 @@ bool sse_for_write(struct s3_req *r, const struct index_bucket *bk, struct sse_o
 bool sse_for_read(struct s3_req *r, const struct meta *m, bool is_copy_source, struct sse_obj *out);
 /* Whether a copy from 'src' (opened by sse_for_read) to a destination
  * asking for 'dst' (sse_for_write) may share the source's stored bytes:
- * both plain, both SSE-S3, or SSE-C under the same customer key. */
+ * both plain, both SSE-S3 under the current master key, or SSE-C under the
+ * same customer key. */
 bool sse_copy_shares(const struct sse_obj *src, const struct sse_obj *dst);
 /* Whether 'obj' is encrypted (or its metadata unreadable); 'a' for the
  * decoding. */

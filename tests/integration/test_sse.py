@@ -417,6 +417,7 @@ def test_restart_and_rotation(srv):
     s3 = setup(srv)
     data = marked(PKG + 1, seed=40)
     s3.put_object(Bucket=BUCKET, Key="old-key", Body=data, ServerSideEncryption="AES256")
+    s3.put_object(Bucket=BUCKET, Key="moved-key", Body=data, ServerSideEncryption="AES256")
     s3.put_object(Bucket=BUCKET, Key="c-old", Body=data, SSECustomerAlgorithm="AES256", SSECustomerKey=KEY.decode())
     master = os.path.join(srv.data_dir, "keys", "sse-master.key")
     h.check(os.path.exists(master), "the master key was created in the data dir")
@@ -436,6 +437,8 @@ def test_restart_and_rotation(srv):
     s3 = srv.client()
     h.same_bytes(s3.get_object(Bucket=BUCKET, Key="old-key")["Body"].read(), data, "old key readable after rotation")
     s3.put_object(Bucket=BUCKET, Key="new-key", Body=data, ServerSideEncryption="AES256")
+    # A copy onto itself moves an object to the current key.
+    s3.copy_object(Bucket=BUCKET, Key="moved-key", CopySource={"Bucket": BUCKET, "Key": "moved-key"}, ServerSideEncryption="AES256")
     # Without the old key, its objects fail (500), the new ones read.
     srv.stop()
     write_config(srv, CONFIG.replace("sse_c_allow_http = on\n", "") + "sse_master_key_file = %s\n" % new_key)
@@ -444,6 +447,7 @@ def test_restart_and_rotation(srv):
     r = srv.request("GET", "/%s/old-key" % BUCKET)
     h.expect_s3_error(r.status, r.body, 500, "InternalError", "object of a key no longer loaded")
     h.same_bytes(srv.client().get_object(Bucket=BUCKET, Key="new-key")["Body"].read(), data, "new key")
+    h.same_bytes(srv.client().get_object(Bucket=BUCKET, Key="moved-key")["Body"].read(), data, "re-encrypted by the self-copy")
     # SSE-C over plain HTTP is refused without sse_c_allow_http.
     r = srv.request("GET", "/%s/c-old" % BUCKET, headers=ssec())
     h.expect_s3_error(r.status, r.body, 400, "InvalidRequest", "SSE-C over plain HTTP")
