@@ -444,8 +444,8 @@ int auth_sse_unwrap(const uint8_t kek[AUTH_SSE_KEY_LEN], const uint8_t in[AUTH_S
  * from the data key and the segment's salt. Not thread-safe; one per
  * stream. */
 struct auth_sse_pkg;
-/* Creates it (caller frees with auth_sse_pkg_destroy); NULL on an OpenSSL
- * failure. */
+/* Creates it (caller frees with auth_sse_pkg_destroy); the OpenSSL
+ * contexts are made on first seal or open. Never NULL. */
 struct auth_sse_pkg *auth_sse_pkg_create(const uint8_t dk[AUTH_SSE_KEY_LEN],
                                          const uint8_t salt[AUTH_SSE_SALT_LEN]);
 /* Frees it and wipes its key; NULL is a no-op. */

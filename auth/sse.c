@@ -82,15 +82,25 @@ auth_sse_pkg_create(const uint8_t dk[AUTH_SSE_KEY_LEN], const uint8_t salt[AUTH_
     memcpy(msg + sizeof(SEGMENT_LABEL) - 1, salt, AUTH_SSE_SALT_LEN);
     auth_hmac_sha256(dk, AUTH_SSE_KEY_LEN, msg, sizeof(msg), p->key);
     memcpy(p->salt, salt, AUTH_SSE_SALT_LEN);
-    p->enc = EVP_CIPHER_CTX_new();
-    p->dec = EVP_CIPHER_CTX_new();
-    if (!p->enc || !p->dec ||
-        EVP_EncryptInit_ex(p->enc, EVP_aes_256_gcm(), NULL, p->key, NULL) != 1 ||
-        EVP_DecryptInit_ex(p->dec, EVP_aes_256_gcm(), NULL, p->key, NULL) != 1) {
-        auth_sse_pkg_destroy(p);
-        return NULL;
-    }
     return p;
+}
+
+/* The context of one direction, set up with the segment key on first use
+ * (a range GET only decrypts, a PUT only encrypts). Returns NULL on an
+ * OpenSSL failure. */
+static EVP_CIPHER_CTX *
+pkg_ctx(struct auth_sse_pkg *p, bool is_enc)
+{
+    EVP_CIPHER_CTX **ctx = is_enc ? &p->enc : &p->dec;
+    if (*ctx)
+        return *ctx;
+    *ctx = EVP_CIPHER_CTX_new();
+    if (*ctx &&
+        EVP_CipherInit_ex(*ctx, EVP_aes_256_gcm(), NULL, p->key, NULL, is_enc ? 1 : 0) != 1) {
+        EVP_CIPHER_CTX_free(*ctx);
+        *ctx = NULL;
+    }
+    return *ctx;
 }
 
 void
@@ -127,6 +137,8 @@ auth_sse_pkg_seal(struct auth_sse_pkg *p, uint64_t index, bool is_last, const vo
     int n = 0, fin = 0;
     if (len > AUTH_SSE_PKG_MAX)
         return -EINVAL;
+    if (!pkg_ctx(p, true))
+        return -EIO;
     pkg_iv_aad(p, index, is_last, iv, aad);
     if (EVP_EncryptInit_ex(p->enc, NULL, NULL, NULL, iv) != 1 ||
         EVP_EncryptUpdate(p->enc, NULL, &n, aad, sizeof(aad)) != 1 ||
@@ -147,6 +159,8 @@ auth_sse_pkg_open(struct auth_sse_pkg *p, uint64_t index, bool is_last, const vo
     if (len < AUTH_SSE_TAG_LEN || len > AUTH_SSE_PKG_MAX + AUTH_SSE_TAG_LEN)
         return -EBADMSG;
     size_t plain = len - AUTH_SSE_TAG_LEN;
+    if (!pkg_ctx(p, false))
+        return -EIO;
     memcpy(tag, i8 + plain, AUTH_SSE_TAG_LEN);
     pkg_iv_aad(p, index, is_last, iv, aad);
     if (EVP_DecryptInit_ex(p->dec, NULL, NULL, NULL, iv) != 1 ||
