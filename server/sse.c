@@ -250,7 +250,9 @@ sse_keys_have_current(const struct sse_keys *k)
 static const struct sse_key *
 key_find(const struct sse_keys *k, const uint8_t id[SSE_KEY_ID_LEN])
 {
-    for (size_t i = k->has_current ? 0 : 1; k && i < k->n; i++)
+    if (!k)
+        return NULL;
+    for (size_t i = k->has_current ? 0 : 1; i < k->n; i++)
         if (memcmp(k->k[i].id, id, SSE_KEY_ID_LEN) == 0)
             return &k->k[i];
     return NULL;
