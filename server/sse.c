@@ -173,7 +173,7 @@ sse_keys_open(const struct config *cfg, struct sse_keys **out)
     if (rc == -ENOENT) {
         rc = key_file_create(path, k->k[0].key);
         if (rc == 0)
-            log_info("sse: created the master key %s (back it up with the index: it opens "
+            log_info("sse: created the master key %s (back it up, apart from the data: it opens "
                      "every SSE-S3 object)",
                      path);
         if (rc == -EPERM) {
