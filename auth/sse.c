@@ -92,13 +92,13 @@ static EVP_CIPHER_CTX *
 pkg_ctx(struct auth_sse_pkg *p, bool is_enc)
 {
     EVP_CIPHER_CTX **ctx = is_enc ? &p->enc : &p->dec;
-    if (*ctx)
-        return *ctx;
-    *ctx = EVP_CIPHER_CTX_new();
-    if (*ctx &&
-        EVP_CipherInit_ex(*ctx, EVP_aes_256_gcm(), NULL, p->key, NULL, is_enc ? 1 : 0) != 1) {
-        EVP_CIPHER_CTX_free(*ctx);
-        *ctx = NULL;
+    if (!*ctx) {
+        EVP_CIPHER_CTX *c = EVP_CIPHER_CTX_new();
+        if (c && EVP_CipherInit_ex(c, EVP_aes_256_gcm(), NULL, p->key, NULL, is_enc ? 1 : 0) != 1) {
+            EVP_CIPHER_CTX_free(c);
+            c = NULL;
+        }
+        *ctx = c;
     }
     return *ctx;
 }

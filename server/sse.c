@@ -98,7 +98,8 @@ key_file_read(const char *path, uint8_t key[AUTH_SSE_KEY_LEN])
             int hi = hex_digit_value(raw[2 * i]), lo = hex_digit_value(raw[2 * i + 1]);
             if (hi < 0 || lo < 0)
                 rc = -EINVAL;
-            key[i] = (uint8_t)(hi << 4 | lo);
+            else
+                key[i] = (uint8_t)((unsigned)hi << 4 | (unsigned)lo);
         }
     } else {
         rc = n < 0 ? -errno : -EINVAL;

@@ -461,6 +461,18 @@ def test_restart_and_rotation(srv):
     h.check(p.returncode != 0, "started with a world-readable key file")
     h.check(b"readable by group or others" in p.stderr, "says why: %r" % p.stderr[-500:])
     os.chmod(new_key, 0o600)
+    # No key file in a directory others can read: no key is made, SSE-S3 is refused
+    # (501), SSE-C still works.
+    open_dir = os.path.join(srv.tmp, "open")
+    os.mkdir(open_dir)
+    os.chmod(open_dir, 0o755)
+    write_config(srv, CONFIG + "sse_master_key_file = %s\n" % os.path.join(open_dir, "m.key"))
+    srv.start()
+    h.check(not os.path.exists(os.path.join(open_dir, "m.key")), "no key made in a directory others read")
+    r = srv.request("PUT", "/%s/no-key" % BUCKET, headers={"x-amz-server-side-encryption": "AES256"}, body=b"x")
+    h.expect_s3_error(r.status, r.body, 501, "NotImplemented", "SSE-S3 without a master key")
+    h.same_bytes(srv.client().get_object(Bucket=BUCKET, Key="c-old", SSECustomerAlgorithm="AES256", SSECustomerKey=KEY.decode())["Body"].read(), data, "SSE-C without a master key")
+    srv.stop()
     write_config(srv, CONFIG)
     srv.start()
 
