@@ -13,6 +13,7 @@ key rotation through sse_old_key_files, and refusal to start on a key file
 readable by others. SSE-C goes over plain HTTP with sse_c_allow_http = on.
 """
 import base64
+import concurrent.futures
 import hashlib
 import os
 import re
@@ -269,9 +270,14 @@ def test_multipart(srv):
         up = cr["UploadId"]
         part_kw = {} if mode == "s3" else dict(SSECustomerAlgorithm="AES256", SSECustomerKey=KEY.decode())
         etags = []
-        # Parts out of order: each is encrypted on its own.
-        for i in (2, 0, 1):
-            r = s3.upload_part(Bucket=BUCKET, Key=key, UploadId=up, PartNumber=i + 1, Body=parts[i], **part_kw)
+
+        def upload(i):
+            return s3.upload_part(Bucket=BUCKET, Key=key, UploadId=up, PartNumber=i + 1, Body=parts[i], **part_kw)
+
+        # In parallel, in any order: each part is encrypted on its own.
+        with concurrent.futures.ThreadPoolExecutor(3) as pool:
+            results = dict(zip((2, 0, 1), pool.map(upload, (2, 0, 1))))
+        for i, r in results.items():
             if mode == "s3":
                 h.eq(r["ServerSideEncryption"], "AES256", "UploadPart header")
             else:
