@@ -421,4 +421,44 @@ int auth_random_bytes(void *out, size_t len);
 /* Wipes 'len' bytes at 'p' in a way the compiler cannot drop. */
 void auth_wipe(void *p, size_t len);
 
+/* ---- encryption at rest (sse.c) --------------------------------------- */
+
+/* AES-256 keys, segment salts, wrapped data keys (RFC 3394 key wrap of a
+ * 32-byte key) and GCM tags. A package holds at most AUTH_SSE_PKG_MAX
+ * bytes of plaintext and is stored as ciphertext | tag. */
+#define AUTH_SSE_KEY_LEN 32
+#define AUTH_SSE_SALT_LEN 16
+#define AUTH_SSE_WRAPPED_LEN 40
+#define AUTH_SSE_TAG_LEN 16
+#define AUTH_SSE_PKG_MAX (1u << 20)
+
+/* Wraps data key 'dk' under 'kek' into 'out'. Returns 0 or -EIO. */
+int auth_sse_wrap(const uint8_t kek[AUTH_SSE_KEY_LEN], const uint8_t dk[AUTH_SSE_KEY_LEN],
+                  uint8_t out[AUTH_SSE_WRAPPED_LEN]);
+/* Unwraps 'in' under 'kek' into 'dk'. Returns 0, or -EBADMSG when 'in' was
+ * not wrapped under 'kek' (the wrap's integrity check fails). */
+int auth_sse_unwrap(const uint8_t kek[AUTH_SSE_KEY_LEN], const uint8_t in[AUTH_SSE_WRAPPED_LEN],
+                    uint8_t dk[AUTH_SSE_KEY_LEN]);
+
+/* The package cipher of one segment (an object or a part): its key derived
+ * from the data key and the segment's salt. Not thread-safe; one per
+ * stream. */
+struct auth_sse_pkg;
+/* Creates it (caller frees with auth_sse_pkg_destroy); the OpenSSL
+ * contexts are made on first seal or open. Never NULL. */
+struct auth_sse_pkg *auth_sse_pkg_create(const uint8_t dk[AUTH_SSE_KEY_LEN],
+                                         const uint8_t salt[AUTH_SSE_SALT_LEN]);
+/* Frees it and wipes its key; NULL is a no-op. */
+void auth_sse_pkg_destroy(struct auth_sse_pkg *p);
+/* Seals package 'index' ('is_last': the segment's final one) of 'len'
+ * (<= AUTH_SSE_PKG_MAX) bytes into 'out' (len + AUTH_SSE_TAG_LEN bytes;
+ * may not overlap 'in'). Returns 0, -EINVAL or -EIO. */
+int auth_sse_pkg_seal(struct auth_sse_pkg *p, uint64_t index, bool is_last, const void *in,
+                      size_t len, void *out);
+/* Opens a sealed package of 'len' bytes (tag included) into 'out' (len -
+ * AUTH_SSE_TAG_LEN bytes). Returns 0, or -EBADMSG when it does not
+ * authenticate (then 'out' is wiped), -EIO on an OpenSSL failure. */
+int auth_sse_pkg_open(struct auth_sse_pkg *p, uint64_t index, bool is_last, const void *in,
+                      size_t len, void *out);
+
 #endif

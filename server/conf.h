@@ -64,6 +64,11 @@ struct config {
     int metrics_access;    /* enum metrics_access */
     char access_log[4096]; /* JSON lines; "" off, "-" stdout */
     char audit_log[4096];  /* admin actions; "" = the access log (or the server log) */
+    /* Encryption at rest (sse.c): the master key ("" = DATA/keys/sse-master.key),
+     * older keys kept for reading (comma-separated), SSE-C over plain HTTP. */
+    char sse_master_key_file[4096];
+    char sse_old_key_files[4096];
+    bool sse_c_allow_http;
 };
 
 /* Who may read /_/metrics. */

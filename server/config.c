@@ -80,6 +80,9 @@ static const struct directive directives[] = {
     {"metrics_access", DIR_METRICS_ACCESS, FIELD(metrics_access), 0},
     {"access_log", DIR_STRING, FIELD(access_log), FIELD_LEN(access_log)},
     {"audit_log", DIR_STRING, FIELD(audit_log), FIELD_LEN(audit_log)},
+    {"sse_master_key_file", DIR_STRING, FIELD(sse_master_key_file), FIELD_LEN(sse_master_key_file)},
+    {"sse_old_key_files", DIR_STRING, FIELD(sse_old_key_files), FIELD_LEN(sse_old_key_files)},
+    {"sse_c_allow_http", DIR_BOOL, FIELD(sse_c_allow_http), 0},
 };
 
 void

@@ -303,6 +303,12 @@ conn_is_tls(struct MHD_Connection *conn)
     return di && (di->flags & MHD_USE_TLS);
 }
 
+bool
+http_conn_is_tls(struct MHD_Connection *conn)
+{
+    return conn_is_tls(conn);
+}
+
 static void
 answer_and_close(struct s3_req *r, enum s3_error e)
 {

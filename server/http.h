@@ -5,6 +5,9 @@
 #ifndef SHARD_SERVER_HTTP_H
 #define SHARD_SERVER_HTTP_H
 
+#include <stdbool.h>
+
+struct MHD_Connection;
 struct server;
 
 /* Listens on srv->cfg's address and serves. Returns 0 or -1 (logged). */
@@ -15,5 +18,8 @@ void http_stop(struct server *srv);
 /* SIGHUP: reloads the TLS certificate and key (tls.c); connections stay.
  * A failed reload is logged and keeps the current pair. Main thread. */
 void http_reload(struct server *srv);
+
+/* Whether 'conn' came through an HTTPS endpoint (SSE-C needs one). */
+bool http_conn_is_tls(struct MHD_Connection *conn);
 
 #endif

@@ -23,6 +23,7 @@
 #include "server/reserve.h"
 #include "server/server.h"
 #include "shard_version.h"
+#include "server/sse.h"
 #include "storage/storage.h"
 
 #include <errno.h>
@@ -268,6 +269,8 @@ main(int argc, char **argv)
         return 1;
     }
     int exit_code = 1;
+    if (sse_keys_open(&srv.cfg, &srv.sse_keys) != 0)
+        goto out;
     if (access_log_open(srv.cfg.access_log, srv.cfg.audit_log) != 0)
         goto out;
     if (open_stores(&srv) != 0)
@@ -300,6 +303,7 @@ out:
     storage_close(srv.storage);
     index_close(srv.index);
     access_log_close();
+    sse_keys_close(srv.sse_keys);
     log_info("stopped");
     return exit_code;
 }

@@ -12,6 +12,11 @@
  *
  * UploadPartCopy copies a byte range into the part's own extents through a
  * storage writer (bounded 1 MiB buffer): s3_copy_range.
+ *
+ * Encryption (sse.c): a copy shares the source's bytes only when they
+ * decrypt the same way for the destination (both plain, both SSE-S3, SSE-C
+ * under the same key); otherwise the plaintext is copied re-encrypted for
+ * the destination (sse_copy_object).
  */
 #include "config.h"
 
@@ -26,6 +31,7 @@
 #include "server/ops.h"
 #include "server/req.h"
 #include "server/server.h"
+#include "server/sse.h"
 #include "server/util.h"
 #include "server/xml_out.h"
 #include "storage/storage.h"
@@ -188,7 +194,8 @@ s3_copy_source_lookup(struct s3_req *r, struct index_bucket *src_bk, struct slic
  * request errors and returns 1. */
 static int
 copy_once(struct s3_req *r, const struct index_bucket *dst_bk, const struct index_bucket *src_bk,
-          struct slice sk, const struct index_object *src, struct index_object *out)
+          struct slice sk, const struct index_object *src, struct index_object *out,
+          struct sse_obj *src_sse, struct sse_obj *dst_sse)
 {
     struct slice directive = s3_req_header(r, "x-amz-metadata-directive");
     bool is_replace = slice_eq_nocase(directive, "REPLACE");
@@ -196,16 +203,19 @@ copy_once(struct s3_req *r, const struct index_bucket *dst_bk, const struct inde
         s3_respond_error(r, S3_ERR_INVALID_ARGUMENT, "Unknown metadata directive.");
         return 1;
     }
-    if (!is_replace && src_bk->id == dst_bk->id && slice_eq(sk, r->key)) {
+    struct meta src_meta, new_meta;
+    if (!meta_decode(r->arena, src->meta, src->meta_len, &src_meta)) {
+        s3_respond_error(r, S3_ERR_INTERNAL_ERROR, NULL);
+        return 1;
+    }
+    if (!sse_for_read(r, &src_meta, true, src_sse) || !sse_for_write(r, dst_bk, dst_sse))
+        return 1;
+    bool is_shared = sse_copy_shares(src_sse, dst_sse);
+    if (!is_replace && is_shared && src_bk->id == dst_bk->id && slice_eq(sk, r->key)) {
         s3_respond_error(r, S3_ERR_INVALID_REQUEST,
                          "This copy request is illegal because it is trying to copy an object to "
                          "itself without changing the object's metadata, storage class, website "
                          "redirect location or encryption attributes.");
-        return 1;
-    }
-    struct meta src_meta, new_meta;
-    if (!meta_decode(r->arena, src->meta, src->meta_len, &src_meta)) {
-        s3_respond_error(r, S3_ERR_INTERNAL_ERROR, NULL);
         return 1;
     }
     if (is_replace) {
@@ -229,6 +239,11 @@ copy_once(struct s3_req *r, const struct index_bucket *dst_bk, const struct inde
     }
     if (!s3_tagging_for_copy(r, &new_meta))
         return 1;
+    int rc;
+    if (!is_shared) {
+        rc = sse_copy_object(r, dst_bk->id, src, &src_meta, src_sse, &new_meta, dst_sse, out);
+        goto done;
+    }
 
     /* Same extents, same sums, same ETag (a multipart source keeps its
      * "-N" ETag and part layout, so partNumber reads still work). */
@@ -246,9 +261,11 @@ copy_once(struct s3_req *r, const struct index_bucket *dst_bk, const struct inde
         op.share_bucket_id = src_bk->id;
         op.share_key = sk;
     }
-    int rc = committer_run(r->srv->committer, &op, 1);
+    rc = committer_run(r->srv->committer, &op, 1);
     if (rc == 0)
         rc = op.result;
+
+done:
     if (rc < 0 && rc != -ESTALE) {
         s3_respond_error(r, rc == -ENOENT ? S3_ERR_NO_SUCH_BUCKET : s3_error_from_errno(rc), NULL);
         return 1;
@@ -262,6 +279,7 @@ op_copy_object(struct s3_req *r)
     struct index_bucket dst_bk, src_bk;
     struct slice sk;
     struct index_object src, obj;
+    struct sse_obj src_sse = {.mode = SSE_NONE}, dst_sse = {.mode = SSE_NONE};
     if (!s3_bucket_lookup(r, &dst_bk))
         return;
     /* A source overwritten between our read and the commit: read it again.
@@ -269,14 +287,16 @@ op_copy_object(struct s3_req *r)
     int rc = -ESTALE;
     for (int attempt = 0; attempt < 8 && rc == -ESTALE; attempt++) {
         if (!s3_copy_source_lookup(r, &src_bk, &sk, &src))
-            return;
-        rc = copy_once(r, &dst_bk, &src_bk, sk, &src, &obj);
+            goto done;
+        sse_obj_wipe(&src_sse);
+        sse_obj_wipe(&dst_sse);
+        rc = copy_once(r, &dst_bk, &src_bk, sk, &src, &obj, &src_sse, &dst_sse);
     }
     if (rc == 1)
-        return;
+        goto done;
     if (rc != 0) {
         s3_respond_error(r, S3_ERR_SLOW_DOWN, "The copy source changes too fast; retry.");
-        return;
+        goto done;
     }
     char etag[48], date[40];
     s3_format_etag(obj.etag, obj.parts_count, etag);
@@ -287,6 +307,13 @@ op_copy_object(struct s3_req *r)
     xml_elem_str(&b, "LastModified", date);
     xml_elem_str(&b, "ETag", etag);
     buf_append_str(&b, "</CopyObjectResult>");
-    s3_respond_body(r, 200, "application/xml", b.ptr, b.len);
-    buf_cleanup(&b);
+    struct MHD_Response *resp =
+        MHD_create_response_from_buffer(b.len, b.ptr, MHD_RESPMEM_MUST_FREE);
+    s3_resp_header(resp, "Content-Type", "application/xml");
+    sse_resp_headers(resp, &dst_sse);
+    s3_respond(r, 200, resp);
+
+done:
+    sse_obj_wipe(&src_sse);
+    sse_obj_wipe(&dst_sse);
 }

@@ -26,6 +26,7 @@
 #include "server/range.h"
 #include "server/req.h"
 #include "server/server.h"
+#include "server/sse.h"
 #include "server/util.h"
 #include "server/xml_out.h"
 #include "storage/storage.h"
@@ -276,6 +277,7 @@ static void
 get_or_head(struct s3_req *r, bool is_head)
 {
     struct index_bucket bk;
+    struct sse_obj sse = {.mode = SSE_NONE};
     if (!s3_bucket_lookup(r, &bk) || !s3_req_pin(r))
         return;
     struct index_object obj;
@@ -289,6 +291,9 @@ get_or_head(struct s3_req *r, bool is_head)
         s3_respond_error(r, S3_ERR_INTERNAL_ERROR, NULL);
         goto unpin;
     }
+    /* Encrypted: its key (SSE-C: the request's), opened or refused here. */
+    if (!sse_for_read(r, &m, false, &sse))
+        goto unpin;
     enum s3_error e = s3_get_conditions(r, &obj);
     if (e == S3_ERR_NOT_MODIFIED) {
         struct MHD_Response *resp =
@@ -340,12 +345,15 @@ get_or_head(struct s3_req *r, bool is_head)
     if (!pn &&
         !s3_range_apply(r, obj.size, &first, &len, &status, content_range, sizeof(content_range)))
         goto unpin;
-    struct MHD_Response *resp = s3_body_response(r, &obj, first, len, is_head);
+    struct MHD_Response *resp = sse.mode ? sse_body_response(r, &obj, &m, &sse, first, len, is_head)
+                                         : s3_body_response(r, &obj, first, len, is_head);
+    sse_obj_wipe(&sse);
     if (!resp) {
         s3_respond_error(r, S3_ERR_INTERNAL_ERROR, NULL);
         goto unpin;
     }
     object_headers(r, resp, &obj, &m, status == 200);
+    sse_resp_headers(resp, &sse);
     s3_tagging_count_header(r, resp, &m);
     char expiration[LIFECYCLE_HEADER_MAX];
     struct s3_tag *tags;
@@ -367,6 +375,7 @@ get_or_head(struct s3_req *r, bool is_head)
 
 unpin:
     /* Answered without reading from storage: hold nothing back. */
+    sse_obj_wipe(&sse);
     s3_req_unpin(r);
 }
 

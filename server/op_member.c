@@ -27,6 +27,7 @@
 #include "server/range.h"
 #include "server/req.h"
 #include "server/server.h"
+#include "server/sse.h"
 #include "server/tar.h"
 #include "server/util.h"
 #include "server/xml_out.h"
@@ -303,9 +304,14 @@ member_object(struct s3_req *r, struct index_bucket *bk, struct index_object *ob
     if (!s3_bucket_lookup(r, bk) || !s3_req_pin(r))
         return false;
     int rc = index_object_get(r->srv->index, bk->id, r->key, r->arena, obj);
-    if (rc == 0)
+    if (rc == 0 && !sse_object_is_encrypted(obj, r->arena))
         return true;
-    s3_respond_error(r, rc == -ENOENT ? S3_ERR_NO_SUCH_KEY : s3_error_from_errno(rc), NULL);
+    if (rc == 0)
+        s3_respond_error(r, S3_ERR_NOT_IMPLEMENTED,
+                         "Tar members of an encrypted object are not served: GET it whole or by "
+                         "range.");
+    else
+        s3_respond_error(r, rc == -ENOENT ? S3_ERR_NO_SUCH_KEY : s3_error_from_errno(rc), NULL);
     s3_req_unpin(r);
     return false;
 }

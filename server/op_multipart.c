@@ -29,6 +29,7 @@
 #include "server/ops.h"
 #include "server/req.h"
 #include "server/server.h"
+#include "server/sse.h"
 #include "server/util.h"
 #include "server/xml_in.h"
 #include "server/xml_out.h"
@@ -107,6 +108,13 @@ op_create_multipart(struct s3_req *r)
     }
     if (!s3_tagging_from_request(r, &m))
         return;
+    /* The upload's data key, wrapped; each part is a segment under it. */
+    struct sse_obj sse;
+    if (!sse_for_write(r, &bk, &sse))
+        return;
+    if (sse.mode)
+        sse_meta_set(r->arena, &m, sse_record_format(r->arena, &sse, NULL, 0));
+    sse_obj_wipe(&sse);
     struct slice alg = s3_req_header(r, "x-amz-checksum-algorithm");
     struct slice type = s3_req_header(r, "x-amz-checksum-type");
     enum auth_checksum_algo algo = AUTH_CK_NONE;
@@ -176,6 +184,7 @@ op_create_multipart(struct s3_req *r)
         s3_resp_header(resp, "x-amz-checksum-algorithm", auth_checksum_name(algo));
         s3_resp_header(resp, "x-amz-checksum-type", type_name);
     }
+    sse_resp_headers(resp, &sse);
     s3_respond(r, 200, resp);
 }
 
@@ -213,8 +222,21 @@ op_upload_part_copy(struct s3_req *r, const struct index_bucket *bk,
     struct index_bucket src_bk;
     struct slice sk;
     struct index_object src;
+    struct meta src_meta, um;
+    struct sse_obj src_sse = {.mode = SSE_NONE}, dst_sse = {.mode = SSE_NONE};
     if (!s3_copy_source_lookup(r, &src_bk, &sk, &src))
         return;
+    if (!meta_decode(r->arena, src.meta, src.meta_len, &src_meta) ||
+        !meta_decode(r->arena, upload->meta, upload->meta_len, &um)) {
+        s3_respond_error(r, S3_ERR_INTERNAL_ERROR, NULL);
+        return;
+    }
+    if (!sse_for_read(r, &src_meta, true, &src_sse))
+        return;
+    if (!sse_for_read(r, &um, false, &dst_sse)) {
+        sse_obj_wipe(&src_sse);
+        return;
+    }
     uint64_t first = 0, len = src.size;
     struct slice range = s3_req_header(r, "x-amz-copy-source-range");
     if (range.ptr && !parse_copy_range(range, src.size, &first, &len)) {
@@ -222,7 +244,7 @@ op_upload_part_copy(struct s3_req *r, const struct index_bucket *bk,
                          "The x-amz-copy-source-range value must be of the form bytes=first-last "
                          "where first and last are the zero-based offsets of the first and last "
                          "bytes to copy");
-        return;
+        goto done;
     }
     /* The copy runs to completion within this request: bound it as S3
      * does (5 GiB), with the size AWS names in its answer. */
@@ -233,15 +255,18 @@ op_upload_part_copy(struct s3_req *r, const struct index_bucket *bk,
                  "source: %" PRIu64,
                  r->srv->cfg.max_copy_part_size);
         s3_respond_error(r, S3_ERR_INVALID_REQUEST, msg);
-        return;
+        goto done;
     }
     struct storage_writer *w = NULL;
-    uint8_t md5[16];
-    int rc = s3_copy_range(r->srv, &src, first, len, &w, md5);
+    uint8_t md5[16], salt[AUTH_SSE_SALT_LEN];
+    int rc = src_sse.mode || dst_sse.mode
+                 ? sse_copy_range(r, &src, &src_meta, &src_sse, first, len, &dst_sse, &w, md5, salt)
+                 : s3_copy_range(r->srv, &src, first, len, &w, md5);
+    sse_etag(&dst_sse, md5);
     if (rc < 0) {
         storage_writer_destroy(w, false);
         s3_respond_error(r, s3_error_from_errno(rc), NULL);
-        return;
+        goto done;
     }
     struct index_part part;
     memset(&part, 0, sizeof(part));
@@ -256,6 +281,13 @@ op_upload_part_copy(struct s3_req *r, const struct index_bucket *bk,
         part.n_extents = (uint32_t)n;
         part.sums = storage_writer_sums(w, &part.sums_len);
     }
+    if (dst_sse.mode) {
+        struct meta_entry pe = {
+            SLICE_LIT(META_SSE_SEGMENT),
+            {(const char *)arena_memdup(r->arena, salt, sizeof(salt)), sizeof(salt)}};
+        struct meta pm = {&pe, 1};
+        meta_encode(r->arena, &pm, &part.meta, &part.meta_len);
+    }
     struct index_op op = {.kind = INDEX_OP_PART_PUT,
                           .upload_id = upload->upload_id,
                           .part = &part,
@@ -266,7 +298,7 @@ op_upload_part_copy(struct s3_req *r, const struct index_bucket *bk,
     storage_writer_destroy(w, rc == 0);
     if (rc < 0) {
         s3_respond_error(r, rc == -ENOENT ? S3_ERR_NO_SUCH_UPLOAD : s3_error_from_errno(rc), NULL);
-        return;
+        goto done;
     }
     char etag[48], date[40];
     s3_format_etag(md5, 0, etag);
@@ -277,8 +309,15 @@ op_upload_part_copy(struct s3_req *r, const struct index_bucket *bk,
     xml_elem_str(&b, "LastModified", date);
     xml_elem_str(&b, "ETag", etag);
     buf_append_str(&b, "</CopyPartResult>");
-    s3_respond_body(r, 200, "application/xml", b.ptr, b.len);
-    buf_cleanup(&b);
+    struct MHD_Response *resp =
+        MHD_create_response_from_buffer(b.len, b.ptr, MHD_RESPMEM_MUST_FREE);
+    s3_resp_header(resp, "Content-Type", "application/xml");
+    sse_resp_headers(resp, &dst_sse);
+    s3_respond(r, 200, resp);
+
+done:
+    sse_obj_wipe(&src_sse);
+    sse_obj_wipe(&dst_sse);
 }
 
 /* ======================================================================
@@ -496,6 +535,12 @@ complete_end(struct s3_req *r)
     }
     fm.entries[fm.n].name = SLICE_LIT(META_PART_SIZES);
     fm.entries[fm.n++].value = meta_part_sizes_format(r->arena, sizes, n_used);
+    /* Encrypted: the record gets each part's segment salt, in order. */
+    struct sse_obj sse;
+    if (!sse_complete(r, used, n_used, &fm, &sse)) {
+        s3_respond_error(r, S3_ERR_INTERNAL_ERROR, NULL);
+        return;
+    }
     meta_encode(r->arena, &fm, &obj.meta, &obj.meta_len);
 
     struct index_op op = {
@@ -557,8 +602,11 @@ complete_end(struct s3_req *r)
         xml_elem_str(&b, "ChecksumType", is_full ? "FULL_OBJECT" : "COMPOSITE");
     }
     xml_end(&b, "CompleteMultipartUploadResult");
-    s3_respond_body(r, 200, "application/xml", b.ptr, b.len);
-    buf_cleanup(&b);
+    struct MHD_Response *resp =
+        MHD_create_response_from_buffer(b.len, b.ptr, MHD_RESPMEM_MUST_FREE);
+    s3_resp_header(resp, "Content-Type", "application/xml");
+    sse_resp_headers(resp, &sse);
+    s3_respond(r, 200, resp);
 }
 
 void

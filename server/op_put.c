@@ -31,6 +31,7 @@
 #include "server/req.h"
 #include "server/reserve.h"
 #include "server/server.h"
+#include "server/sse.h"
 #include "server/util.h"
 #include "storage/storage.h"
 
@@ -74,6 +75,9 @@ struct put_ctx {
     bool has_if_match;
     uint8_t if_match[16];
     struct member_builder *members; /* a tar: its member index (op_member.c) */
+    struct sse_obj sse;             /* encryption at rest (sse.c); mode SSE_NONE: none */
+    struct sse_writer *sse_writer;
+    uint8_t sse_salt[AUTH_SSE_SALT_LEN];
 };
 
 /* Gives back what the upload holds: the writer's space and buffers (unless
@@ -109,6 +113,9 @@ put_cleanup(struct s3_req *r)
     put_release(r, c, false);
     member_builder_destroy(c->members);
     c->members = NULL;
+    sse_writer_destroy(c->sse_writer);
+    c->sse_writer = NULL;
+    sse_obj_wipe(&c->sse);
     if (c->has_md5)
         auth_checksum_cleanup(&c->md5);
     if (c->has_ck)
@@ -134,7 +141,8 @@ put_body(struct s3_req *r, const char *data, size_t len)
     }
     if (!c->writer)
         return S3_ERR_INTERNAL_ERROR; /* released after an earlier error */
-    int rc = storage_writer_write(c->writer, data, len);
+    int rc = c->sse_writer ? sse_writer_write(c->sse_writer, c->writer, data, len)
+                           : storage_writer_write(c->writer, data, len);
     if (rc < 0) {
         log_warn("request %s: write failed: %d", r->request_id, rc);
         put_release(r, c, false);
@@ -280,6 +288,9 @@ put_end_part(struct s3_req *r, struct put_ctx *c, const uint8_t etag[16], struct
     part.mtime_ns = clock_now_ns();
     memcpy(part.etag, etag, 16);
     writer_extents(r, c->writer, &part.extents, &part.n_extents, &part.sums, &part.sums_len);
+    if (c->sse.mode)
+        meta_add(r, &pm, META_SSE_SEGMENT,
+                 (struct slice){(const char *)c->sse_salt, AUTH_SSE_SALT_LEN});
     meta_encode(r->arena, &pm, &part.meta, &part.meta_len);
     struct index_op op = {
         .kind = INDEX_OP_PART_PUT,
@@ -302,6 +313,7 @@ put_end_part(struct s3_req *r, struct put_ctx *c, const uint8_t etag[16], struct
     if (ck_b64.len)
         s3_resp_header(resp, auth_checksum_header(c->ck_algo),
                        arena_strndup(r->arena, ck_b64.ptr, ck_b64.len));
+    sse_resp_headers(resp, &c->sse);
     s3_respond(r, 200, resp);
 }
 
@@ -314,7 +326,9 @@ put_end(struct s3_req *r)
         return;
     }
     if (c->writer) {
-        int rc = storage_writer_finish(c->writer);
+        int rc = c->sse_writer ? sse_writer_finish(c->sse_writer, c->writer) : 0;
+        if (rc == 0)
+            rc = storage_writer_finish(c->writer);
         if (rc < 0) {
             log_warn("request %s: writer finish failed: %d", r->request_id, rc);
             s3_respond_error(r, s3_error_from_errno(rc), NULL);
@@ -335,6 +349,7 @@ put_end(struct s3_req *r)
         s3_respond_error(r, e, e == S3_ERR_BAD_DIGEST ? msg : NULL);
         return;
     }
+    sse_etag(&c->sse, etag);
     if (c->is_part) {
         put_end_part(r, c, etag, ck_b64);
         return;
@@ -349,6 +364,8 @@ put_end(struct s3_req *r)
     obj.size = r->payload_len;
     obj.mtime_ns = clock_now_ns();
     memcpy(obj.etag, etag, 16);
+    if (c->sse.mode)
+        sse_meta_set(r->arena, &c->meta, sse_record_format(r->arena, &c->sse, c->sse_salt, 1));
     meta_encode(r->arena, &c->meta, &obj.meta, &obj.meta_len);
     if (c->is_inline) {
         obj.inline_data = (const uint8_t *)c->inline_buf;
@@ -394,6 +411,7 @@ put_end(struct s3_req *r)
                        arena_strndup(r->arena, ck_b64.ptr, ck_b64.len));
         s3_resp_header(resp, "x-amz-checksum-type", "FULL_OBJECT");
     }
+    sse_resp_headers(resp, &c->sse);
     /* The tags just stored (x-amz-tagging) select Tag-filtered rules. */
     char expiration[LIFECYCLE_HEADER_MAX];
     struct s3_tag *tags;
@@ -444,6 +462,22 @@ put_conditions(struct s3_req *r, struct put_ctx *c)
         c->has_if_match = true;
     }
     return S3_OK;
+}
+
+/* The encryption of the upload: asked for by a PutObject (or its bucket's
+ * default), or the multipart upload's for a part (whose SSE-C key must
+ * come again). Responds and returns false on an error. */
+static bool
+put_sse_begin(struct s3_req *r, struct put_ctx *c)
+{
+    struct meta um;
+    if (!c->is_part)
+        return sse_for_write(r, &c->bucket, &c->sse);
+    if (!meta_decode(r->arena, c->upload.meta, c->upload.meta_len, &um)) {
+        s3_respond_error(r, S3_ERR_INTERNAL_ERROR, NULL);
+        return false;
+    }
+    return sse_for_read(r, &um, false, &c->sse);
 }
 
 /* Sets up the streaming body of a PutObject or (with 'c->is_part') an
@@ -499,22 +533,31 @@ put_begin(struct s3_req *r, struct put_ctx *c)
                          "Too many uploads of this user are in flight; retry later.");
         return;
     }
+    if (!put_sse_begin(r, c))
+        return;
     r->op_ctx = c;
     r->on_cleanup = put_cleanup;
     auth_checksum_init(&c->md5, AUTH_CK_MD5);
     c->has_md5 = true;
-    if (!c->is_part && c->has_declared_len && c->declared_len <= r->srv->cfg.inline_max) {
+    if (!c->is_part && !c->sse.mode && c->has_declared_len &&
+        c->declared_len <= r->srv->cfg.inline_max) {
         c->is_inline = true;
         c->inline_buf = arena_alloc(r->arena, c->declared_len + 1);
     } else if (!c->has_declared_len || c->declared_len > 0) {
-        int rc = storage_writer_create(
-            r->srv->storage, c->has_declared_len ? c->declared_len : UINT64_MAX, &c->writer);
+        uint64_t hint = c->has_declared_len ? c->declared_len : UINT64_MAX;
+        if (c->sse.mode && c->has_declared_len)
+            hint = sse_stored_len(hint);
+        int rc = storage_writer_create(r->srv->storage, hint, &c->writer);
         if (rc < 0) {
             s3_respond_error(r, s3_error_from_errno(rc), NULL);
             return;
         }
+        if (c->sse.mode && !(c->sse_writer = sse_writer_create(&c->sse, c->sse_salt))) {
+            s3_respond_error(r, S3_ERR_INTERNAL_ERROR, NULL);
+            return;
+        }
     }
-    if (!c->is_part && member_put_is_tar(r))
+    if (!c->is_part && !c->sse.mode && member_put_is_tar(r))
         c->members = member_builder_create();
     r->payload_max = max;
     r->on_body = put_body;

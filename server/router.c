@@ -19,6 +19,7 @@
 #include "server/router.h"
 #include "server/unsupported.h"
 #include "server/server.h"
+#include "server/sse.h"
 #include "server/util.h"
 
 #include <string.h>
@@ -141,6 +142,12 @@ static const struct route routes[] = {
      op_put_bucket_lifecycle, "PutBucketLifecycleConfiguration"},
     {"DELETE", LEVEL_BUCKET, "lifecycle", NULL, AUTH_ACTION_BUCKET_ADMIN, RKEY_NONE, BLOCKS,
      op_delete_bucket_lifecycle, "DeleteBucketLifecycle"},
+    {"GET", LEVEL_BUCKET, "encryption", NULL, AUTH_ACTION_BUCKET_ADMIN, RKEY_NONE, 0,
+     op_get_bucket_encryption, "GetBucketEncryption"},
+    {"PUT", LEVEL_BUCKET, "encryption", NULL, AUTH_ACTION_BUCKET_ADMIN, RKEY_NONE, BODY_END,
+     op_put_bucket_encryption, "PutBucketEncryption"},
+    {"DELETE", LEVEL_BUCKET, "encryption", NULL, AUTH_ACTION_BUCKET_ADMIN, RKEY_NONE, BLOCKS,
+     op_delete_bucket_encryption, "DeleteBucketEncryption"},
     {"GET", LEVEL_BUCKET, "tagging", NULL, AUTH_ACTION_BUCKET_ADMIN, RKEY_NONE, 0,
      op_get_bucket_tagging, "GetBucketTagging"},
     {"PUT", LEVEL_BUCKET, "tagging", NULL, AUTH_ACTION_BUCKET_ADMIN, RKEY_NONE, BODY_END,

@@ -25,6 +25,7 @@ struct lifecycle;
 struct listener;
 struct offload;
 struct reserve_table;
+struct sse_keys;
 struct storage;
 
 struct metrics {
@@ -68,6 +69,7 @@ struct server {
     char owner_id[65]; /* canonical user id of the root user */
     /* The AES-256 key that seals users' access-key secrets in the index. */
     uint8_t secret_seal_key[AUTH_SECRET_KEY_LEN];
+    struct sse_keys *sse_keys; /* master keys of encryption at rest (sse.c) */
     struct metrics metrics;
     atomic_bool is_stopping;
     atomic_uint_fast64_t request_seq;

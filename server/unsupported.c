@@ -1,9 +1,9 @@
 /*
  * unsupported.c: the one table of request headers the server refuses
  * because it does not do what they ask. Accepting such a header and
- * ignoring it would claim a protection that is not applied (an "encrypted"
- * object stored in the clear, a "locked" object that can be deleted, a
- * "private" object that a public-read bucket serves to anyone), so the
+ * ignoring it would claim a protection that is not applied (a "locked"
+ * object that can be deleted, a "private" object that a public-read bucket
+ * serves to anyone), so the
  * request is answered 501 NotImplemented naming the header, as S3 answers
  * what it cannot do. When a feature lands, its rows leave this table.
  *
@@ -58,16 +58,8 @@ struct refused_header {
 };
 
 /* Order matters only for the message: the first matching row names the
- * feature. SSE-C rows come before the general SSE prefix. */
+ * feature. (Server-side encryption headers are implemented: sse.c.) */
 static const struct refused_header refused[] = {
-    {"x-amz-server-side-encryption-customer-", SCOPE_ANY, NULL,
-     "server-side encryption with customer keys (SSE-C)"},
-    {"x-amz-copy-source-server-side-encryption-customer-", SCOPE_OBJECT_WRITE, NULL,
-     "server-side encryption with customer keys (SSE-C)"},
-    {"x-amz-server-side-encryption", SCOPE_OBJECT_WRITE | SCOPE_BUCKET_WRITE, NULL,
-     "server-side encryption"},
-    {"x-amz-server-side-encryption-", SCOPE_OBJECT_WRITE | SCOPE_BUCKET_WRITE, NULL,
-     "server-side encryption"},
     {"x-amz-object-lock-", SCOPE_OBJECT_WRITE, NULL, "object lock"},
     {"x-amz-bucket-object-lock-enabled", SCOPE_BUCKET_WRITE, is_false, "object lock"},
     {"x-amz-grant-", SCOPE_ANY, NULL, "ACL grants (x-amz-grant-*)"},

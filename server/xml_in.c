@@ -636,3 +636,77 @@ xml_parse_tagging(const char *body, size_t len, size_t max_tags, struct arena *a
     free(ctx);
     return status;
 }
+
+/* ------------------------------------------------------------------ */
+/* PutBucketEncryption                                                */
+/* ------------------------------------------------------------------ */
+
+enum { ENC_ROOT, ENC_RULE, ENC_DEFAULT, ENC_ALGORITHM, ENC_KMS_KEY, ENC_BUCKET_KEY };
+
+static const struct xml_node xml_encryption_nodes[] = {
+    [ENC_ROOT] = {"ServerSideEncryptionConfiguration", -1, false},
+    [ENC_RULE] = {"Rule", ENC_ROOT, false},
+    [ENC_DEFAULT] = {"ApplyServerSideEncryptionByDefault", ENC_RULE, false},
+    [ENC_ALGORITHM] = {"SSEAlgorithm", ENC_DEFAULT, true},
+    [ENC_KMS_KEY] = {"KMSMasterKeyID", ENC_DEFAULT, true},
+    [ENC_BUCKET_KEY] = {"BucketKeyEnabled", ENC_RULE, true},
+};
+
+static void
+xml_encryption_start(struct xml_ctx *ctx, int node)
+{
+    struct xml_encryption_request *out = ctx->doc;
+
+    if (node == ENC_RULE) {
+        if (out->n_rules == XML_IN_ENCRYPTION_RULES_MAX) {
+            xml_fail(ctx, XML_IN_TOO_MANY);
+            return;
+        }
+        out->n_rules++;
+    } else if (node == ENC_DEFAULT) {
+        if (out->rules[out->n_rules - 1].has_default)
+            xml_fail(ctx, XML_IN_MALFORMED);
+        out->rules[out->n_rules - 1].has_default = true;
+    }
+}
+
+static void
+xml_encryption_end(struct xml_ctx *ctx, int node, uint32_t seen, struct slice text)
+{
+    struct xml_encryption_request *out = ctx->doc;
+    struct xml_encryption_rule *rule = out->n_rules ? &out->rules[out->n_rules - 1] : NULL;
+
+    (void)seen;
+    switch (node) {
+    case ENC_ALGORITHM:
+        rule->algorithm = xml_dup(ctx, xml_trim(text));
+        break;
+    case ENC_KMS_KEY:
+        rule->kms_key_id = xml_dup(ctx, xml_trim(text));
+        break;
+    case ENC_BUCKET_KEY:
+        rule->bucket_key_enabled = xml_dup(ctx, xml_trim(text));
+        break;
+    default:
+        break;
+    }
+}
+
+enum xml_in_status
+xml_parse_encryption(const char *body, size_t len, struct arena *a,
+                     struct xml_encryption_request *out)
+{
+    struct xml_ctx *ctx = xcalloc(1, sizeof(*ctx));
+    enum xml_in_status status;
+
+    memset(out, 0, sizeof(*out));
+    ctx->a = a;
+    ctx->nodes = xml_encryption_nodes;
+    ctx->n_nodes = ARRAY_LEN(xml_encryption_nodes);
+    ctx->on_start = xml_encryption_start;
+    ctx->on_end = xml_encryption_end;
+    ctx->doc = out;
+    status = xml_run(ctx, body, len);
+    free(ctx);
+    return status;
+}

@@ -113,4 +113,34 @@ struct xml_tagging_request {
 enum xml_in_status xml_parse_tagging(const char *body, size_t len, size_t max_tags, struct arena *a,
                                      struct xml_tagging_request *out);
 
+/* The most Rules an encryption configuration body may hold (S3 takes one;
+ * the caller refuses more than one with its own error). */
+#define XML_IN_ENCRYPTION_RULES_MAX 4
+
+struct xml_encryption_rule {
+    bool has_default;                /* an ApplyServerSideEncryptionByDefault element */
+    struct slice algorithm;          /* SSEAlgorithm, trimmed; {NULL, 0} when absent */
+    struct slice kms_key_id;         /* KMSMasterKeyID, trimmed; {NULL, 0} when absent */
+    struct slice bucket_key_enabled; /* BucketKeyEnabled, trimmed; {NULL, 0} when absent */
+};
+
+struct xml_encryption_request {
+    struct xml_encryption_rule rules[XML_IN_ENCRYPTION_RULES_MAX];
+    size_t n_rules;
+};
+
+/*
+ * Parses a PutBucketEncryption body:
+ *   <ServerSideEncryptionConfiguration><Rule><ApplyServerSideEncryptionByDefault>
+ *   <SSEAlgorithm>AES256</SSEAlgorithm><KMSMasterKeyID>k</KMSMasterKeyID>
+ *   </ApplyServerSideEncryptionByDefault><BucketKeyEnabled>true</BucketKeyEnabled>
+ *   </Rule></ServerSideEncryptionConfiguration>
+ * Values are returned trimmed and unchecked (the caller validates them);
+ * a Rule may have at most one ApplyServerSideEncryptionByDefault.
+ * Returns XML_IN_OK and fills '*out'; XML_IN_TOO_MANY past
+ * XML_IN_ENCRYPTION_RULES_MAX Rules; XML_IN_MALFORMED otherwise.
+ */
+enum xml_in_status xml_parse_encryption(const char *body, size_t len, struct arena *a,
+                                        struct xml_encryption_request *out);
+
 #endif

@@ -169,9 +169,12 @@ storage_reader_read(struct storage_reader *rd, uint64_t pos, void *buf, size_t l
     uint64_t in_ext = off - rd->starts[i];
     uint64_t ext_left = e->len - in_ext;
     if (off + STORAGE_READAHEAD_LEN / 2 > rd->readahead_until) {
+        /* Never past the reader's last byte: a 64 KiB range must not hint
+         * megabytes it will not read. */
         uint64_t from = MAX(off, rd->readahead_until);
-        if (from < rd->starts[i] + e->len) {
-            uint64_t ra = MIN((uint64_t)STORAGE_READAHEAD_LEN, rd->starts[i] + e->len - from);
+        uint64_t until = MIN(rd->starts[i] + e->len, rd->first + rd->len);
+        if (from < until) {
+            uint64_t ra = MIN((uint64_t)STORAGE_READAHEAD_LEN, until - from);
             posix_fadvise(v->rfd, (off_t)(e->offset + (from - rd->starts[i])), (off_t)ra,
                           POSIX_FADV_WILLNEED);
             rd->readahead_until = from + ra;

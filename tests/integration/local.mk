@@ -41,6 +41,10 @@ EXTRA_DIST += %D%/test_slow_clients.py
 TESTS += %D%/test_tls.py
 EXTRA_DIST += %D%/test_tls.py
 
+# Encryption at rest: SSE-S3, SSE-C, bucket defaults, tampering, key rotation.
+TESTS += %D%/test_sse.py
+EXTRA_DIST += %D%/test_sse.py
+
 # Admin endpoints: health, metrics, scrub.
 TESTS += %D%/test_admin.py
 EXTRA_DIST += %D%/test_admin.py

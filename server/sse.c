@@ -1,0 +1,1085 @@
+/*
+ * sse.c: server-side encryption at rest: SSE-S3 and SSE-C on PUT, GET,
+ * HEAD, multipart and copy (bucket defaults: sse_bucket.c).
+ *
+ * Every encrypted object has a random 256-bit data key, stored only
+ * wrapped (RFC 3394): under a master key (SSE-S3; the record names the
+ * key by an 8-byte id, so old keys listed in sse_old_key_files still
+ * open it) or under the customer's key (SSE-C; the key itself is never
+ * stored, only a salted HMAC of it to tell a wrong key from a corrupt
+ * record). The object's bytes are segments (the object, or each part of a
+ * multipart object, with its own random salt and derived key) of packages
+ * of SSE_PKG_LEN plaintext bytes, each stored as AES-256-GCM ciphertext and
+ * tag (auth/sse.c), so a range reads and checks only the packages it
+ * touches and a changed bit is an error, never other bytes. The record
+ * (META_SSE) is an internal metadata entry; object sizes, ETags (but
+ * SSE-C's), checksums and part sizes stay those of the plaintext.
+ *
+ * Invariant: the data key leaves this file only inside a struct sse_obj
+ * in request memory, wiped by its user (sse_obj_wipe).
+ */
+#include "config.h"
+
+#include "auth/auth.h"
+#include "common/common.h"
+#include "index/index.h"
+#include "server/commit.h"
+#include "server/conf.h"
+#include "server/errors.h"
+#include "server/extents.h"
+#include "server/http.h"
+#include "server/meta.h"
+#include "server/ops.h"
+#include "server/req.h"
+#include "server/server.h"
+#include "server/sse.h"
+#include "storage/storage.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stddef.h>
+#include <microhttpd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define SSE_KEYS_MAX 16
+#define RECORD_VERSION 1
+#define RECORD_HEAD 104
+#define STORED_PKG_LEN ((uint64_t)SSE_PKG_LEN + AUTH_SSE_TAG_LEN)
+#define SSE_BLOCK_LEN (256 * 1024)
+#define VERIFY_LABEL "shardstore-sse-c-verify-v1"
+#define KEY_ID_LABEL "shardstore-sse-key-id-v1"
+#define ETAG_LABEL "shardstore-sse-c-etag-v1"
+
+struct sse_key {
+    uint8_t id[SSE_KEY_ID_LEN];
+    uint8_t key[AUTH_SSE_KEY_LEN];
+};
+
+struct sse_keys {
+    bool has_current; /* k[0] is the current key */
+    size_t n;
+    struct sse_key k[SSE_KEYS_MAX];
+};
+
+/* ======================================================================
+ * Master keys
+ * ====================================================================== */
+
+/* Reads a key file: 32 raw bytes, or 64 hex digits and an optional
+ * newline. Returns 0, -ENOENT, -EPERM (readable by group or others) or
+ * another -errno. */
+static int
+key_file_read(const char *path, uint8_t key[AUTH_SSE_KEY_LEN])
+{
+    uint8_t raw[80];
+    struct stat sb;
+    int rc = 0;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -errno;
+    if (fstat(fd, &sb) != 0) {
+        rc = -errno;
+        goto fail;
+    }
+    if (sb.st_mode & 077) {
+        log_error("sse: key file %s is readable by group or others: chmod 600 it", path);
+        rc = -EPERM;
+        goto fail;
+    }
+    ssize_t n = read(fd, raw, sizeof(raw));
+    if (n == AUTH_SSE_KEY_LEN) {
+        memcpy(key, raw, AUTH_SSE_KEY_LEN);
+    } else if (n == 64 || (n == 65 && raw[64] == '\n')) {
+        for (int i = 0; i < AUTH_SSE_KEY_LEN && rc == 0; i++) {
+            int hi = hex_digit_value(raw[2 * i]), lo = hex_digit_value(raw[2 * i + 1]);
+            if (hi < 0 || lo < 0)
+                rc = -EINVAL;
+            else
+                key[i] = (uint8_t)((unsigned)hi << 4 | (unsigned)lo);
+        }
+    } else {
+        rc = n < 0 ? -errno : -EINVAL;
+    }
+    if (rc == -EINVAL)
+        log_error("sse: key file %s holds neither 32 bytes nor 64 hex digits", path);
+
+fail:
+    auth_wipe(raw, sizeof(raw));
+    close(fd);
+    return rc;
+}
+
+/* Creates 'path' with a random key (mode 0600, durable) when its
+ * directory is private. Returns 0, -EPERM (directory not private) or
+ * -errno. */
+static int
+key_file_create(const char *path, uint8_t key[AUTH_SSE_KEY_LEN])
+{
+    char dir[4200];
+    struct stat sb;
+    snprintf(dir, sizeof(dir), "%s", path);
+    char *slash = strrchr(dir, '/');
+    if (slash)
+        *(slash == dir ? slash + 1 : slash) = '\0';
+    else
+        snprintf(dir, sizeof(dir), ".");
+    if (stat(dir, &sb) != 0)
+        return -errno;
+    if (sb.st_mode & 077)
+        return -EPERM;
+    if (auth_random_bytes(key, AUTH_SSE_KEY_LEN) != 0)
+        return -EIO;
+    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd < 0)
+        return -errno;
+    int rc = 0;
+    if (write(fd, key, AUTH_SSE_KEY_LEN) != AUTH_SSE_KEY_LEN || fsync(fd) != 0)
+        rc = -EIO;
+    close(fd);
+    if (rc == 0)
+        rc = dir_sync_parent(path);
+    if (rc < 0)
+        unlink(path);
+    return rc;
+}
+
+static void
+key_id(const uint8_t key[AUTH_SSE_KEY_LEN], uint8_t id[SSE_KEY_ID_LEN])
+{
+    uint8_t h[32];
+    auth_hmac_sha256(key, AUTH_SSE_KEY_LEN, KEY_ID_LABEL, sizeof(KEY_ID_LABEL) - 1, h);
+    memcpy(id, h, SSE_KEY_ID_LEN);
+}
+
+int
+sse_keys_open(const struct config *cfg, struct sse_keys **out)
+{
+    struct sse_keys *k = xcalloc(1, sizeof(*k));
+    char path[4200];
+    int rc;
+    if (cfg->sse_master_key_file[0]) {
+        snprintf(path, sizeof(path), "%s", cfg->sse_master_key_file);
+    } else {
+        /* DATA/keys/, made private here: the data dir itself need not be. */
+        snprintf(path, sizeof(path), "%s/keys", cfg->data_dir);
+        if (mkdir(path, 0700) == 0)
+            dir_sync_parent(path);
+        snprintf(path, sizeof(path), "%s/keys/sse-master.key", cfg->data_dir);
+    }
+    rc = key_file_read(path, k->k[0].key);
+    if (rc == -ENOENT) {
+        rc = key_file_create(path, k->k[0].key);
+        if (rc == 0)
+            log_info("sse: created the master key %s (back it up, apart from the data: it opens "
+                     "every SSE-S3 object)",
+                     path);
+        if (rc == -EPERM) {
+            log_warn("sse: no master key %s and its directory is not private: SSE-S3 is off", path);
+            rc = 0;
+            goto old;
+        }
+    }
+    if (rc < 0) {
+        log_error("sse: cannot load the master key %s: %s", path, strerror(-rc));
+        goto fail;
+    }
+    k->has_current = true;
+    key_id(k->k[0].key, k->k[0].id);
+    k->n = 1;
+
+old:;
+    /* sse_old_key_files: comma-separated, read-only keys (rotation). */
+    const char *p = cfg->sse_old_key_files;
+    while (*p) {
+        const char *end = strchr(p, ',');
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        while (len && (*p == ' ' || *p == '\t')) {
+            p++;
+            len--;
+        }
+        while (len && (p[len - 1] == ' ' || p[len - 1] == '\t'))
+            len--;
+        if (len) {
+            if (k->n == SSE_KEYS_MAX) {
+                log_error("sse: more than %d keys in sse_old_key_files", SSE_KEYS_MAX - 1);
+                rc = -E2BIG;
+                goto fail;
+            }
+            snprintf(path, sizeof(path), "%.*s", (int)len, p);
+            /* The slot after the last key: k[0] stays the current one. */
+            size_t slot = k->n ? k->n : 1;
+            rc = key_file_read(path, k->k[slot].key);
+            if (rc < 0) {
+                log_error("sse: cannot load the old key %s: %s", path, strerror(-rc));
+                goto fail;
+            }
+            key_id(k->k[slot].key, k->k[slot].id);
+            k->n = slot + 1;
+        }
+        p = end ? end + 1 : p + len;
+        if (!end)
+            break;
+    }
+    *out = k;
+    return 0;
+
+fail:
+    sse_keys_close(k);
+    *out = NULL;
+    return rc;
+}
+
+void
+sse_keys_close(struct sse_keys *k)
+{
+    if (!k)
+        return;
+    auth_wipe(k, sizeof(*k));
+    free(k);
+}
+
+bool
+sse_keys_have_current(const struct sse_keys *k)
+{
+    return k && k->has_current;
+}
+
+static const struct sse_key *
+key_find(const struct sse_keys *k, const uint8_t id[SSE_KEY_ID_LEN])
+{
+    if (!k)
+        return NULL;
+    for (size_t i = k->has_current ? 0 : 1; i < k->n; i++)
+        if (memcmp(k->k[i].id, id, SSE_KEY_ID_LEN) == 0)
+            return &k->k[i];
+    return NULL;
+}
+
+/* ======================================================================
+ * Records and headers
+ * ====================================================================== */
+
+uint64_t
+sse_stored_len(uint64_t plain)
+{
+    return plain + (plain + SSE_PKG_LEN - 1) / SSE_PKG_LEN * AUTH_SSE_TAG_LEN;
+}
+
+struct slice
+sse_record_format(struct arena *a, const struct sse_obj *o, const uint8_t *salts, uint32_t n)
+{
+    size_t len = RECORD_HEAD + (size_t)n * AUTH_SSE_SALT_LEN;
+    uint8_t *p = arena_calloc(a, len, 1);
+    p[0] = RECORD_VERSION;
+    p[1] = (uint8_t)o->mode;
+    p[2] = 16; /* log2(SSE_PKG_LEN) */
+    memcpy(p + 4, o->key_id, SSE_KEY_ID_LEN);
+    memcpy(p + 12, o->wrapped, AUTH_SSE_WRAPPED_LEN);
+    memcpy(p + 52, o->verify_salt, 16);
+    memcpy(p + 68, o->verify, 32);
+    for (int i = 0; i < 4; i++)
+        p[100 + i] = (uint8_t)(n >> (8 * i));
+    if (n)
+        memcpy(p + RECORD_HEAD, salts, (size_t)n * AUTH_SSE_SALT_LEN);
+    return (struct slice){(const char *)p, len};
+}
+
+/* Parses a META_SSE value into 'o' (the data key not yet unwrapped). */
+static bool
+record_parse(struct slice v, struct sse_obj *o)
+{
+    const uint8_t *p = (const uint8_t *)v.ptr;
+    memset(o, 0, sizeof(*o));
+    if (v.len < RECORD_HEAD || p[0] != RECORD_VERSION || (p[1] != SSE_S3 && p[1] != SSE_C) ||
+        p[2] != 16)
+        return false;
+    o->mode = (enum sse_mode)p[1];
+    memcpy(o->key_id, p + 4, SSE_KEY_ID_LEN);
+    memcpy(o->wrapped, p + 12, AUTH_SSE_WRAPPED_LEN);
+    memcpy(o->verify_salt, p + 52, 16);
+    memcpy(o->verify, p + 68, 32);
+    o->n_segments =
+        (uint32_t)p[100] | (uint32_t)p[101] << 8 | (uint32_t)p[102] << 16 | (uint32_t)p[103] << 24;
+    if ((v.len - RECORD_HEAD) / AUTH_SSE_SALT_LEN != o->n_segments ||
+        (v.len - RECORD_HEAD) % AUTH_SSE_SALT_LEN)
+        return false;
+    o->salts = p + RECORD_HEAD;
+    return true;
+}
+
+void
+sse_meta_set(struct arena *a, struct meta *m, struct slice record)
+{
+    struct meta_entry *e = arena_calloc(a, m->n + 1, sizeof(*e));
+    size_t n = 0;
+    for (size_t i = 0; i < m->n; i++)
+        if (!slice_eq(m->entries[i].name, SLICE_LIT(META_SSE)))
+            e[n++] = m->entries[i];
+    e[n].name = SLICE_LIT(META_SSE);
+    e[n++].value = record;
+    m->entries = e;
+    m->n = n;
+}
+
+void
+sse_meta_drop(struct meta *m)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < m->n; i++)
+        if (!slice_eq(m->entries[i].name, SLICE_LIT(META_SSE)) &&
+            !slice_eq(m->entries[i].name, SLICE_LIT(META_SSE_SEGMENT)))
+            m->entries[n++] = m->entries[i];
+    m->n = n;
+}
+
+void
+sse_obj_wipe(struct sse_obj *o)
+{
+    auth_wipe(o->dk, sizeof(o->dk));
+    auth_wipe(o->ckey, sizeof(o->ckey));
+}
+
+void
+sse_resp_headers(struct MHD_Response *resp, const struct sse_obj *o)
+{
+    if (o->mode == SSE_S3) {
+        s3_resp_header(resp, "x-amz-server-side-encryption", "AES256");
+    } else if (o->mode == SSE_C) {
+        s3_resp_header(resp, "x-amz-server-side-encryption-customer-algorithm", "AES256");
+        if (o->key_md5[0])
+            s3_resp_header(resp, "x-amz-server-side-encryption-customer-key-MD5", o->key_md5);
+    }
+}
+
+void
+sse_etag(const struct sse_obj *o, uint8_t etag[16])
+{
+    if (o->mode != SSE_C)
+        return;
+    uint8_t msg[sizeof(ETAG_LABEL) - 1 + 16], h[32];
+    memcpy(msg, ETAG_LABEL, sizeof(ETAG_LABEL) - 1);
+    memcpy(msg + sizeof(ETAG_LABEL) - 1, etag, 16);
+    auth_hmac_sha256(o->dk, AUTH_SSE_KEY_LEN, msg, sizeof(msg), h);
+    memcpy(etag, h, 16);
+}
+
+/* The HMAC that recognises customer key 'key' under 'salt'. */
+static void
+customer_verify(const uint8_t key[AUTH_SSE_KEY_LEN], const uint8_t salt[16], uint8_t out[32])
+{
+    uint8_t msg[sizeof(VERIFY_LABEL) - 1 + 16];
+    memcpy(msg, VERIFY_LABEL, sizeof(VERIFY_LABEL) - 1);
+    memcpy(msg + sizeof(VERIFY_LABEL) - 1, salt, 16);
+    auth_hmac_sha256(key, AUTH_SSE_KEY_LEN, msg, sizeof(msg), out);
+}
+
+/*
+ * The SSE-C headers of a request (the x-amz-copy-source-... ones when
+ * 'is_copy_source'). Returns 1 with the key in 'o->ckey' and its MD5 in
+ * 'o->key_md5', 0 when none is present, or -1 after answering AWS's
+ * error.
+ */
+static int
+customer_key(struct s3_req *r, bool is_copy_source, struct sse_obj *o)
+{
+    const char *pre = is_copy_source ? "x-amz-copy-source-server-side-encryption-customer-"
+                                     : "x-amz-server-side-encryption-customer-";
+    char name[96];
+    snprintf(name, sizeof(name), "%salgorithm", pre);
+    struct slice alg = s3_req_header(r, name);
+    snprintf(name, sizeof(name), "%skey", pre);
+    struct slice key = s3_req_header(r, name);
+    snprintf(name, sizeof(name), "%skey-MD5", pre);
+    struct slice md5 = s3_req_header(r, name);
+    if (!alg.ptr && !key.ptr && !md5.ptr)
+        return 0;
+    const char *msg = NULL;
+    enum s3_error e = S3_ERR_INVALID_ARGUMENT;
+    uint8_t raw[64], dig[AUTH_CK_MAX_DIGEST], given[64];
+    if (!r->srv->cfg.sse_c_allow_http && !http_conn_is_tls(r->conn)) {
+        e = S3_ERR_INVALID_REQUEST;
+        msg = "Requests specifying Server Side Encryption with Customer provided keys must be "
+              "made over a secure connection.";
+    } else if (!alg.ptr) {
+        msg = "Requests specifying Server Side Encryption with Customer provided keys must "
+              "provide a valid encryption algorithm.";
+    } else if (!slice_eq(alg, SLICE_LIT("AES256"))) {
+        e = S3_ERR_INVALID_ENCRYPTION_ALGORITHM;
+    } else if (!key.ptr) {
+        msg = "Requests specifying Server Side Encryption with Customer provided keys must "
+              "provide an appropriate secret key.";
+    } else if (key.len > 48 || base64_decode(key.ptr, key.len, raw) != AUTH_SSE_KEY_LEN) {
+        msg = "The secret key was invalid for the specified algorithm.";
+    } else if (!md5.ptr) {
+        msg = "Requests specifying Server Side Encryption with Customer provided keys must "
+              "provide the client calculated MD5 of the secret key.";
+    } else {
+        struct auth_checksum ck;
+        auth_checksum_init(&ck, AUTH_CK_MD5);
+        auth_checksum_update(&ck, raw, AUTH_SSE_KEY_LEN);
+        auth_checksum_final(&ck, dig);
+        if (md5.len > 32 || base64_decode(md5.ptr, md5.len, given) != 16 ||
+            !auth_equal_ct(given, dig, 16))
+            msg = "The calculated MD5 hash of the key did not match the hash that was provided.";
+    }
+    if (msg || e != S3_ERR_INVALID_ARGUMENT) {
+        auth_wipe(raw, sizeof(raw));
+        s3_respond_error(r, e, msg);
+        return -1;
+    }
+    memcpy(o->ckey, raw, AUTH_SSE_KEY_LEN);
+    auth_wipe(raw, sizeof(raw));
+    o->has_ckey = true;
+    base64_encode(dig, 16, o->key_md5);
+    return 1;
+}
+
+/* The bucket's default encryption (sse_bucket.c's stored form). */
+static enum sse_mode
+bucket_default(struct s3_req *r, const struct index_bucket *bk)
+{
+    const void *val;
+    size_t len;
+    if (index_bucket_config_get(r->srv->index, bk->id, INDEX_BUCKET_CONFIG_ENCRYPTION, r->arena,
+                                &val, &len) != 0)
+        return SSE_NONE;
+    const uint8_t *p = val;
+    return len >= 2 && p[0] == 1 && p[1] == SSE_S3 ? SSE_S3 : SSE_NONE;
+}
+
+bool
+sse_for_write(struct s3_req *r, const struct index_bucket *bk, struct sse_obj *out)
+{
+    memset(out, 0, sizeof(*out));
+    struct slice sse = s3_req_header(r, "x-amz-server-side-encryption");
+    int has_c = customer_key(r, false, out);
+    if (has_c < 0)
+        return false;
+    const char *msg = NULL;
+    enum s3_error e = S3_ERR_INVALID_ARGUMENT;
+    if (has_c && sse.ptr) {
+        msg = "Server Side Encryption with Customer provided key is incompatible with the "
+              "encryption method specified";
+    } else if (has_c) {
+        out->mode = SSE_C;
+    } else if (sse.ptr) {
+        if (slice_eq(sse, SLICE_LIT("AES256"))) {
+            out->mode = SSE_S3;
+        } else if (slice_eq(sse, SLICE_LIT("aws:kms")) ||
+                   slice_eq(sse, SLICE_LIT("aws:kms:dsse"))) {
+            e = S3_ERR_NOT_IMPLEMENTED;
+            msg = "This server has no KMS: use x-amz-server-side-encryption: AES256 (SSE-S3) or "
+                  "SSE-C.";
+        } else {
+            msg = "The encryption method specified is not supported";
+        }
+    } else if (bk) {
+        out->mode = bucket_default(r, bk);
+    }
+    if (!msg && out->mode == SSE_S3 &&
+        s3_req_has_header(r, "x-amz-server-side-encryption-aws-kms-key-id"))
+        msg = "Server Side Encryption with AWS KMS managed key requires HTTP header "
+              "x-amz-server-side-encryption : aws:kms";
+    if (!msg && out->mode == SSE_S3 && !sse_keys_have_current(r->srv->sse_keys)) {
+        e = S3_ERR_NOT_IMPLEMENTED;
+        msg = "Server-side encryption needs a master key (sse_master_key_file), which this "
+              "server has not.";
+    }
+    if (msg) {
+        sse_obj_wipe(out);
+        s3_respond_error(r, e, msg);
+        return false;
+    }
+    if (out->mode == SSE_NONE)
+        return true;
+    int rc = auth_random_bytes(out->dk, AUTH_SSE_KEY_LEN);
+    if (rc == 0 && out->mode == SSE_S3) {
+        memcpy(out->key_id, r->srv->sse_keys->k[0].id, SSE_KEY_ID_LEN);
+        rc = auth_sse_wrap(r->srv->sse_keys->k[0].key, out->dk, out->wrapped);
+    } else if (rc == 0) {
+        rc = auth_random_bytes(out->verify_salt, sizeof(out->verify_salt));
+        customer_verify(out->ckey, out->verify_salt, out->verify);
+        if (rc == 0)
+            rc = auth_sse_wrap(out->ckey, out->dk, out->wrapped);
+    }
+    if (rc != 0) {
+        sse_obj_wipe(out);
+        s3_respond_error(r, S3_ERR_INTERNAL_ERROR, NULL);
+        return false;
+    }
+    return true;
+}
+
+bool
+sse_for_read(struct s3_req *r, const struct meta *m, bool is_copy_source, struct sse_obj *out)
+{
+    struct sse_obj given;
+    memset(&given, 0, sizeof(given));
+    memset(out, 0, sizeof(*out));
+    int has_c = customer_key(r, is_copy_source, &given);
+    if (has_c < 0)
+        return false;
+    struct slice rec = meta_get(m, META_SSE);
+    const char *msg = NULL;
+    enum s3_error e = S3_ERR_INVALID_REQUEST;
+    if (!rec.ptr) {
+        if (has_c)
+            msg = "The encryption parameters are not applicable to this object.";
+    } else if (!record_parse(rec, out)) {
+        e = S3_ERR_INTERNAL_ERROR;
+        log_error("request %s: corrupt encryption record", r->request_id);
+    } else if (out->mode == SSE_S3) {
+        const struct sse_key *k = key_find(r->srv->sse_keys, out->key_id);
+        char id[2 * SSE_KEY_ID_LEN + 1];
+        hex_encode(out->key_id, SSE_KEY_ID_LEN, id);
+        if (has_c) {
+            msg = "The encryption parameters are not applicable to this object.";
+        } else if (!k) {
+            e = S3_ERR_INTERNAL_ERROR;
+            log_error("request %s: the object's master key %s is not loaded (sse_old_key_files)",
+                      r->request_id, id);
+        } else if (auth_sse_unwrap(k->key, out->wrapped, out->dk) != 0) {
+            e = S3_ERR_INTERNAL_ERROR;
+            log_error("request %s: the data key does not unwrap under master key %s", r->request_id,
+                      id);
+        } else {
+            e = S3_OK;
+        }
+    } else if (!has_c) {
+        msg = "The object was stored using a form of Server Side Encryption. The correct "
+              "parameters must be provided to retrieve the object.";
+    } else {
+        uint8_t v[32];
+        customer_verify(given.ckey, out->verify_salt, v);
+        if (!auth_equal_ct(v, out->verify, 32) ||
+            auth_sse_unwrap(given.ckey, out->wrapped, out->dk) != 0) {
+            e = S3_ERR_ACCESS_DENIED;
+            msg = "The provided customer key does not match the key the object was encrypted "
+                  "with.";
+        } else {
+            e = S3_OK;
+            memcpy(out->key_md5, given.key_md5, sizeof(out->key_md5));
+            memcpy(out->ckey, given.ckey, sizeof(out->ckey));
+            out->has_ckey = true;
+        }
+    }
+    sse_obj_wipe(&given);
+    if (!rec.ptr && !msg)
+        return true;
+    if (e == S3_OK)
+        return true;
+    sse_obj_wipe(out);
+    s3_respond_error(r, e, msg);
+    return false;
+}
+
+bool
+sse_copy_shares(const struct sse_obj *src, const struct sse_obj *dst)
+{
+    if (src->mode != dst->mode)
+        return false;
+    if (src->mode == SSE_S3) /* under an old master key: re-encrypted (rotation) */
+        return memcmp(src->key_id, dst->key_id, SSE_KEY_ID_LEN) == 0;
+    if (src->mode != SSE_C)
+        return true;
+    uint8_t v[32];
+    customer_verify(dst->ckey, src->verify_salt, v);
+    return dst->has_ckey && auth_equal_ct(v, src->verify, 32);
+}
+
+bool
+sse_object_is_encrypted(const struct index_object *obj, struct arena *a)
+{
+    struct meta m;
+    return !meta_decode(a, obj->meta, obj->meta_len, &m) || meta_get(&m, META_SSE).ptr;
+}
+
+bool
+sse_complete(struct s3_req *r, struct index_part **used, uint32_t n, struct meta *fm,
+             struct sse_obj *out)
+{
+    memset(out, 0, sizeof(*out));
+    struct slice rec = meta_get(fm, META_SSE);
+    if (!rec.ptr)
+        return true;
+    if (!record_parse(rec, out))
+        return false;
+    uint8_t *salts = arena_alloc(r->arena, (size_t)n * AUTH_SSE_SALT_LEN + 1);
+    for (uint32_t i = 0; i < n; i++) {
+        struct meta pm;
+        struct slice salt = SLICE_NULL;
+        if (meta_decode(r->arena, used[i]->meta, used[i]->meta_len, &pm))
+            salt = meta_get(&pm, META_SSE_SEGMENT);
+        if (salt.len != AUTH_SSE_SALT_LEN) {
+            log_error("request %s: part %" PRIu32 " of an encrypted upload has no segment salt",
+                      r->request_id, used[i]->number);
+            return false;
+        }
+        memcpy(salts + (size_t)i * AUTH_SSE_SALT_LEN, salt.ptr, AUTH_SSE_SALT_LEN);
+    }
+    sse_meta_set(r->arena, fm, sse_record_format(r->arena, out, salts, n));
+    return true;
+}
+
+/* ======================================================================
+ * Writing
+ * ====================================================================== */
+
+struct sse_writer {
+    struct auth_sse_pkg *cipher;
+    uint64_t index; /* of the package being filled */
+    size_t have;    /* plaintext bytes in 'pt' */
+    uint8_t pt[SSE_PKG_LEN];
+    uint8_t ct[SSE_PKG_LEN + AUTH_SSE_TAG_LEN];
+};
+
+struct sse_writer *
+sse_writer_create(const struct sse_obj *o, uint8_t salt[AUTH_SSE_SALT_LEN])
+{
+    if (auth_random_bytes(salt, AUTH_SSE_SALT_LEN) != 0)
+        return NULL;
+    struct sse_writer *sw = xcalloc(1, sizeof(*sw));
+    sw->cipher = auth_sse_pkg_create(o->dk, salt);
+    if (!sw->cipher) {
+        free(sw);
+        return NULL;
+    }
+    return sw;
+}
+
+/* Seals the package in 'sw->pt' and hands it to storage. */
+static int
+writer_seal(struct sse_writer *sw, struct storage_writer *w, bool is_last)
+{
+    int rc = auth_sse_pkg_seal(sw->cipher, sw->index, is_last, sw->pt, sw->have, sw->ct);
+    if (rc == 0)
+        rc = storage_writer_write(w, sw->ct, sw->have + AUTH_SSE_TAG_LEN);
+    sw->index++;
+    sw->have = 0;
+    return rc;
+}
+
+int
+sse_writer_write(struct sse_writer *sw, struct storage_writer *w, const void *data, size_t len)
+{
+    const uint8_t *p = data;
+    while (len) {
+        if (sw->have == SSE_PKG_LEN) {
+            int rc = writer_seal(sw, w, false);
+            if (rc < 0)
+                return rc;
+        }
+        size_t n = MIN(len, SSE_PKG_LEN - sw->have);
+        memcpy(sw->pt + sw->have, p, n);
+        sw->have += n;
+        p += n;
+        len -= n;
+    }
+    return 0;
+}
+
+int
+sse_writer_finish(struct sse_writer *sw, struct storage_writer *w)
+{
+    return sw->have ? writer_seal(sw, w, true) : 0;
+}
+
+void
+sse_writer_destroy(struct sse_writer *sw)
+{
+    if (!sw)
+        return;
+    auth_sse_pkg_destroy(sw->cipher);
+    auth_wipe(sw->pt, sizeof(sw->pt));
+    free(sw);
+}
+
+/* ======================================================================
+ * Reading: a stream of plaintext from the packages of a range
+ * ====================================================================== */
+
+struct sse_stream {
+    struct storage_reader *rd;
+    uint64_t rd_base; /* stored offset of the reader's first byte */
+    uint32_t n_seg;
+    uint64_t *plain;      /* n_seg plaintext sizes */
+    uint64_t *stored_off; /* n_seg + 1 */
+    uint8_t *salts;       /* n_seg * AUTH_SSE_SALT_LEN */
+    uint8_t dk[AUTH_SSE_KEY_LEN];
+    uint32_t seg; /* the next package to read: segment, index */
+    uint64_t pkg;
+    struct auth_sse_pkg *cipher;
+    uint32_t cipher_seg;
+    uint64_t skip; /* plaintext to drop from the first package */
+    uint64_t left; /* plaintext still to deliver */
+    size_t pt_pos; /* window of 'pt' not yet delivered */
+    size_t pt_len;
+    char request_id[24];
+    /* Buffers last: not zeroed at creation (a range GET makes one per request). */
+    uint8_t ct[SSE_PKG_LEN + AUTH_SSE_TAG_LEN];
+    uint8_t pt[SSE_PKG_LEN];
+};
+
+static uint64_t
+pkg_count(uint64_t plain)
+{
+    return (plain + SSE_PKG_LEN - 1) / SSE_PKG_LEN;
+}
+
+static void
+stream_destroy(struct sse_stream *s)
+{
+    if (!s)
+        return;
+    storage_reader_destroy(s->rd);
+    auth_sse_pkg_destroy(s->cipher);
+    free(s->plain);
+    free(s->stored_off);
+    free(s->salts);
+    auth_wipe(s->dk, sizeof(s->dk));
+    auth_wipe(s->pt, sizeof(s->pt));
+    free(s);
+}
+
+/*
+ * Builds the stream of plaintext bytes [first, first+len) (len > 0) of
+ * 'obj': its segments from the record and the part sizes, and a storage
+ * reader of exactly the packages the range touches. Returns 0 or -errno.
+ */
+static int
+stream_create(struct s3_req *r, const struct index_object *obj, const struct meta *m,
+              const struct sse_obj *o, uint64_t first, uint64_t len, struct sse_stream **out)
+{
+    struct sse_stream *s = xmalloc(sizeof(*s));
+    memset(s, 0, offsetof(struct sse_stream, ct));
+    int rc = -EIO;
+    uint32_t n = obj->parts_count ? obj->parts_count : 1;
+    *out = NULL;
+    snprintf(s->request_id, sizeof(s->request_id), "%s", r->request_id);
+    memcpy(s->dk, o->dk, sizeof(s->dk));
+    s->cipher_seg = UINT32_MAX;
+    if (o->n_segments != n) {
+        log_error("request %s: encryption record has %" PRIu32 " segments for %" PRIu32 " parts",
+                  r->request_id, o->n_segments, n);
+        goto fail;
+    }
+    s->n_seg = n;
+    s->plain = xcalloc(n, sizeof(*s->plain));
+    s->stored_off = xcalloc(n + 1, sizeof(*s->stored_off));
+    s->salts = xmalloc((size_t)n * AUTH_SSE_SALT_LEN);
+    memcpy(s->salts, o->salts, (size_t)n * AUTH_SSE_SALT_LEN);
+    if (obj->parts_count) {
+        struct slice sizes = meta_get(m, META_PART_SIZES);
+        if (sizes.len != (size_t)n * 8)
+            goto fail;
+        for (uint32_t i = 0; i < n; i++)
+            for (int b = 7; b >= 0; b--)
+                s->plain[i] = s->plain[i] << 8 | (uint8_t)sizes.ptr[(size_t)i * 8 + (size_t)b];
+    } else {
+        s->plain[0] = obj->size;
+    }
+    uint64_t total_plain = 0, total_extents = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        total_plain += s->plain[i];
+        s->stored_off[i + 1] = s->stored_off[i] + sse_stored_len(s->plain[i]);
+    }
+    for (uint32_t i = 0; i < obj->n_extents; i++)
+        total_extents += obj->extents[i].len;
+    if (total_plain != obj->size || s->stored_off[n] != total_extents || first + len > obj->size) {
+        log_error("request %s: encrypted object layout does not match its extents", r->request_id);
+        goto fail;
+    }
+    /* The segment and package of the first and the last byte. */
+    uint64_t plain_off = 0, last = first + len - 1, start = 0, end = 0;
+    bool has_start = false;
+    for (uint32_t i = 0; i < n; i++) {
+        uint64_t seg_end = plain_off + s->plain[i];
+        if (!has_start && first < seg_end) {
+            s->seg = i;
+            s->pkg = (first - plain_off) / SSE_PKG_LEN;
+            s->skip = (first - plain_off) % SSE_PKG_LEN;
+            start = s->stored_off[i] + s->pkg * STORED_PKG_LEN;
+            has_start = true;
+        }
+        if (last < seg_end) {
+            uint64_t k = (last - plain_off) / SSE_PKG_LEN;
+            uint64_t plen = MIN((uint64_t)SSE_PKG_LEN, s->plain[i] - k * SSE_PKG_LEN);
+            end = s->stored_off[i] + k * STORED_PKG_LEN + plen + AUTH_SSE_TAG_LEN;
+            break;
+        }
+        plain_off = seg_end;
+    }
+    s->rd_base = start;
+    s->left = len;
+    struct storage_extent *se = arena_calloc(r->arena, obj->n_extents + 1, sizeof(*se));
+    extents_from_index(obj->extents, obj->n_extents, se);
+    rc = storage_reader_create(r->srv->storage, r->pin, se, obj->n_extents, start, end - start,
+                               &s->rd);
+    if (rc < 0)
+        goto fail;
+    *out = s;
+    return 0;
+
+fail:
+    stream_destroy(s);
+    return rc;
+}
+
+/* The plaintext length of the next package (moving past empty segments);
+ * 0 when none is left. */
+static size_t
+stream_next_len(struct sse_stream *s)
+{
+    while (s->seg < s->n_seg && s->pkg >= pkg_count(s->plain[s->seg])) {
+        s->seg++;
+        s->pkg = 0;
+    }
+    if (s->seg == s->n_seg)
+        return 0;
+    return (size_t)MIN((uint64_t)SSE_PKG_LEN, s->plain[s->seg] - s->pkg * SSE_PKG_LEN);
+}
+
+/* Reads the next package and opens it into 'dst' ('*plen' bytes). Returns
+ * 0, -EBADMSG (it does not authenticate) or -errno. */
+static int
+stream_next(struct sse_stream *s, uint8_t *dst, size_t *plen)
+{
+    size_t pl = stream_next_len(s);
+    if (pl == 0)
+        return -EIO;
+    size_t sl = pl + AUTH_SSE_TAG_LEN, got = 0;
+    uint64_t pos = s->stored_off[s->seg] + s->pkg * STORED_PKG_LEN - s->rd_base;
+    while (got < sl) {
+        ssize_t n = storage_reader_read(s->rd, pos + got, s->ct + got, sl - got);
+        if (n <= 0)
+            return n < 0 ? (int)n : -EIO;
+        got += (size_t)n;
+    }
+    if (s->cipher_seg != s->seg) {
+        auth_sse_pkg_destroy(s->cipher);
+        s->cipher = auth_sse_pkg_create(s->dk, s->salts + (size_t)s->seg * AUTH_SSE_SALT_LEN);
+        s->cipher_seg = s->seg;
+        if (!s->cipher) {
+            s->cipher_seg = UINT32_MAX;
+            return -EIO;
+        }
+    }
+    bool is_last = s->pkg + 1 == pkg_count(s->plain[s->seg]);
+    int rc = auth_sse_pkg_open(s->cipher, s->pkg, is_last, s->ct, sl, dst);
+    if (rc < 0) {
+        log_error("request %s: encrypted package %" PRIu64 " of segment %" PRIu32
+                  " does not authenticate (corrupt on disk)",
+                  s->request_id, s->pkg, s->seg);
+        return rc;
+    }
+    s->pkg++;
+    *plen = pl;
+    return 0;
+}
+
+/* Delivers up to 'max' bytes of plaintext into 'buf'. Returns the bytes
+ * (0 at the end) or -errno. */
+static ssize_t
+stream_read(struct sse_stream *s, uint8_t *buf, size_t max)
+{
+    size_t out = 0;
+    while (out < max && s->left) {
+        if (s->pt_pos < s->pt_len) {
+            size_t n = (size_t)MIN(MIN((uint64_t)(s->pt_len - s->pt_pos), s->left), max - out);
+            memcpy(buf + out, s->pt + s->pt_pos, n);
+            s->pt_pos += n;
+            out += n;
+            s->left -= n;
+            continue;
+        }
+        size_t next = stream_next_len(s), plen;
+        int rc;
+        if (s->skip == 0 && next && next <= s->left && next <= max - out) {
+            /* A whole package wanted and room for it: open it in place. */
+            rc = stream_next(s, buf + out, &plen);
+            if (rc < 0)
+                return rc;
+            out += plen;
+            s->left -= plen;
+            continue;
+        }
+        rc = stream_next(s, s->pt, &plen);
+        if (rc < 0)
+            return rc;
+        s->pt_len = plen;
+        s->pt_pos = (size_t)s->skip;
+        s->skip = 0;
+    }
+    return (ssize_t)out;
+}
+
+static ssize_t
+stream_cb(void *cls, uint64_t pos, char *buf, size_t max)
+{
+    struct sse_stream *s = cls;
+    (void)pos;
+    if (s->left == 0)
+        return MHD_CONTENT_READER_END_OF_STREAM;
+    ssize_t n = stream_read(s, (uint8_t *)buf, max);
+    if (n <= 0)
+        return MHD_CONTENT_READER_END_WITH_ERROR;
+    return n;
+}
+
+static void
+stream_free(void *cls)
+{
+    stream_destroy(cls);
+}
+
+struct MHD_Response *
+sse_body_response(struct s3_req *r, const struct index_object *obj, const struct meta *m,
+                  const struct sse_obj *o, uint64_t first, uint64_t len, bool is_head)
+{
+    if (is_head || len == 0)
+        return s3_body_response(r, obj, first, len, is_head);
+    struct sse_stream *s;
+    if (stream_create(r, obj, m, o, first, len, &s) < 0)
+        return NULL;
+    /* The first package before the status goes out: a bad one is a 500. */
+    size_t plen;
+    if (stream_next(s, s->pt, &plen) < 0) {
+        stream_destroy(s);
+        return NULL;
+    }
+    s->pt_len = plen;
+    s->pt_pos = (size_t)s->skip;
+    s->skip = 0;
+    size_t block = (size_t)MIN((uint64_t)SSE_BLOCK_LEN, MAX(len, (uint64_t)4096));
+    struct MHD_Response *resp =
+        MHD_create_response_from_callback(len, block, stream_cb, s, stream_free);
+    if (!resp)
+        stream_destroy(s);
+    return resp;
+}
+
+/* ======================================================================
+ * Copies
+ * ====================================================================== */
+
+int
+sse_copy_range(struct s3_req *r, const struct index_object *src, const struct meta *src_meta,
+               const struct sse_obj *src_sse, uint64_t first, uint64_t len,
+               const struct sse_obj *dst, struct storage_writer **out, uint8_t md5[16],
+               uint8_t salt[AUTH_SSE_SALT_LEN])
+{
+    struct sse_stream *s = NULL;
+    struct storage_reader *rd = NULL;
+    struct sse_writer *sw = NULL;
+    struct auth_checksum ck;
+    uint8_t *buf = xmalloc(SSE_BLOCK_LEN);
+    uint8_t dig[AUTH_CK_MAX_DIGEST];
+    auth_checksum_init(&ck, AUTH_CK_MD5);
+    *out = NULL;
+    int rc = storage_writer_create(r->srv->storage, dst->mode ? sse_stored_len(len) : len, out);
+    if (rc < 0)
+        goto fail;
+    if (dst->mode && !(sw = sse_writer_create(dst, salt))) {
+        rc = -EIO;
+        goto fail;
+    }
+    if (len && src_sse->mode) {
+        rc = stream_create(r, src, src_meta, src_sse, first, len, &s);
+    } else if (len && !src->inline_len) {
+        struct storage_extent *se = arena_calloc(r->arena, src->n_extents + 1, sizeof(*se));
+        extents_from_index(src->extents, src->n_extents, se);
+        rc = storage_reader_create(r->srv->storage, r->pin, se, src->n_extents, first, len, &rd);
+    } else if (len && first + len > src->inline_len) {
+        rc = -EIO;
+    }
+    uint64_t done = 0;
+    while (rc == 0 && done < len) {
+        ssize_t n;
+        const uint8_t *p = buf;
+        if (s) {
+            n = stream_read(s, buf, SSE_BLOCK_LEN);
+        } else if (rd) {
+            n = storage_reader_read(rd, done, buf,
+                                    (size_t)MIN((uint64_t)SSE_BLOCK_LEN, len - done));
+        } else {
+            p = src->inline_data + first + done;
+            n = (ssize_t)(len - done);
+        }
+        if (n <= 0) {
+            rc = n < 0 ? (int)n : -EIO;
+            break;
+        }
+        auth_checksum_update(&ck, p, (size_t)n);
+        rc = sw ? sse_writer_write(sw, *out, p, (size_t)n)
+                : storage_writer_write(*out, p, (size_t)n);
+        done += (uint64_t)n;
+    }
+    if (rc == 0 && sw)
+        rc = sse_writer_finish(sw, *out);
+    if (rc == 0)
+        rc = storage_writer_finish(*out);
+
+fail:
+    auth_checksum_final(&ck, dig);
+    memcpy(md5, dig, 16);
+    stream_destroy(s);
+    storage_reader_destroy(rd);
+    sse_writer_destroy(sw);
+    free(buf);
+    return rc;
+}
+
+int
+sse_copy_object(struct s3_req *r, uint64_t bucket_id, const struct index_object *src,
+                const struct meta *src_meta, const struct sse_obj *src_sse,
+                const struct meta *new_meta, const struct sse_obj *dst, struct index_object *out)
+{
+    struct storage_writer *w = NULL;
+    uint8_t salt[AUTH_SSE_SALT_LEN];
+    memset(out, 0, sizeof(*out));
+    int rc = sse_copy_range(r, src, src_meta, src_sse, 0, src->size, dst, &w, out->etag, salt);
+    if (rc < 0)
+        goto fail;
+    sse_etag(dst, out->etag);
+    /* One new segment: the part layout and part-wise checksums are gone. */
+    struct meta m;
+    m.entries = arena_calloc(r->arena, new_meta->n + 1, sizeof(*m.entries));
+    m.n = 0;
+    bool is_composite = slice_eq(meta_get(new_meta, "x-amz-checksum-type"), SLICE_LIT("COMPOSITE"));
+    for (size_t i = 0; i < new_meta->n; i++) {
+        struct slice name = new_meta->entries[i].name;
+        if (slice_eq(name, SLICE_LIT(META_PART_SIZES)) ||
+            (is_composite && slice_has_prefix(name, SLICE_LIT("x-amz-checksum-"))))
+            continue;
+        m.entries[m.n++] = new_meta->entries[i];
+    }
+    sse_meta_drop(&m);
+    if (dst->mode)
+        sse_meta_set(r->arena, &m, sse_record_format(r->arena, dst, salt, 1));
+    out->size = src->size;
+    out->mtime_ns = clock_now_ns();
+    meta_encode(r->arena, &m, &out->meta, &out->meta_len);
+    const struct storage_extent *se;
+    size_t n = storage_writer_extents(w, &se);
+    out->extents = extents_to_index(r->arena, se, n);
+    out->n_extents = (uint32_t)n;
+    out->sums = storage_writer_sums(w, &out->sums_len);
+    struct index_op op = {
+        .kind = INDEX_OP_PUT,
+        .bucket_id = bucket_id,
+        .key = r->key,
+        .object = out,
+        .arena = r->arena,
+    };
+    rc = committer_run(r->srv->committer, &op, 1);
+    if (rc == 0)
+        rc = op.result;
+
+fail:
+    storage_writer_destroy(w, rc == 0);
+    return rc;
+}
