@@ -76,6 +76,14 @@
  *                     no configuration. Listing one kind over all buckets
  *                     scans the whole database (one entry per configured
  *                     bucket and kind: few).
+ *   "uploadsdone"
+ *                key: upload id (16 raw)
+ *                val: bucket_id (8, LE) | completed_ns (8, LE) | key_len
+ *                     (2, LE) | result_len (4, LE) | key | result (opaque:
+ *                     server/'s answer). Written by UPLOAD_COMPLETE in its
+ *                     transaction; bounded (INDEX_UPLOADS_DONE_MAX, _TTL_NS):
+ *                     each completion drops up to two of the first records
+ *                     (earliest initiated) past either bound.
  *
  * A user's keys and grants are deleted with the user in one transaction.
  * Listing one user's keys scans "keys" (users have a handful of keys and

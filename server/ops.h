@@ -118,6 +118,11 @@ enum s3_error s3_check_body_digest(struct s3_req *r);
  * (op_delete.c). */
 bool s3_xml_body_begin(struct s3_req *r, struct index_bucket *bk);
 
+/* Aborts every multipart upload in progress in bucket 'bucket_id' (as
+ * AbortMultipartUpload, a page of up to 1,000 per commit), freeing their
+ * parts; for DeleteBucket. Blocks (commits). Returns 0 or -errno. */
+int s3_bucket_abort_uploads(struct s3_req *r, uint64_t bucket_id);
+
 /* Resolves ?uploadId= (and ?partNumber= when 'part_number' is non-NULL)
  * for the request's bucket and key; on failure responds (NoSuchUpload,
  * InvalidArgument) and returns false. */

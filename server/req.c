@@ -23,7 +23,10 @@
 void
 s3_resp_header(struct MHD_Response *resp, const char *name, const char *value)
 {
-    MHD_add_response_header(resp, name, value);
+    /* MHD refuses an empty value; a lone space is the same empty field
+     * value on the wire (RFC 9110 5.5: surrounding whitespace is not part
+     * of it), so an empty x-amz-meta-* comes back empty. */
+    MHD_add_response_header(resp, name, value[0] ? value : " ");
 }
 
 void

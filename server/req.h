@@ -136,7 +136,8 @@ void s3_respond_body(struct s3_req *r, int status, const char *content_type, con
                      size_t len);
 /* Queues an empty response. */
 void s3_respond_empty(struct s3_req *r, int status);
-/* Adds a header to a response (name and value copied by MHD). */
+/* Adds a header to a response (name and value copied by MHD); an empty
+ * value is sent as an empty field value. */
 void s3_resp_header(struct MHD_Response *resp, const char *name, const char *value);
 
 /* Takes the request's reader pin (r->pin, dropped when the request

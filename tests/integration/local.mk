@@ -66,3 +66,9 @@ EXTRA_DIST += %D%/test_reserve.py
 # Slow readers: what a stalled GET may hold back (issue 16, item 5).
 TESTS += %D%/test_slow_reader.py
 EXTRA_DIST += %D%/test_slow_reader.py
+
+# Answers that used to be wrong (issue 13): DeleteBucket with uploads,
+# repeated completion, partNumber, checksums, conditional PUT, listing
+# tokens, metadata, Content-Encoding, presigned expiry, bucket re-creation.
+TESTS += %D%/test_s3_answers.py
+EXTRA_DIST += %D%/test_s3_answers.py
