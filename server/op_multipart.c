@@ -337,6 +337,19 @@ xml_part_checksum(const struct xml_complete_part *xp, enum auth_checksum_algo al
     }
 }
 
+/* The parts' raw checksums of 'algo' concatenated in order (for
+ * META_PART_CHECKSUMS), or an empty slice when a part lacks one. */
+static struct slice
+part_checksums(struct s3_req *r, enum auth_checksum_algo algo, struct index_part **used, uint32_t n)
+{
+    size_t dl = auth_checksum_len(algo);
+    uint8_t *out = arena_alloc(r->arena, dl * n + 1);
+    for (uint32_t i = 0; i < n; i++)
+        if (part_checksum(r, used[i], algo, out + (size_t)i * dl) != dl)
+            return SLICE_NULL;
+    return (struct slice){(const char *)out, dl * n};
+}
+
 /* Computes the whole-object checksum from the parts' checksums. Returns
  * the base64 text (with "-N" for COMPOSITE) or an empty slice. */
 static struct slice
@@ -623,7 +636,7 @@ complete_end(struct s3_req *r)
 
     /* Final metadata: the upload's, its checksum, and the part sizes. */
     struct meta fm;
-    fm.entries = arena_calloc(r->arena, um.n + 3, sizeof(*fm.entries));
+    fm.entries = arena_calloc(r->arena, um.n + 4, sizeof(*fm.entries));
     fm.n = 0;
     for (size_t i = 0; i < um.n; i++)
         if (!slice_eq(um.entries[i].name, SLICE_LIT("x-amz-checksum-algorithm")) &&
@@ -641,6 +654,13 @@ complete_end(struct s3_req *r)
     }
     if (!complete_checksum_check(r, algo, ck))
         return;
+    if (ck.len) {
+        struct slice pcs = part_checksums(r, algo, used, n_used);
+        if (pcs.len) {
+            fm.entries[fm.n].name = SLICE_LIT(META_PART_CHECKSUMS);
+            fm.entries[fm.n++].value = pcs;
+        }
+    }
     fm.entries[fm.n].name = SLICE_LIT(META_PART_SIZES);
     fm.entries[fm.n++].value = meta_part_sizes_format(r->arena, sizes, n_used);
     meta_encode(r->arena, &fm, &obj.meta, &obj.meta_len);

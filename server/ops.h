@@ -24,6 +24,8 @@ struct server;
 struct storage_writer;
 
 void op_list_buckets(struct s3_req *r);
+/* GetObjectAttributes (op_attributes.c). */
+void op_get_object_attributes(struct s3_req *r);
 void op_create_bucket(struct s3_req *r);
 void op_head_bucket(struct s3_req *r);
 void op_delete_bucket(struct s3_req *r);

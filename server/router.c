@@ -178,6 +178,8 @@ static const struct route routes[] = {
      op_put_object_tagging, "PutObjectTagging"},
     {"GET", LEVEL_OBJECT, "tagging", NULL, AUTH_ACTION_READ, RKEY_OBJECT, 0, op_get_object_tagging,
      "GetObjectTagging"},
+    {"GET", LEVEL_OBJECT, "attributes", NULL, AUTH_ACTION_READ, RKEY_OBJECT, 0,
+     op_get_object_attributes, "GetObjectAttributes"},
     {"DELETE", LEVEL_OBJECT, "tagging", NULL, AUTH_ACTION_WRITE, RKEY_OBJECT, BLOCKS,
      op_delete_object_tagging, "DeleteObjectTagging"},
     /* Tar members: the object's read grant. They answer on the event loop

@@ -20,6 +20,9 @@ tool does something of its own) against what AWS answers:
  9. Presigned URLs with a bad or spent X-Amz-Expires: 403 AccessDenied.
 10. Re-creating one's own bucket: 200 in us-east-1, BucketAlreadyOwnedByYou
     in other regions (the region directive).
+And GetObjectAttributes of simple and multipart objects (part paging and
+part checksums), and DeleteObjects entries with ETag / LastModifiedTime /
+Size conditions.
 """
 
 import base64
@@ -299,6 +302,48 @@ def test_recreate_own_bucket_other_region(srv):
             s3.create_bucket(Bucket="mine", CreateBucketConfiguration=cfg)
 
 
+def test_get_object_attributes(srv):
+    s3 = srv.client()
+    all_attrs = ["ETag", "Checksum", "ObjectParts", "StorageClass", "ObjectSize"]
+    put = s3.put_object(Bucket=BUCKET, Key="attr-simple", Body=b"hello", ChecksumAlgorithm="CRC32")
+    a = s3.get_object_attributes(Bucket=BUCKET, Key="attr-simple", ObjectAttributes=all_attrs)
+    eq(a["ETag"], put["ETag"].strip('"'), "simple ETag (unquoted)")
+    eq(a["ObjectSize"], 5, "simple size")
+    eq(a["StorageClass"], "STANDARD", "storage class")
+    eq(a["Checksum"].get("ChecksumCRC32"), put["ChecksumCRC32"], "simple checksum")
+    eq(a["Checksum"].get("ChecksumType"), "FULL_OBJECT", "simple checksum type")
+    check("ObjectParts" not in a, "a simple object has no parts: %r" % a.get("ObjectParts"))
+    check("LastModified" in a, "Last-Modified header")
+    a = s3.get_object_attributes(Bucket=BUCKET, Key="attr-simple", ObjectAttributes=["ObjectSize"])
+    check("ETag" not in a and a["ObjectSize"] == 5, "only what is asked for: %r" % a)
+    # Multipart with CRC32 part checksums, paged.
+    up = s3.create_multipart_upload(Bucket=BUCKET, Key="attr-mp", ChecksumAlgorithm="CRC32")["UploadId"]
+    bodies = [b"1" * (5 * MIB), b"2" * (5 * MIB), b"3" * 1000]
+    parts = []
+    for i, body in enumerate(bodies, 1):
+        p = s3.upload_part(Bucket=BUCKET, Key="attr-mp", UploadId=up, PartNumber=i, Body=body, ChecksumAlgorithm="CRC32")
+        parts.append({"PartNumber": i, "ETag": p["ETag"], "ChecksumCRC32": p["ChecksumCRC32"]})
+    done = s3.complete_multipart_upload(Bucket=BUCKET, Key="attr-mp", UploadId=up, MultipartUpload={"Parts": parts})
+    a = s3.get_object_attributes(Bucket=BUCKET, Key="attr-mp", ObjectAttributes=all_attrs, MaxParts=2)
+    eq(a["ETag"], done["ETag"].strip('"'), "multipart ETag")
+    eq(a["ObjectSize"], sum(map(len, bodies)), "multipart size")
+    eq(a["Checksum"].get("ChecksumType"), "COMPOSITE", "multipart checksum type")
+    op = a["ObjectParts"]
+    eq((op["TotalPartsCount"], op["MaxParts"], op["IsTruncated"], op["NextPartNumberMarker"]), (3, 2, True, 2), "first page")
+    eq([(x["PartNumber"], x["Size"], x["ChecksumCRC32"]) for x in op["Parts"]],
+       [(1, 5 * MIB, parts[0]["ChecksumCRC32"]), (2, 5 * MIB, parts[1]["ChecksumCRC32"])], "first page parts")
+    a = s3.get_object_attributes(Bucket=BUCKET, Key="attr-mp", ObjectAttributes=["ObjectParts"], MaxParts=2, PartNumberMarker=2)
+    op = a["ObjectParts"]
+    eq(op["IsTruncated"], False, "last page")
+    eq([(x["PartNumber"], x["Size"], x["ChecksumCRC32"]) for x in op["Parts"]], [(3, 1000, parts[2]["ChecksumCRC32"])], "last page parts")
+    with client_error("NoSuchKey", 404):
+        s3.get_object_attributes(Bucket=BUCKET, Key="attr-missing", ObjectAttributes=["ETag"])
+    with client_error("InvalidArgument", 400):
+        s3.get_object_attributes(Bucket=BUCKET, Key="attr-simple", ObjectAttributes=["Bogus"])
+    r = srv.request("GET", "/%s/attr-simple" % BUCKET, query="attributes=")
+    harness.expect_s3_error(r.status, r.body, 400, "InvalidRequest", "no x-amz-object-attributes")
+
+
 TESTS = [
     test_setup,
     test_delete_bucket_aborts_uploads,
@@ -314,6 +359,7 @@ TESTS = [
     test_presigned_expires,
     test_recreate_own_bucket_us_east_1,
     test_recreate_own_bucket_other_region,
+    test_get_object_attributes,
 ]
 
 if __name__ == "__main__":
