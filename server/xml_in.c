@@ -285,7 +285,16 @@ xml_grow(void **items, size_t *cap, size_t n, size_t elem_len)
 /* DeleteObjects                                                      */
 /* ------------------------------------------------------------------ */
 
-enum { DEL_ROOT, DEL_QUIET, DEL_OBJECT, DEL_KEY, DEL_VERSION_ID };
+enum {
+    DEL_ROOT,
+    DEL_QUIET,
+    DEL_OBJECT,
+    DEL_KEY,
+    DEL_VERSION_ID,
+    DEL_ETAG,
+    DEL_LAST_MODIFIED,
+    DEL_SIZE
+};
 
 static const struct xml_node xml_delete_nodes[] = {
     [DEL_ROOT] = {"Delete", -1, false},
@@ -293,6 +302,9 @@ static const struct xml_node xml_delete_nodes[] = {
     [DEL_OBJECT] = {"Object", DEL_ROOT, false},
     [DEL_KEY] = {"Key", DEL_OBJECT, true},
     [DEL_VERSION_ID] = {"VersionId", DEL_OBJECT, true},
+    [DEL_ETAG] = {"ETag", DEL_OBJECT, true},
+    [DEL_LAST_MODIFIED] = {"LastModifiedTime", DEL_OBJECT, true},
+    [DEL_SIZE] = {"Size", DEL_OBJECT, true},
 };
 
 struct xml_delete_state {
@@ -313,7 +325,7 @@ xml_delete_start(struct xml_ctx *ctx, int node)
         return;
     }
     xml_grow((void **)&st->objects, &st->cap, st->n, sizeof(*st->objects));
-    st->objects[st->n++] = (struct xml_delete_object){SLICE_NULL, SLICE_NULL};
+    st->objects[st->n++] = (struct xml_delete_object){.key = SLICE_NULL};
 }
 
 static void
@@ -345,6 +357,15 @@ xml_delete_end(struct xml_ctx *ctx, int node, uint32_t seen, struct slice text)
         break;
     case DEL_VERSION_ID:
         st->objects[st->n - 1].version_id = xml_dup(ctx, xml_trim(text));
+        break;
+    case DEL_ETAG:
+        st->objects[st->n - 1].etag = xml_dup(ctx, xml_trim(text));
+        break;
+    case DEL_LAST_MODIFIED:
+        st->objects[st->n - 1].last_modified = xml_dup(ctx, xml_trim(text));
+        break;
+    case DEL_SIZE:
+        st->objects[st->n - 1].size = xml_dup(ctx, xml_trim(text));
         break;
     default:
         break;

@@ -34,6 +34,11 @@ enum xml_in_status {
 struct xml_delete_object {
     struct slice key;
     struct slice version_id; /* {NULL, 0} when absent */
+    /* Conditions (S3, 2025): the text as sent, trimmed; {NULL, 0} when
+     * absent. The caller parses and checks them. */
+    struct slice etag;
+    struct slice last_modified;
+    struct slice size;
 };
 
 struct xml_delete_request {
@@ -44,7 +49,8 @@ struct xml_delete_request {
 
 /*
  * Parses a DeleteObjects body:
- *   <Delete><Quiet>true</Quiet><Object><Key>k</Key><VersionId>v</VersionId></Object>...</Delete>
+ *   <Delete><Quiet>true</Quiet><Object><Key>k</Key><VersionId>v</VersionId>
+ *   <ETag>e</ETag><LastModifiedTime>t</LastModifiedTime><Size>n</Size></Object>...</Delete>
  * (the xmlns attribute may or may not be present). Needs 1 to 1000
  * Objects, each with one non-empty Key; Quiet is "true" or "false" (any
  * case, surrounding whitespace allowed) and defaults to false. Keys are
