@@ -543,6 +543,7 @@ int index_grant_list(struct index *ix, struct slice user_id, index_grant_fn fn, 
 enum index_bucket_config_kind {
     INDEX_BUCKET_CONFIG_LIFECYCLE = 1,
     INDEX_BUCKET_CONFIG_TAGGING = 2,
+    INDEX_BUCKET_CONFIG_CORS = 10, /* numbered apart from other kinds being added meanwhile */
 };
 /* Largest configuration value (a 1,000-rule lifecycle fits easily). */
 #define INDEX_BUCKET_CONFIG_MAX (4u << 20)

@@ -26,6 +26,16 @@ struct storage_writer;
 void op_list_buckets(struct s3_req *r);
 /* GetObjectAttributes (op_attributes.c). */
 void op_get_object_attributes(struct s3_req *r);
+/* Bucket CORS (op_cors.c): Put/Get/DeleteBucketCors and the preflight
+ * (OPTIONS, no authorization). */
+void op_put_bucket_cors(struct s3_req *r);
+void op_get_bucket_cors(struct s3_req *r);
+void op_delete_bucket_cors(struct s3_req *r);
+void op_cors_preflight(struct s3_req *r);
+/* Adds the Access-Control-* and Vary headers the bucket's CORS rules give
+ * the request's Origin (r->cors_origin, set) and method to 'resp'; nothing
+ * when the bucket has no rules or none matches (op_cors.c). */
+void cors_add_headers(struct s3_req *r, struct MHD_Response *resp);
 void op_create_bucket(struct s3_req *r);
 void op_head_bucket(struct s3_req *r);
 void op_delete_bucket(struct s3_req *r);

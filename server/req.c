@@ -9,6 +9,7 @@
 
 #include "common/common.h"
 #include "server/errors.h"
+#include "server/ops.h"
 #include "server/req.h"
 #include "server/server.h"
 #include "server/xml_out.h"
@@ -36,6 +37,8 @@ s3_respond(struct s3_req *r, int status, struct MHD_Response *resp)
         MHD_destroy_response(resp);
         return;
     }
+    if (r->cors_origin.ptr)
+        cors_add_headers(r, resp);
     MHD_add_response_header(resp, "x-amz-request-id", r->request_id);
     MHD_add_response_header(resp, "x-amz-id-2", r->request_id);
     MHD_add_response_header(resp, "Server", "shardstore");

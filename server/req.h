@@ -65,6 +65,10 @@ struct s3_req {
     const struct route *route; /* NULL: no route matches */
     const char *op;            /* S3 operation name (metrics, access log); NULL: unknown */
     unsigned route_flags;      /* ROUTE_* of router.h */
+    /* The Origin header (ptr NULL when absent): CORS headers go on the
+     * response (op_cors.c); the preflight answers them itself. */
+    struct slice cors_origin;
+    bool is_cors_preflight;
 
     struct auth_verdict auth;
     bool is_authenticated;

@@ -141,6 +141,16 @@ static const struct route routes[] = {
      op_put_bucket_lifecycle, "PutBucketLifecycleConfiguration"},
     {"DELETE", LEVEL_BUCKET, "lifecycle", NULL, AUTH_ACTION_BUCKET_ADMIN, RKEY_NONE, BLOCKS,
      op_delete_bucket_lifecycle, "DeleteBucketLifecycle"},
+    {"GET", LEVEL_BUCKET, "cors", NULL, AUTH_ACTION_BUCKET_ADMIN, RKEY_NONE, 0, op_get_bucket_cors,
+     "GetBucketCors"},
+    {"PUT", LEVEL_BUCKET, "cors", NULL, AUTH_ACTION_BUCKET_ADMIN, RKEY_NONE, BODY_END,
+     op_put_bucket_cors, "PutBucketCors"},
+    {"DELETE", LEVEL_BUCKET, "cors", NULL, AUTH_ACTION_BUCKET_ADMIN, RKEY_NONE, BLOCKS,
+     op_delete_bucket_cors, "DeleteBucketCors"},
+    {"OPTIONS", LEVEL_BUCKET, NULL, NULL, AUTH_ACTION_READ, RKEY_NONE, ROUTE_NO_AUTHZ,
+     op_cors_preflight, "PreflightRequest"},
+    {"OPTIONS", LEVEL_OBJECT, NULL, NULL, AUTH_ACTION_READ, RKEY_NONE, ROUTE_NO_AUTHZ,
+     op_cors_preflight, "PreflightRequest"},
     {"GET", LEVEL_BUCKET, "tagging", NULL, AUTH_ACTION_BUCKET_ADMIN, RKEY_NONE, 0,
      op_get_bucket_tagging, "GetBucketTagging"},
     {"PUT", LEVEL_BUCKET, "tagging", NULL, AUTH_ACTION_BUCKET_ADMIN, RKEY_NONE, BODY_END,
@@ -354,6 +364,7 @@ router_prepare(struct s3_req *r)
     /* No route: the answer is an error sent at once, whatever the body. */
     r->route_flags = r->route ? r->route->flags : ROUTE_BODY;
     r->op = r->route ? r->route->op : NULL;
+    r->cors_origin = s3_req_header(r, "origin");
     return true;
 }
 
@@ -373,7 +384,7 @@ router_route(struct s3_req *r)
         return;
     const struct route *rt = r->route;
     if (rt) {
-        if (route_authorize(r, rt) && !s3_refuse_unsupported(r))
+        if ((rt->flags & ROUTE_NO_AUTHZ) || (route_authorize(r, rt) && !s3_refuse_unsupported(r)))
             rt->handler(r);
         return;
     }

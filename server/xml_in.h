@@ -119,4 +119,34 @@ struct xml_tagging_request {
 enum xml_in_status xml_parse_tagging(const char *body, size_t len, size_t max_tags, struct arena *a,
                                      struct xml_tagging_request *out);
 
+/* A CORS configuration: at most XML_IN_CORS_RULES_MAX rules (S3's limit)
+ * and XML_IN_CORS_VALUES_MAX list entries in all. */
+#define XML_IN_CORS_RULES_MAX 100
+#define XML_IN_CORS_VALUES_MAX 10000
+
+struct xml_cors_rule {
+    struct slice id;      /* {NULL, 0} when absent */
+    struct slice max_age; /* MaxAgeSeconds as sent, {NULL, 0} when absent */
+    struct slice *origins, *methods, *headers, *expose; /* in the arena */
+    size_t n_origins, n_methods, n_headers, n_expose;
+};
+
+struct xml_cors_request {
+    struct xml_cors_rule *rules;
+    size_t n_rules;
+};
+
+/*
+ * Parses a PutBucketCors body:
+ *   <CORSConfiguration><CORSRule><ID>i</ID><AllowedOrigin>o</AllowedOrigin>...
+ *   <AllowedMethod>m</AllowedMethod>... <AllowedHeader>h</AllowedHeader>...
+ *   <ExposeHeader>e</ExposeHeader>... <MaxAgeSeconds>n</MaxAgeSeconds></CORSRule>...
+ *   </CORSConfiguration>
+ * Values are trimmed and copied; nothing is validated beyond the shape
+ * (cors.c does). Returns XML_IN_OK with 1..XML_IN_CORS_RULES_MAX rules,
+ * XML_IN_TOO_MANY past the bounds, else XML_IN_MALFORMED.
+ */
+enum xml_in_status xml_parse_cors(const char *body, size_t len, struct arena *a,
+                                  struct xml_cors_request *out);
+
 #endif
