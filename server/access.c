@@ -278,6 +278,15 @@ s3_authenticate_or_anonymous(struct s3_req *r)
     return authenticate(r, true);
 }
 
+void
+s3_as_anonymous(struct s3_req *r)
+{
+    r->user_id[0] = '\0';
+    r->principal = (struct auth_principal){.is_anonymous = true, .user_id = r->user_id};
+    memset(&r->auth, 0, sizeof(r->auth));
+    r->auth.payload = AUTH_PAYLOAD_UNSIGNED;
+}
+
 /* ======================================================================
  * Authorization
  * ====================================================================== */

@@ -72,3 +72,7 @@ EXTRA_DIST += %D%/test_slow_reader.py
 # tokens, metadata, Content-Encoding, presigned expiry, bucket re-creation.
 TESTS += %D%/test_s3_answers.py
 EXTRA_DIST += %D%/test_s3_answers.py
+
+# Bucket CORS: configuration, preflight, headers, a headless Chromium.
+TESTS += %D%/test_cors.py
+EXTRA_DIST += %D%/test_cors.py
