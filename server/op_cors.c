@@ -1,19 +1,12 @@
 /*
- * op_cors.c: bucket CORS. Put/Get/DeleteBucketCors (?cors) keep the
- * configuration in the bucket's configuration store as the document Get
- * answers (cors_format); the preflight route (OPTIONS, no authorization,
- * as browsers send it unsigned) answers from the rules; cors_add_headers
- * puts Access-Control-* and Vary on every other response to a request
- * with an Origin header, errors and presigned requests included.
- *
- * Rules are parsed once per bucket into a cache (bucket id -> rule set or
- * "none", each entry in its own arena) and evaluated under its read lock,
- * so a request never parses XML and allocates nothing for CORS. A
- * Put/Delete invalidates the bucket's entry; a generation counter keeps a
- * load that raced an invalidation out of the cache. Ids are never reused,
- * so entries of deleted buckets are only stale memory, bounded by
- * dropping the whole cache past CACHE_MAX entries. A request without an
- * Origin header never gets here.
+ * op_cors.c: bucket CORS. Put/Get/DeleteBucketCors keep the document Get
+ * answers in the bucket's configuration store; the unauthenticated OPTIONS
+ * preflight answers from the rules; cors_add_headers puts Access-Control-*
+ * and Vary on every other response to a request with an Origin. Rules are
+ * parsed once per bucket into a cache (bucket id -> rules or "none", an
+ * arena each) read under its lock, so a request neither parses nor
+ * allocates; Put/Delete invalidate the entry (a generation counter keeps a
+ * racing load out) and the cache is dropped whole past CACHE_MAX entries.
  */
 #include "config.h"
 
