@@ -544,6 +544,7 @@ enum index_bucket_config_kind {
     INDEX_BUCKET_CONFIG_LIFECYCLE = 1,
     INDEX_BUCKET_CONFIG_TAGGING = 2,
     INDEX_BUCKET_CONFIG_CORS = 10, /* numbered apart from other kinds being added meanwhile */
+    INDEX_BUCKET_CONFIG_LOGGING = 11,
 };
 /* Largest configuration value (a 1,000-rule lifecycle fits easily). */
 #define INDEX_BUCKET_CONFIG_MAX (4u << 20)

@@ -68,7 +68,7 @@
  *   "bucketconfig"
  *                key: bucket id (8, BE) | kind (1 byte, enum
  *                     index_bucket_config_kind: 1 lifecycle, 2 tagging,
- *                     10 CORS;
+ *                     10 CORS, 11 logging;
  *                     later policy, CORS, encryption, versioning)
  *                val: opaque bytes of server/'s format for that kind
  *                     (bucket_config.c). Written only while the bucket

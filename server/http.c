@@ -40,6 +40,7 @@
 #include "server/offload.h"
 #include "server/ops.h"
 #include "server/req.h"
+#include "server/bucket_log.h"
 #include "server/router.h"
 #include "server/server.h"
 #include "server/tls.h"
@@ -438,6 +439,7 @@ on_completed(void *cls, struct MHD_Connection *conn, void **req_cls,
                          r->body_received, r->resp_bytes);
     if (srv->cfg.access_log[0] && r->method.ptr)
         access_log_request(r, end_ns, is_complete);
+    bucket_log_request(srv->bucket_log, r, end_ns);
     if (r->is_admin && r->method.ptr && !slice_eq(r->method, SLICE_LIT("GET")) &&
         !slice_eq(r->method, SLICE_LIT("HEAD")) && r->is_authenticated)
         access_log_audit(r);

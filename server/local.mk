@@ -16,8 +16,9 @@ shardstore_SOURCES = server/main.c server/server.h server/conf.h server/config.c
 	server/lifecycle.h server/lifecycle.c server/op_lifecycle.c \
 	server/tls.h server/tls.c \
 	server/metrics.h server/metrics.c server/access_log.h server/access_log.c
-# GetObjectAttributes; CORS (issue 13).
-shardstore_SOURCES += server/op_attributes.c server/op_cors.c
+# GetObjectAttributes; CORS; server access logging (issue 13).
+shardstore_SOURCES += server/op_attributes.c server/op_cors.c server/bucket_log.h \
+	server/bucket_log.c
 shardstore_CFLAGS = $(AM_CFLAGS) $(MHD_CFLAGS) $(GNUTLS_CFLAGS) $(EXPAT_CFLAGS)
 shardstore_LDADD = server/libs3parse.la auth/libauth.la index/libindex.la storage/libstorage.la \
 	common/libcommon.la $(MHD_LIBS) $(GNUTLS_LIBS) $(EXPAT_LIBS) $(OPENSSL_LIBS) $(URING_LIBS) $(LMDB_LIBS) \

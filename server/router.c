@@ -12,6 +12,7 @@
 #include "common/common.h"
 #include "index/index.h"
 #include "server/access.h"
+#include "server/bucket_log.h"
 #include "server/errors.h"
 #include "server/lifecycle.h"
 #include "server/ops.h"
@@ -141,6 +142,10 @@ static const struct route routes[] = {
      op_put_bucket_lifecycle, "PutBucketLifecycleConfiguration"},
     {"DELETE", LEVEL_BUCKET, "lifecycle", NULL, AUTH_ACTION_BUCKET_ADMIN, RKEY_NONE, BLOCKS,
      op_delete_bucket_lifecycle, "DeleteBucketLifecycle"},
+    {"GET", LEVEL_BUCKET, "logging", NULL, AUTH_ACTION_BUCKET_ADMIN, RKEY_NONE, 0,
+     op_get_bucket_logging, "GetBucketLogging"},
+    {"PUT", LEVEL_BUCKET, "logging", NULL, AUTH_ACTION_BUCKET_ADMIN, RKEY_NONE, BODY_END,
+     op_put_bucket_logging, "PutBucketLogging"},
     {"GET", LEVEL_BUCKET, "cors", NULL, AUTH_ACTION_BUCKET_ADMIN, RKEY_NONE, 0, op_get_bucket_cors,
      "GetBucketCors"},
     {"PUT", LEVEL_BUCKET, "cors", NULL, AUTH_ACTION_BUCKET_ADMIN, RKEY_NONE, BODY_END,

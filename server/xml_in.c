@@ -1,6 +1,7 @@
 /*
  * xml_in.c: S3 request bodies (DeleteObjects, CompleteMultipartUpload,
- * CreateBucket, Tagging, CORSConfiguration) parsed with expat.
+ * CreateBucket, Tagging, CORSConfiguration, BucketLoggingStatus) parsed
+ * with expat.
  *
  * One small engine walks a per-document schema: a table of known elements,
  * each a container or a text element, with its parent. Unknown elements
@@ -779,6 +780,60 @@ xml_parse_cors(const char *body, size_t len, struct arena *a, struct xml_cors_re
         out->n_rules = st.n;
     }
     free(st.rules);
+    free(ctx);
+    return status;
+}
+
+/* ------------------------------------------------------------------ */
+/* BucketLoggingStatus                                                */
+/* ------------------------------------------------------------------ */
+
+enum { LOG_ROOT, LOG_ENABLED, LOG_TARGET, LOG_PREFIX };
+
+static const struct xml_node xml_logging_nodes[] = {
+    [LOG_ROOT] = {"BucketLoggingStatus", -1, false, false},
+    [LOG_ENABLED] = {"LoggingEnabled", LOG_ROOT, false, false},
+    [LOG_TARGET] = {"TargetBucket", LOG_ENABLED, true, false},
+    [LOG_PREFIX] = {"TargetPrefix", LOG_ENABLED, true, false},
+};
+
+static void
+xml_logging_start(struct xml_ctx *ctx, int node)
+{
+    struct xml_logging_request *out = ctx->doc;
+    if (node == LOG_ENABLED) {
+        if (out->is_enabled)
+            xml_fail(ctx, XML_IN_MALFORMED);
+        out->is_enabled = true;
+    }
+}
+
+static void
+xml_logging_end(struct xml_ctx *ctx, int node, uint32_t seen, struct slice text)
+{
+    struct xml_logging_request *out = ctx->doc;
+    if (node == LOG_ENABLED && !(seen & (1u << LOG_TARGET)))
+        xml_fail(ctx, XML_IN_MALFORMED);
+    else if (node == LOG_TARGET)
+        out->target_bucket = xml_dup(ctx, xml_trim(text));
+    else if (node == LOG_PREFIX)
+        out->target_prefix = xml_dup(ctx, text);
+}
+
+enum xml_in_status
+xml_parse_logging(const char *body, size_t len, struct arena *a, struct xml_logging_request *out)
+{
+    struct xml_ctx *ctx = xcalloc(1, sizeof(*ctx));
+    enum xml_in_status status;
+
+    memset(out, 0, sizeof(*out));
+    ctx->a = a;
+    ctx->nodes = xml_logging_nodes;
+    ctx->n_nodes = ARRAY_LEN(xml_logging_nodes);
+    ctx->on_start = xml_logging_start;
+    ctx->on_end = xml_logging_end;
+    ctx->doc = out;
+    status = xml_run(ctx, body, len);
     free(ctx);
     return status;
 }

@@ -149,4 +149,20 @@ struct xml_cors_request {
 enum xml_in_status xml_parse_cors(const char *body, size_t len, struct arena *a,
                                   struct xml_cors_request *out);
 
+struct xml_logging_request {
+    bool is_enabled;            /* a LoggingEnabled element: logging on */
+    struct slice target_bucket; /* trimmed, non-empty when enabled */
+    struct slice target_prefix; /* as sent, may be empty */
+};
+
+/*
+ * Parses a PutBucketLogging body:
+ *   <BucketLoggingStatus><LoggingEnabled><TargetBucket>b</TargetBucket>
+ *   <TargetPrefix>p</TargetPrefix></LoggingEnabled></BucketLoggingStatus>
+ * (an empty BucketLoggingStatus turns logging off; TargetGrants and
+ * TargetObjectKeyFormat are skipped). Returns XML_IN_OK or XML_IN_MALFORMED.
+ */
+enum xml_in_status xml_parse_logging(const char *body, size_t len, struct arena *a,
+                                     struct xml_logging_request *out);
+
 #endif

@@ -76,3 +76,7 @@ EXTRA_DIST += %D%/test_s3_answers.py
 # Bucket CORS: configuration, preflight, headers, a headless Chromium.
 TESTS += %D%/test_cors.py
 EXTRA_DIST += %D%/test_cors.py
+
+# Server access logging: configuration, records, delivery after a restart.
+TESTS += %D%/test_bucket_logging.py
+EXTRA_DIST += %D%/test_bucket_logging.py
