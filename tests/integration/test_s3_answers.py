@@ -396,6 +396,52 @@ def test_delete_objects_conditions(srv):
         s3.head_object(Bucket=BUCKET, Key=k)  # still there
 
 
+def test_awscli(srv):
+    """The same answers through aws-cli: rb of a bucket holding only an
+    upload, If-Match on a missing key, get-object-attributes, and a
+    conditional entry of delete-objects."""
+    harness.require_tool("aws")
+    import json
+    import shutil
+    import tempfile
+
+    tmp = tempfile.mkdtemp(prefix="answers-cli-")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
+    env.update(AWS_ACCESS_KEY_ID=srv.access_key, AWS_SECRET_ACCESS_KEY=srv.secret_key, AWS_DEFAULT_REGION=harness.REGION,
+               AWS_CONFIG_FILE=os.path.join(tmp, "config"), AWS_SHARED_CREDENTIALS_FILE=os.path.join(tmp, "creds"),
+               AWS_EC2_METADATA_DISABLED="true", AWS_PAGER="")
+
+    def aws(*args, ok=True):
+        p = subprocess.run(["aws", "--endpoint-url", srv.endpoint] + list(args), env=env, capture_output=True, timeout=60)
+        if ok and p.returncode != 0:
+            raise harness.Failure("aws %s: rc %d %r" % (" ".join(args), p.returncode, p.stderr[-400:]))
+        return p
+
+    try:
+        s3 = srv.client()
+        s3.create_bucket(Bucket="cli-uploads")
+        s3.create_multipart_upload(Bucket="cli-uploads", Key="pending")
+        aws("s3", "rb", "s3://cli-uploads")
+        with client_error(("404", "NoSuchBucket")):
+            s3.head_bucket(Bucket="cli-uploads")
+        body = os.path.join(tmp, "body")
+        with open(body, "wb") as f:
+            f.write(b"cli body")
+        p = aws("s3api", "put-object", "--bucket", BUCKET, "--key", "cli-missing", "--body", body, "--if-match", "*", ok=False)
+        check(p.returncode != 0 and b"NoSuchKey" in p.stderr, "If-Match on a missing key: %r" % p.stderr[-300:])
+        aws("s3api", "put-object", "--bucket", BUCKET, "--key", "cli-attr", "--body", body)
+        out = json.loads(aws("s3api", "get-object-attributes", "--bucket", BUCKET, "--key", "cli-attr",
+                             "--object-attributes", "ObjectSize", "StorageClass").stdout)
+        eq((out["ObjectSize"], out["StorageClass"]), (8, "STANDARD"), "aws-cli get-object-attributes")
+        spec = os.path.join(tmp, "delete.json")
+        with open(spec, "w") as f:
+            json.dump({"Objects": [{"Key": "cli-attr", "Size": 9}]}, f)
+        out = json.loads(aws("s3api", "delete-objects", "--bucket", BUCKET, "--delete", "file://" + spec).stdout)
+        eq([(e["Key"], e["Code"]) for e in out.get("Errors", [])], [("cli-attr", "PreconditionFailed")], "aws-cli conditional delete")
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
 TESTS = [
     test_setup,
     test_delete_bucket_aborts_uploads,
@@ -413,6 +459,7 @@ TESTS = [
     test_recreate_own_bucket_other_region,
     test_get_object_attributes,
     test_delete_objects_conditions,
+    test_awscli,
 ]
 
 if __name__ == "__main__":
