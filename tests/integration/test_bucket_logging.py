@@ -5,11 +5,13 @@ a missing target is InvalidTargetBucketForLogging); records of a bucket's
 requests arrive as objects under the target prefix within the delivery
 period, one line per request in S3's server access log format (fields
 checked: bucket, time, requester, request id, operation, key, request line,
-status, error code, bytes); a bucket without logging leaves no record; and
+status, error code, bytes); a bucket without logging leaves no record; a
+target owned by another user is refused; and
 records spooled by a server that never delivered (bucket_log_interval_s = 0)
 are delivered after a restart with a delivery period.
 """
 
+import json
 import os
 import re
 import sys
@@ -53,6 +55,15 @@ def check_logging(srv):
     eq(s3.get_bucket_logging(Bucket="logsrc").get("LoggingEnabled"), None, "no logging yet")
     with client_error("InvalidTargetBucketForLogging", 400):
         s3.put_bucket_logging(Bucket="logsrc", BucketLoggingStatus={"LoggingEnabled": {"TargetBucket": "no-such-target", "TargetPrefix": "x/"}})
+    # A target owned by someone else: refused (the owner's permission is what delivers).
+    r = srv.request("POST", "/_/admin/users", query="name=carol")
+    eq(r.status, 200, "admin: create a user")
+    r = srv.request("POST", "/_/admin/keys", query="user=carol")
+    k = json.loads(r.body)
+    carol = srv.client(access_key=k["access_key"], secret_key=k["secret_key"])
+    carol.create_bucket(Bucket="carol-logs")
+    with client_error("InvalidTargetBucketForLogging", 400):
+        s3.put_bucket_logging(Bucket="logsrc", BucketLoggingStatus={"LoggingEnabled": {"TargetBucket": "carol-logs", "TargetPrefix": "x/"}})
     s3.put_bucket_logging(Bucket="logsrc", BucketLoggingStatus={"LoggingEnabled": {"TargetBucket": "logdst", "TargetPrefix": "access/"}})
     eq(s3.get_bucket_logging(Bucket="logsrc")["LoggingEnabled"], {"TargetBucket": "logdst", "TargetPrefix": "access/"}, "configuration read back")
     put = s3.put_object(Bucket="logsrc", Key="dir/a b.txt", Body=b"12345")
