@@ -110,7 +110,8 @@ enum route_key {
 struct route {
     const char *method;
     enum route_level level;
-    const char *subresource; /* query parameter that selects the route, or NULL */
+    const char *subresource; /* query parameter that selects the route, NULL for none,
+                                "*" for any */
     const char *header;      /* request header that selects the route, or NULL */
     enum auth_action action;
     enum route_key key;
@@ -152,9 +153,11 @@ static const struct route routes[] = {
      op_put_bucket_cors, "PutBucketCors"},
     {"DELETE", LEVEL_BUCKET, "cors", NULL, AUTH_ACTION_BUCKET_ADMIN, RKEY_NONE, BLOCKS,
      op_delete_bucket_cors, "DeleteBucketCors"},
-    {"OPTIONS", LEVEL_BUCKET, NULL, NULL, AUTH_ACTION_READ, RKEY_NONE, ROUTE_NO_AUTHZ,
+    /* The preflight of any request: "*" matches every sub-resource (a
+     * browser's multipart upload preflights ?uploadId=&partNumber=). */
+    {"OPTIONS", LEVEL_BUCKET, "*", NULL, AUTH_ACTION_READ, RKEY_NONE, ROUTE_NO_AUTHZ,
      op_cors_preflight, "PreflightRequest"},
-    {"OPTIONS", LEVEL_OBJECT, NULL, NULL, AUTH_ACTION_READ, RKEY_NONE, ROUTE_NO_AUTHZ,
+    {"OPTIONS", LEVEL_OBJECT, "*", NULL, AUTH_ACTION_READ, RKEY_NONE, ROUTE_NO_AUTHZ,
      op_cors_preflight, "PreflightRequest"},
     {"GET", LEVEL_BUCKET, "tagging", NULL, AUTH_ACTION_BUCKET_ADMIN, RKEY_NONE, 0,
      op_get_bucket_tagging, "GetBucketTagging"},
@@ -338,6 +341,8 @@ route_find(const struct s3_req *r, const char *sub, bool *has_method)
         *has_method = true;
         if (rt->header && !s3_req_has_header(r, rt->header))
             continue;
+        if (rt->subresource && rt->subresource[0] == '*')
+            return rt;
         if (rt->subresource ? (sub && !strcmp(sub, rt->subresource)) : !sub)
             return rt;
     }

@@ -126,6 +126,11 @@ def test_preflight(srv):
         r = preflight(srv, path, origin, method, hdrs)
         harness.expect_s3_error(r.status, r.body, 403, "CORSResponse", "preflight %s %s %s" % (origin, method, hdrs))
         eq(r.header("Access-Control-Allow-Origin"), None, "no Allow-Origin on a refused preflight")
+    # A presigned UploadPart (a browser's multipart upload) preflights with
+    # the sub-resource in its query.
+    r = srv.request("OPTIONS", path, query="uploadId=abc&partNumber=1",
+                    headers={"Origin": WEB, "Access-Control-Request-Method": "PUT"}, sign=False)
+    eq((r.status, r.header("Access-Control-Allow-Origin")), (200, WEB), "preflight with ?uploadId")
     r = preflight(srv, path, None, "GET")
     harness.expect_s3_error(r.status, r.body, 400, "BadRequest", "preflight without Origin")
     r = preflight(srv, path, WEB, "PATCH")
