@@ -47,11 +47,11 @@ enum auth_result {
     AUTH_UNKNOWN_KEY,   /* InvalidAccessKeyId */
     AUTH_BAD_SIGNATURE, /* SignatureDoesNotMatch */
     AUTH_SKEWED,        /* header auth: |x-amz-date - now| > 15 min: RequestTimeTooSkewed */
-    AUTH_EXPIRED, /* presigned: now > X-Amz-Date + X-Amz-Expires: AccessDenied "Request has expired"
-                   */
-    AUTH_BAD_EXPIRES, /* presigned: X-Amz-Expires not in 1..604800:
-                         AuthorizationQueryParametersError */
-    AUTH_BAD_REGION,  /* credential scope names another region: AuthorizationHeaderMalformed */
+    AUTH_EXPIRED,       /* presigned: now > X-Amz-Date + X-Amz-Expires, or X-Amz-Expires 0:
+                           AccessDenied "Request has expired" */
+    AUTH_BAD_EXPIRES,   /* presigned: X-Amz-Expires not a number in 0..604800 (a missing one is
+                           AUTH_MALFORMED): AccessDenied, as S3 answers */
+    AUTH_BAD_REGION,    /* credential scope names another region: AuthorizationHeaderMalformed */
     AUTH_HEADERS_NOT_SIGNED, /* host is not in SignedHeaders, or an x-amz-* header is present
                                 but not in SignedHeaders (it could change what the request does,
                                 e.g. x-amz-copy-source added to a presigned PUT): AccessDenied,

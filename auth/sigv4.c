@@ -593,8 +593,9 @@ verify_query(const struct auth_request *req, auth_secret_fn lookup, void *ctx,
     in.signature = slice_from_cstr(sig);
     if (in.credential.len == 0 || in.signed_headers.len == 0 || amz_date_parse(in.amz_date, &t))
         return AUTH_MALFORMED;
-    if (!query_get(req->query, "X-Amz-Expires", expires, sizeof(expires)) ||
-        parse_u64(slice_from_cstr(expires), MAX_EXPIRES_S, &exp) != 0 || exp == 0)
+    if (!query_get(req->query, "X-Amz-Expires", expires, sizeof(expires)))
+        return AUTH_MALFORMED;
+    if (parse_u64(slice_from_cstr(expires), MAX_EXPIRES_S, &exp) != 0)
         return AUTH_BAD_EXPIRES;
 
     if (query_get(req->query, "X-Amz-Content-Sha256", sha, sizeof(sha))) {
@@ -606,7 +607,7 @@ verify_query(const struct auth_request *req, auth_secret_fn lookup, void *ctx,
     if (r != AUTH_OK)
         return r;
     /* Expired, or not valid yet (signed for a moment well in the future). */
-    bool is_expired = req->now_s > t + (int64_t)exp || t > req->now_s + MAX_SKEW_S;
+    bool is_expired = exp == 0 || req->now_s > t + (int64_t)exp || t > req->now_s + MAX_SKEW_S;
     return verify_common(req, &in, is_expired ? AUTH_EXPIRED : AUTH_OK, lookup, ctx, out);
 }
 

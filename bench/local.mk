@@ -8,3 +8,4 @@ bench_mpload_LDADD = $(LIBCURL_LIBS)
 EXTRA_DIST += bench/multipart.sh
 EXTRA_DIST += bench/listing.sh
 EXTRA_DIST += bench/sse.sh
+EXTRA_DIST += bench/cors.sh

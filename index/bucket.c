@@ -208,7 +208,7 @@ index_bucket_delete(struct index *ix, struct slice name, uint64_t expected_id)
         if ((rc = index__iter_begin(&it, txn, dbis[i], idkey, sizeof(idkey))) != 0 ||
             (rc = index__iter_next(&it)) != 0) {
             if (rc == 1)
-                rc = -ENOTEMPTY;
+                rc = i == 0 ? -ENOTEMPTY : -EBUSY;
             goto fail;
         }
         index__iter_end(&it);

@@ -57,8 +57,9 @@ int index_bucket_set_public(struct index *ix, struct slice name, bool is_public_
 /* Deletes bucket 'name' when it is empty and still the bucket of id
  * 'expected_id' (the one the caller authorized), checked and deleted in one
  * write transaction. Returns 0, -ENOENT (no bucket of that name), -ESTALE
- * (the name now belongs to a bucket of another id: nothing is deleted), or
- * -ENOTEMPTY (objects or multipart uploads in progress remain). */
+ * (the name now belongs to a bucket of another id: nothing is deleted),
+ * -ENOTEMPTY (objects remain) or -EBUSY (no object, but multipart uploads
+ * in progress remain: the caller may abort them and try again). */
 int index_bucket_delete(struct index *ix, struct slice name, uint64_t expected_id);
 /* Calls 'fn' for each bucket in name order; stops early when fn returns non-zero.
  * 'fn' runs inside a read transaction (a snapshot); it may call index/
@@ -189,6 +190,15 @@ struct index_op {
     uint32_t n_parts_used;
     bool if_none_match; /* fail with -EEXIST when the key exists */
     bool has_if_match;  /* fail with -ESTALE unless the current etag matches */
+    /* More conditions on the current object (PUT, DELETE, UPLOAD_COMPLETE),
+     * checked before has_if_match: */
+    bool if_exists;              /* -ENODATA when the key is absent */
+    bool has_if_none_match_etag; /* -EEXIST when the current etag is this one */
+    uint8_t if_none_match_etag[16];
+    bool has_if_size; /* -ESTALE when the object exists with another size */
+    uint64_t if_size;
+    bool has_if_mtime_s; /* -ESTALE when it exists with another mtime (in seconds) */
+    int64_t if_mtime_s;
     /* INDEX_OP_PUT of a copy that shares the source's extents instead of
      * copying bytes: 'object' holds exactly the extents of the object
      * 'share_key' in 'share_bucket_id'. Checked inside the transaction: if
@@ -206,6 +216,12 @@ struct index_op {
      *    object the index was built from) and 'members': -ESTALE when the
      *    object is gone or has another etag now (nothing is written). */
     const struct index_members *members;
+    /* UPLOAD_COMPLETE: what the completion answered, opaque to index/ (may
+     * be empty): kept with the bucket id and key under the upload id in
+     * the same transaction, so a client that lost the answer and completes
+     * again gets it back (index_upload_done_get). */
+    const uint8_t *done_result;
+    size_t done_result_len;
     /* INDEX_OP_SET_META: rewrites the record of 'key' with the metadata
      * blob of 'object' (meta, meta_len) and everything else as stored:
      * size, ETag, mtime, extents, block sums and inline data stay, so no
@@ -243,6 +259,27 @@ int index_commit(struct index *ix, struct index_op *ops, size_t n_ops);
  * malformed id). */
 int index_upload_get(struct index *ix, const char *upload_id, struct arena *a,
                      struct index_upload *out);
+
+/* The record of a completed upload: kept for at most
+ * INDEX_UPLOADS_DONE_TTL_NS after its completion and for the latest
+ * INDEX_UPLOADS_DONE_MAX completions (each completion drops up to two
+ * records of the earliest-initiated uploads past either bound). */
+#define INDEX_UPLOADS_DONE_MAX 10000
+#define INDEX_UPLOADS_DONE_TTL_NS (24ll * 3600 * 1000000000)
+#define INDEX_UPLOAD_DONE_RESULT_MAX 4096
+
+struct index_upload_done {
+    uint64_t bucket_id;
+    struct slice key; /* in the arena */
+    int64_t completed_ns;
+    const uint8_t *result; /* op->done_result as committed (in the arena) */
+    size_t result_len;
+};
+
+/* Reads the record of completed upload 'upload_id'. Returns 0 (copied
+ * into 'a'), or -ENOENT (none kept, or a malformed id). */
+int index_upload_done_get(struct index *ix, const char *upload_id, struct arena *a,
+                          struct index_upload_done *out);
 
 /* Lists the parts of 'upload_id' with number > 'after', at most 'max'
  * (1..INDEX_MAX_PARTS; larger is clamped, 0 lists nothing and is not
@@ -513,6 +550,8 @@ enum index_bucket_config_kind {
     INDEX_BUCKET_CONFIG_LIFECYCLE = 1,
     INDEX_BUCKET_CONFIG_TAGGING = 2,
     INDEX_BUCKET_CONFIG_ENCRYPTION = 7, /* server/sse_bucket.c's default encryption */
+    INDEX_BUCKET_CONFIG_CORS = 10, /* numbered apart from other kinds being added meanwhile */
+    INDEX_BUCKET_CONFIG_LOGGING = 11,
 };
 /* Largest configuration value (a 1,000-rule lifecycle fits easily). */
 #define INDEX_BUCKET_CONFIG_MAX (4u << 20)

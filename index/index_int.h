@@ -31,6 +31,7 @@ struct index {
     MDB_dbi dbi_tree;         /* ordered long keys and uploads (tree.c) */
     MDB_dbi dbi_members;      /* tar member indexes (member.c) */
     MDB_dbi dbi_bucketconfig; /* per-bucket configuration (bucket_config.c) */
+    MDB_dbi dbi_uploadsdone;  /* completed uploads (upload.c) */
     bool is_nosync;
     /* Reset read transactions ready for mdb_txn_renew (see env.c). */
     pthread_mutex_t pool_mu;

@@ -67,7 +67,8 @@
  *                     whose bucket id is gone is skipped and harmless).
  *   "bucketconfig"
  *                key: bucket id (8, BE) | kind (1 byte, enum
- *                     index_bucket_config_kind: 1 lifecycle, 2 tagging;
+ *                     index_bucket_config_kind: 1 lifecycle, 2 tagging,
+ *                     10 CORS, 11 logging;
  *                     later policy, CORS, encryption, versioning)
  *                val: opaque bytes of server/'s format for that kind
  *                     (bucket_config.c). Written only while the bucket
@@ -76,6 +77,14 @@
  *                     no configuration. Listing one kind over all buckets
  *                     scans the whole database (one entry per configured
  *                     bucket and kind: few).
+ *   "uploadsdone"
+ *                key: upload id (16 raw)
+ *                val: bucket_id (8, LE) | completed_ns (8, LE) | key_len
+ *                     (2, LE) | result_len (4, LE) | key | result (opaque:
+ *                     server/'s answer). Written by UPLOAD_COMPLETE in its
+ *                     transaction; bounded (INDEX_UPLOADS_DONE_MAX, _TTL_NS):
+ *                     each completion drops up to two of the first records
+ *                     (earliest initiated) past either bound.
  *
  * A user's keys and grants are deleted with the user in one transaction.
  * Listing one user's keys scans "keys" (users have a handful of keys and

@@ -166,6 +166,20 @@ index__object_write(struct index *ix, MDB_txn *txn, struct index_op *op, bool is
         op->result = -EEXIST;
         return 0;
     }
+    if (op->if_exists && !exists) {
+        op->result = -ENODATA;
+        return 0;
+    }
+    if (op->has_if_none_match_etag && exists &&
+        memcmp(old.obj.etag, op->if_none_match_etag, 16) == 0) {
+        op->result = -EEXIST;
+        return 0;
+    }
+    if (exists && ((op->has_if_size && old.obj.size != op->if_size) ||
+                   (op->has_if_mtime_s && old.obj.mtime_ns / 1000000000 != op->if_mtime_s))) {
+        op->result = -ESTALE;
+        return 0;
+    }
     if (op->has_if_match && (!exists || memcmp(old.obj.etag, op->if_match_etag, 16) != 0)) {
         op->result = -ESTALE;
         return 0;

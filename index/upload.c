@@ -9,7 +9,9 @@
  * an upload's bucket exists. A completed upload is published through the
  * object put path (index__object_write), so conditions, long keys and the
  * freeing of a replaced version behave exactly as for a PUT. Every extent
- * a part held ends up either in the completed object or in op->freed.
+ * a part held ends up either in the completed object or in op->freed. A
+ * completion also leaves a bounded record of itself ("uploadsdone") so a
+ * repeated CompleteMultipartUpload can be answered as the first was.
  */
 #include "index/index_int.h"
 
@@ -321,6 +323,104 @@ upload_find(struct index *ix, MDB_txn *txn, struct index_op *op, bool must_match
     return 0;
 }
 
+/* ---- completed uploads ("uploadsdone", keys.h) -------------------------- */
+
+#define DONE_HEAD_LEN 22
+
+/* Drops up to two of the first records (earliest-initiated uploads) when
+ * the database holds more than INDEX_UPLOADS_DONE_MAX or the first was
+ * completed more than INDEX_UPLOADS_DONE_TTL_NS before 'now_ns'. */
+static int
+done_prune(struct index *ix, MDB_txn *txn, int64_t now_ns)
+{
+    MDB_cursor *cur = NULL;
+    MDB_stat st;
+    int rc;
+
+    if ((rc = index__err(mdb_stat(txn, ix->dbi_uploadsdone, &st))) != 0)
+        return rc;
+    if ((rc = index__err(mdb_cursor_open(txn, ix->dbi_uploadsdone, &cur))) != 0)
+        return rc;
+    size_t n = st.ms_entries;
+    for (int i = 0; i < 2; i++) {
+        MDB_val k, v;
+        rc = index__err(mdb_cursor_get(cur, &k, &v, MDB_FIRST));
+        if (rc == -ENOENT) {
+            rc = 0;
+            break;
+        }
+        if (rc != 0)
+            break;
+        bool is_old = v.mv_size >= DONE_HEAD_LEN &&
+                      now_ns - (int64_t)index__get_le64((const uint8_t *)v.mv_data + 8) >
+                          INDEX_UPLOADS_DONE_TTL_NS;
+        if (n <= INDEX_UPLOADS_DONE_MAX && !is_old)
+            break;
+        if ((rc = index__err(mdb_cursor_del(cur, 0))) != 0)
+            break;
+        n--;
+    }
+    mdb_cursor_close(cur);
+    return rc;
+}
+
+/* Records the completion of upload 'raw' (op: bucket, key, done_result). */
+static int
+done_put(struct index *ix, MDB_txn *txn, const uint8_t *raw, const struct index_op *op)
+{
+    size_t rl = MIN(op->done_result_len, (size_t)INDEX_UPLOAD_DONE_RESULT_MAX);
+    int64_t now_ns = op->object->mtime_ns;
+    MDB_val k = {INDEX_UPLOAD_RAW_LEN, (void *)raw}, v;
+    v.mv_size = DONE_HEAD_LEN + op->key.len + rl;
+    v.mv_data = NULL;
+    int rc = index__err(mdb_put(txn, ix->dbi_uploadsdone, &k, &v, MDB_RESERVE));
+    if (rc != 0)
+        return rc;
+    uint8_t *p = v.mv_data;
+    index__put_le64(p, op->bucket_id);
+    index__put_le64(p + 8, (uint64_t)now_ns);
+    index__put_le16(p + 16, (uint16_t)op->key.len);
+    index__put_le32(p + 18, (uint32_t)rl);
+    memcpy(p + DONE_HEAD_LEN, op->key.ptr, op->key.len);
+    if (rl)
+        memcpy(p + DONE_HEAD_LEN + op->key.len, op->done_result, rl);
+    return done_prune(ix, txn, now_ns);
+}
+
+int
+index_upload_done_get(struct index *ix, const char *upload_id, struct arena *a,
+                      struct index_upload_done *out)
+{
+    MDB_txn *txn = NULL;
+    uint8_t raw[INDEX_UPLOAD_RAW_LEN];
+    int rc;
+
+    if (upload_id_decode(upload_id, raw) != 0)
+        return -ENOENT;
+    if ((rc = index__read_begin(ix, &txn)) != 0)
+        return rc;
+    MDB_val k = {sizeof(raw), raw}, v;
+    if ((rc = index__err(mdb_get(txn, ix->dbi_uploadsdone, &k, &v))) != 0)
+        goto fail;
+    const uint8_t *p = v.mv_data;
+    size_t key_len = v.mv_size >= DONE_HEAD_LEN ? index__get_le16(p + 16) : 0;
+    size_t rl = v.mv_size >= DONE_HEAD_LEN ? index__get_le32(p + 18) : 0;
+    if (v.mv_size < DONE_HEAD_LEN || key_len == 0 || DONE_HEAD_LEN + key_len + rl != v.mv_size) {
+        rc = CORRUPT_BKPT("completed upload record: lengths do not add up");
+        goto fail;
+    }
+    out->bucket_id = index__get_le64(p);
+    out->completed_ns = (int64_t)index__get_le64(p + 8);
+    out->key.ptr = arena_memdup(a, p + DONE_HEAD_LEN, key_len);
+    out->key.len = key_len;
+    out->result = rl ? arena_memdup(a, p + DONE_HEAD_LEN + key_len, rl) : NULL;
+    out->result_len = rl;
+
+fail:
+    index__read_end(ix, txn);
+    return rc;
+}
+
 /* ---- the four ops ------------------------------------------------------- */
 
 static int
@@ -486,6 +586,8 @@ apply_complete(struct index *ix, MDB_txn *txn, struct index_op *op, uint64_t *ch
     if ((rc = index__object_write(ix, txn, op, false)) != 0 || op->result != 0)
         return rc;
     if ((rc = parts_drop(ix, txn, raw, used, op)) != 0)
+        return rc;
+    if ((rc = done_put(ix, txn, raw, op)) != 0)
         return rc;
     return upload_records_del(ix, txn, raw, op->bucket_id);
 }

@@ -129,6 +129,20 @@ auth_failure_reason(enum auth_result res)
     return "other";
 }
 
+/* S3's AccessDenied message for an X-Amz-Expires out of 0..604800. */
+static const char *
+bad_expires_message(const struct s3_req *r)
+{
+    struct slice v = s3_req_param_value(r, "X-Amz-Expires");
+    bool is_negative = v.len > 1 && v.ptr[0] == '-';
+    uint64_t n;
+    if (parse_u64(is_negative ? (struct slice){v.ptr + 1, v.len - 1} : v, UINT64_MAX, &n) != 0)
+        return "X-Amz-Expires should be a number";
+    if (is_negative)
+        return "X-Amz-Expires must be non-negative";
+    return "X-Amz-Expires must be less than a week (in seconds) that is 7 days";
+}
+
 /* Verifies the signature; 'allow_anonymous' lets an unsigned request pass
  * as the anonymous principal. Responds on failure.
  *
@@ -205,6 +219,8 @@ authenticate(struct s3_req *r, bool allow_anonymous)
             s3_respond_error(r, S3_ERR_ACCESS_DENIED,
                              "Invalid date (should be seconds since epoch, at most 604800 "
                              "seconds from now): Expires");
+        else if (res == AUTH_BAD_EXPIRES)
+            s3_respond_error(r, S3_ERR_ACCESS_DENIED, bad_expires_message(r));
         else
             s3_respond_error(r, is_query ? S3_ERR_AUTH_QUERY_ERROR : S3_ERR_AUTH_HEADER_MALFORMED,
                              NULL);
@@ -260,6 +276,15 @@ bool
 s3_authenticate_or_anonymous(struct s3_req *r)
 {
     return authenticate(r, true);
+}
+
+void
+s3_as_anonymous(struct s3_req *r)
+{
+    r->user_id[0] = '\0';
+    r->principal = (struct auth_principal){.is_anonymous = true, .user_id = r->user_id};
+    memset(&r->auth, 0, sizeof(r->auth));
+    r->auth.payload = AUTH_PAYLOAD_UNSIGNED;
 }
 
 /* ======================================================================

@@ -22,6 +22,9 @@ bool s3_authenticate(struct s3_req *r);
 /* The same, but an unsigned request passes as the anonymous principal
  * (the policy then decides). */
 bool s3_authenticate_or_anonymous(struct s3_req *r);
+/* Makes the request anonymous without looking at any signature (the CORS
+ * preflight, which browsers never sign). */
+void s3_as_anonymous(struct s3_req *r);
 /* Asks the policy whether the request's principal may do 'action' on the
  * request's bucket (looked up once and kept in r->bucket_rec) with object
  * key (or listing prefix) 'key'. Does not respond. */

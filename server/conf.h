@@ -52,6 +52,7 @@ struct config {
     uint32_t lifecycle_day_s;             /* seconds in a lifecycle "day" (86400) */
     uint32_t lifecycle_interval_s;        /* seconds between background passes; 0 = none */
     uint32_t lifecycle_max_objects_per_s; /* bound on expirations + aborts per second */
+    uint32_t bucket_log_interval_s;       /* server access log delivery period; 0 = none */
     /* HTTPS when both are set (tls.c): PEM files, the chain (server
      * certificate first) and its private key. HTTPS goes on the listen
      * address, or with tls_listen_addr on that second address, plain HTTP

@@ -74,6 +74,7 @@ static const struct directive directives[] = {
     {"lifecycle_day_seconds", DIR_U32, FIELD(lifecycle_day_s), 0},
     {"lifecycle_interval_s", DIR_U32, FIELD(lifecycle_interval_s), 0},
     {"lifecycle_max_objects_per_s", DIR_U32, FIELD(lifecycle_max_objects_per_s), 0},
+    {"bucket_log_interval_s", DIR_U32, FIELD(bucket_log_interval_s), 0},
     {"tls_cert_file", DIR_STRING, FIELD(tls_cert_file), FIELD_LEN(tls_cert_file)},
     {"tls_key_file", DIR_STRING, FIELD(tls_key_file), FIELD_LEN(tls_key_file)},
     {"tls_listen", DIR_TLS_LISTEN, 0, 0},
@@ -124,6 +125,7 @@ config_defaults(struct config *c)
     c->lifecycle_day_s = 86400;
     c->lifecycle_interval_s = 3600;
     c->lifecycle_max_objects_per_s = 1000;
+    c->bucket_log_interval_s = 60;
     c->metrics_access = METRICS_ACCESS_ADMIN;
 }
 

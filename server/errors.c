@@ -55,6 +55,7 @@ s3_error_from_errno(int err)
     case -EFBIG:
         return S3_ERR_ENTITY_TOO_LARGE;
     case -ENOENT:
+    case -ENODATA: /* a condition named an object that is absent */
         return S3_ERR_NO_SUCH_KEY;
     case -EEXIST:
     case -ESTALE:

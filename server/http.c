@@ -41,6 +41,7 @@
 #include "server/offload.h"
 #include "server/ops.h"
 #include "server/req.h"
+#include "server/bucket_log.h"
 #include "server/router.h"
 #include "server/server.h"
 #include "server/tls.h"
@@ -223,7 +224,11 @@ dispatch_route(struct s3_req *r)
         op_admin(r);
         return;
     }
-    if (!s3_authenticate_or_anonymous(r))
+    /* A CORS preflight is never signed (a browser sends it with the URL of
+     * the request it prepares, presigned query included): not verified. */
+    if (r->route_flags & ROUTE_NO_AUTHZ)
+        s3_as_anonymous(r);
+    else if (!s3_authenticate_or_anonymous(r))
         return;
     body_start(r);
     router_route(r);
@@ -443,6 +448,7 @@ on_completed(void *cls, struct MHD_Connection *conn, void **req_cls,
         access_log_request(r, end_ns, is_complete);
     if (r->status >= 400 && r->method.ptr)
         error_ring_add(r);
+    bucket_log_request(srv->bucket_log, r, end_ns);
     if (r->is_admin && r->method.ptr && !slice_eq(r->method, SLICE_LIT("GET")) &&
         !slice_eq(r->method, SLICE_LIT("HEAD")) && r->is_authenticated)
         access_log_audit(r);

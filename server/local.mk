@@ -28,6 +28,9 @@ EXTRA_DIST += $(CONSOLE_FILES) server/console/embed.sh
 server/console_assets.c: $(CONSOLE_FILES) $(srcdir)/server/console/embed.sh
 	$(AM_V_GEN)$(MKDIR_P) server && \
 	sh $(srcdir)/server/console/embed.sh $@ $(srcdir) $(CONSOLE_FILES)
+# GetObjectAttributes; CORS; server access logging (issue 13).
+shardstore_SOURCES += server/op_attributes.c server/op_cors.c server/bucket_log.h \
+	server/bucket_log.c
 shardstore_CFLAGS = $(AM_CFLAGS) $(MHD_CFLAGS) $(GNUTLS_CFLAGS) $(EXPAT_CFLAGS)
 shardstore_LDADD = server/libs3parse.la auth/libauth.la index/libindex.la storage/libstorage.la \
 	common/libcommon.la $(MHD_LIBS) $(GNUTLS_LIBS) $(EXPAT_LIBS) $(OPENSSL_LIBS) $(URING_LIBS) $(LMDB_LIBS) \

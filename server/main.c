@@ -13,6 +13,7 @@
 #include "common/common.h"
 #include "index/index.h"
 #include "server/access_log.h"
+#include "server/bucket_log.h"
 #include "server/lifecycle.h"
 #include "server/admin_cli.h"
 #include "server/commit.h"
@@ -282,6 +283,9 @@ main(int argc, char **argv)
     srv.lifecycle = lifecycle_create(&srv);
     if (!srv.lifecycle)
         goto out;
+    srv.bucket_log = bucket_log_create(&srv);
+    if (!srv.bucket_log)
+        goto out;
     if (http_start(&srv) != 0)
         goto out;
     int sig = 0;
@@ -297,6 +301,7 @@ main(int argc, char **argv)
     http_stop(&srv);
     exit_code = 0;
 out:
+    bucket_log_destroy(srv.bucket_log);
     lifecycle_destroy(srv.lifecycle);
     committer_destroy(srv.committer);
     reserve_table_destroy(srv.reserves);

@@ -110,14 +110,16 @@ static const char *stored_headers[] = {
 };
 
 /* Removes "aws-chunked" from a Content-Encoding list: it describes the
- * transfer, not the object. Returns the cleaned value (maybe empty). */
+ * transfer, not the object. The other codings keep the client's text,
+ * separators and spacing included ("deflate, gzip, aws-chunked" is
+ * "deflate, gzip"). Returns the cleaned value (maybe empty). */
 static struct slice
 strip_aws_chunked(struct arena *a, struct slice v)
 {
     struct buf b;
     buf_init(&b);
-    size_t i = 0;
-    while (i < v.len) {
+    size_t i = 0, sep = 0; /* 'sep': where the separator before token i starts */
+    while (i <= v.len) {
         size_t j = i;
         while (j < v.len && v.ptr[j] != ',')
             j++;
@@ -129,10 +131,11 @@ strip_aws_chunked(struct arena *a, struct slice v)
         while (tok.len && isspace((unsigned char)tok.ptr[tok.len - 1]))
             tok.len--;
         if (tok.len && !slice_eq_nocase(tok, "aws-chunked")) {
-            if (b.len)
-                buf_append_str(&b, ",");
+            if (b.len) /* the client's separator: the comma and its spaces */
+                buf_append(&b, v.ptr + sep, (size_t)(tok.ptr - v.ptr) - sep);
             buf_append(&b, tok.ptr, tok.len);
         }
+        sep = j;
         i = j + 1;
     }
     struct slice r = {arena_strndup(a, b.ptr ? b.ptr : "", b.len), b.len};

@@ -24,6 +24,10 @@ struct s3_tag;
 /* "x-shard-tags" holds the object's tags in tags.h's stored form; absent
  * when the object has none. */
 #define META_TAGS "x-shard-tags"
+/* A multipart object's part checksums, for GetObjectAttributes: the raw
+ * digests of the upload's algorithm, one per part in order (absent when
+ * the upload had none, or a part lacked it). */
+#define META_PART_CHECKSUMS "x-shard-part-checksums"
 
 struct meta_entry {
     struct slice name; /* lower-case header name, e.g. "content-type", "x-amz-meta-foo" */

@@ -162,9 +162,17 @@ create_bucket_end(struct s3_req *r)
     int rc = index_bucket_create(r->srv->index, r->bucket, r->user_id, clock_now_ns(), &bk);
     if (rc == -EEXIST) {
         bool is_mine = !strcmp(s3_bucket_owner_id(r, &bk), r->user_id);
-        s3_respond_error(
-            r, is_mine ? S3_ERR_BUCKET_ALREADY_OWNED_BY_YOU : S3_ERR_BUCKET_ALREADY_EXISTS, NULL);
-        return;
+        /* us-east-1 answers its owner 200 and changes nothing (AWS's
+         * legacy behaviour); every other region BucketAlreadyOwnedByYou. */
+        bool is_legacy = is_mine && !strcmp(r->srv->cfg.region, "us-east-1");
+        if (!is_legacy) {
+            s3_respond_error(
+                r, is_mine ? S3_ERR_BUCKET_ALREADY_OWNED_BY_YOU : S3_ERR_BUCKET_ALREADY_EXISTS,
+                NULL);
+            return;
+        }
+        rc = 0;
+        acl = 0;
     }
     if (rc == 0 && acl == 1)
         rc = index_bucket_set_public(r->srv->index, r->bucket, true);
@@ -209,11 +217,18 @@ op_delete_bucket(struct s3_req *r)
     if (!s3_bucket_lookup(r, &bk))
         return;
     int rc = index_bucket_delete(r->srv->index, r->bucket, bk.id);
+    /* Only uploads in progress remain: S3 aborts them with the bucket.
+     * Uploads created meanwhile are aborted in the next round. */
+    for (int round = 0; rc == -EBUSY && round < 8; round++) {
+        rc = s3_bucket_abort_uploads(r, bk.id);
+        if (rc == 0)
+            rc = index_bucket_delete(r->srv->index, r->bucket, bk.id);
+    }
     if (rc == 0)
         s3_respond_empty(r, 204);
     else if (rc == -ENOENT)
         s3_respond_error(r, S3_ERR_NO_SUCH_BUCKET, NULL);
-    else if (rc == -ENOTEMPTY)
+    else if (rc == -ENOTEMPTY || rc == -EBUSY)
         s3_respond_error(r, S3_ERR_BUCKET_NOT_EMPTY, NULL);
     else if (rc == -ESTALE)
         s3_respond_error(r, S3_ERR_SLOW_DOWN, "The bucket changed during the request");

@@ -2,6 +2,9 @@
  * op_delete.c: DeleteObjects (POST /bucket?delete). The body's integrity
  * is checked with Content-MD5 or, as current SDKs send instead, an
  * x-amz-checksum-* header; then every key is deleted in one group commit.
+ * An <Object> may carry conditions (ETag, LastModifiedTime, Size, as S3
+ * added in 2025), checked inside the commit: a failed one is that entry's
+ * PreconditionFailed (NoSuchKey when the key is absent), the others go on.
  */
 #include "config.h"
 
@@ -15,6 +18,7 @@
 #include "server/ops.h"
 #include "server/req.h"
 #include "server/server.h"
+#include "server/util.h"
 #include "server/xml_in.h"
 #include "server/xml_out.h"
 
@@ -81,6 +85,67 @@ s3_xml_body_begin(struct s3_req *r, struct index_bucket *bk)
     return true;
 }
 
+/* Parses an ISO 8601 time "YYYY-MM-DDTHH:MM:SS[.fff]Z" (what S3 lists as
+ * LastModified) into Unix seconds. Returns false when malformed. */
+static bool
+iso_time_parse(struct slice v, int64_t *out_s)
+{
+    unsigned f[6];
+    const size_t at[6] = {0, 5, 8, 11, 14, 17}, width[6] = {4, 2, 2, 2, 2, 2};
+    const char seps[] = "--T::";
+    if (v.len < 20 || v.ptr[v.len - 1] != 'Z')
+        return false;
+    for (size_t i = 0; i < 6; i++) {
+        f[i] = 0;
+        for (size_t k = 0; k < width[i]; k++) {
+            char c = v.ptr[at[i] + k];
+            if (c < '0' || c > '9')
+                return false;
+            f[i] = f[i] * 10 + (unsigned)(c - '0');
+        }
+        if (i < 5 && v.ptr[at[i] + width[i]] != seps[i])
+            return false;
+    }
+    /* After the seconds: "Z", or "." and digits then "Z". */
+    if (v.len > 20 && v.ptr[19] != '.')
+        return false;
+    for (size_t i = 20; i + 1 < v.len; i++)
+        if (v.ptr[i] < '0' || v.ptr[i] > '9')
+            return false;
+    if (f[1] < 1 || f[1] > 12 || f[2] < 1 || f[2] > 31 || f[3] > 23 || f[4] > 59 || f[5] > 60)
+        return false;
+    *out_s = days_from_civil(f[0], f[1], f[2]) * 86400 + f[3] * 3600 + f[4] * 60 + f[5];
+    return true;
+}
+
+/* Sets the conditions of one <Object> (S3, 2025: ETag, "*" for "exists",
+ * LastModifiedTime, Size) on its delete 'op': any of them makes an absent
+ * key NoSuchKey. Returns false when one is malformed. */
+static bool
+delete_conditions(const struct xml_delete_object *o, struct index_op *op)
+{
+    if (o->etag.ptr) {
+        op->if_exists = true;
+        if (!slice_eq(o->etag, SLICE_LIT("*"))) {
+            if (!s3_parse_etag(o->etag, op->if_match_etag))
+                return false;
+            op->has_if_match = true;
+        }
+    }
+    if (o->last_modified.ptr) {
+        if (!iso_time_parse(o->last_modified, &op->if_mtime_s) &&
+            http_date_parse(o->last_modified, &op->if_mtime_s) != 0)
+            return false;
+        op->if_exists = op->has_if_mtime_s = true;
+    }
+    if (o->size.ptr) {
+        if (parse_u64(o->size, INT64_MAX, &op->if_size) != 0)
+            return false;
+        op->if_exists = op->has_if_size = true;
+    }
+    return true;
+}
+
 static void
 delete_objects_end(struct s3_req *r)
 {
@@ -98,6 +163,7 @@ delete_objects_end(struct s3_req *r)
     /* The route checked the caller's level; a prefix grant covers only
      * some keys, so each key is decided on its own. */
     bool *is_denied = arena_calloc(r->arena, req.n_objects + 1, sizeof(*is_denied));
+    bool *is_bad = arena_calloc(r->arena, req.n_objects + 1, sizeof(*is_bad));
     size_t n_ops = 0;
     for (size_t i = 0; i < req.n_objects; i++) {
         struct slice k = req.objects[i].key;
@@ -107,8 +173,13 @@ delete_objects_end(struct s3_req *r)
             is_denied[i] = true;
             continue;
         }
-        ops[n_ops++] = (struct index_op){
+        ops[n_ops] = (struct index_op){
             .kind = INDEX_OP_DELETE, .bucket_id = bk.id, .key = k, .arena = r->arena};
+        if (!delete_conditions(&req.objects[i], &ops[n_ops])) {
+            is_bad[i] = true;
+            continue;
+        }
+        n_ops++;
     }
     int rc = n_ops ? committer_run(r->srv->committer, ops, n_ops) : 0;
     struct buf b;
@@ -124,12 +195,21 @@ delete_objects_end(struct s3_req *r)
         } else if (is_denied[i]) {
             code = "AccessDenied";
             msg = "Access Denied";
+        } else if (is_bad[i]) {
+            code = "InvalidArgument";
+            msg = "Invalid ETag, LastModifiedTime or Size condition";
         } else {
             int res = rc < 0 ? rc : ops[k].result;
             k++;
             if (res == -ENOENT) {
                 code = "NoSuchBucket";
                 msg = "The specified bucket does not exist";
+            } else if (res == -ENODATA) {
+                code = "NoSuchKey";
+                msg = "The specified key does not exist.";
+            } else if (res == -ESTALE || res == -EEXIST) {
+                code = "PreconditionFailed";
+                msg = "At least one of the pre-conditions you specified did not hold";
             } else if (res < 0) {
                 code = "InternalError";
                 msg = "We encountered an internal error. Please try again.";

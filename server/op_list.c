@@ -297,7 +297,8 @@ op_list_objects(struct s3_req *r)
     struct slice start_after = s3_req_param_value(r, "start-after");
     struct slice marker = s3_req_param_value(r, "marker");
     if (is_v2) {
-        if (has_token) {
+        /* An empty token means "from the start" (as S3); it is echoed. */
+        if (has_token && token.len) {
             if (!list_token_parse(r->arena, token, &p.start_after)) {
                 s3_respond_error(r, S3_ERR_INVALID_ARGUMENT,
                                  "The continuation token provided is incorrect");

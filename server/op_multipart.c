@@ -214,6 +214,15 @@ parse_copy_range(struct slice v, uint64_t size, uint64_t *first, uint64_t *len)
     return true;
 }
 
+/* A well-formed "bytes=first-last" whose bytes are not all in the source:
+ * InvalidRange, as S3 answers (a malformed range is InvalidArgument). */
+static bool
+copy_range_is_outside(struct slice v, uint64_t size)
+{
+    uint64_t first, len;
+    return parse_copy_range(v, UINT64_MAX, &first, &len) && first + len > size;
+}
+
 void
 op_upload_part_copy(struct s3_req *r, const struct index_bucket *bk,
                     const struct index_upload *upload, uint32_t part_number)
@@ -240,6 +249,10 @@ op_upload_part_copy(struct s3_req *r, const struct index_bucket *bk,
     uint64_t first = 0, len = src.size;
     struct slice range = s3_req_header(r, "x-amz-copy-source-range");
     if (range.ptr && !parse_copy_range(range, src.size, &first, &len)) {
+        if (copy_range_is_outside(range, src.size)) {
+            s3_respond_error(r, S3_ERR_INVALID_RANGE, NULL);
+            return;
+        }
         s3_respond_error(r, S3_ERR_INVALID_ARGUMENT,
                          "The x-amz-copy-source-range value must be of the form bytes=first-last "
                          "where first and last are the zero-based offsets of the first and last "
@@ -363,6 +376,19 @@ xml_part_checksum(const struct xml_complete_part *xp, enum auth_checksum_algo al
     }
 }
 
+/* The parts' raw checksums of 'algo' concatenated in order (for
+ * META_PART_CHECKSUMS), or an empty slice when a part lacks one. */
+static struct slice
+part_checksums(struct s3_req *r, enum auth_checksum_algo algo, struct index_part **used, uint32_t n)
+{
+    size_t dl = auth_checksum_len(algo);
+    uint8_t *out = arena_alloc(r->arena, dl * n + 1);
+    for (uint32_t i = 0; i < n; i++)
+        if (part_checksum(r, used[i], algo, out + (size_t)i * dl) != dl)
+            return SLICE_NULL;
+    return (struct slice){(const char *)out, dl * n};
+}
+
 /* Computes the whole-object checksum from the parts' checksums. Returns
  * the base64 text (with "-N" for COMPOSITE) or an empty slice. */
 static struct slice
@@ -404,12 +430,151 @@ object_checksum(struct s3_req *r, enum auth_checksum_algo algo, bool is_full,
     return (struct slice){b64, bl};
 }
 
+/* The whole-object checksum a CompleteMultipartUpload may carry
+ * (x-amz-checksum-ALGO) must be the upload's algorithm and match the
+ * checksum formed from the parts ('ck', "-N" of a COMPOSITE one optional
+ * in the header). Responds and returns false when it does not. */
+static bool
+complete_checksum_check(struct s3_req *r, enum auth_checksum_algo algo, struct slice ck)
+{
+    static const enum auth_checksum_algo algos[] = {
+        AUTH_CK_CRC32, AUTH_CK_CRC32C, AUTH_CK_CRC64NVME, AUTH_CK_SHA1, AUTH_CK_SHA256,
+    };
+    for (size_t i = 0; i < ARRAY_LEN(algos); i++) {
+        struct slice v = slice_trim(s3_req_header(r, auth_checksum_header(algos[i])));
+        if (!v.ptr)
+            continue;
+        if (algos[i] != algo || !ck.len) {
+            s3_respond_error(r, S3_ERR_INVALID_REQUEST,
+                             arena_sprintf(r->arena,
+                                           "The upload was created using the %s checksum "
+                                           "algorithm, not %s.",
+                                           algo == AUTH_CK_NONE ? "null" : auth_checksum_name(algo),
+                                           auth_checksum_name(algos[i])));
+            return false;
+        }
+        struct slice base = ck;
+        const char *dash = memchr(ck.ptr, '-', ck.len);
+        if (dash)
+            base.len = (size_t)(dash - ck.ptr);
+        if (!slice_eq(v, ck) && !slice_eq(v, base)) {
+            s3_respond_error(r, S3_ERR_BAD_DIGEST,
+                             arena_sprintf(r->arena,
+                                           "The %s you specified did not match the calculated "
+                                           "checksum.",
+                                           auth_checksum_name(algos[i])));
+            return false;
+        }
+    }
+    return true;
+}
+
+/* Answers a completion: the CompleteMultipartUploadResult of 'etag' and,
+ * when 'ck' is set, the object's checksum of 'algo'; the encryption
+ * headers of 'sse' when it is not NULL. */
+static void
+complete_respond_xml(struct s3_req *r, struct slice etag, struct slice ck_name, struct slice ck,
+                     struct slice ck_type, const struct sse_obj *sse)
+{
+    struct buf b;
+    buf_init(&b);
+    xml_begin(&b, "CompleteMultipartUploadResult");
+    struct slice host = s3_req_header(r, "host");
+    char *loc = arena_sprintf(r->arena, "http://%.*s/%.*s/", (int)host.len, host.ptr,
+                              (int)r->bucket.len, r->bucket.ptr);
+    buf_append_str(&b, "<Location>");
+    xml_escape(&b, slice_from_cstr(loc));
+    struct buf enc;
+    buf_init(&enc);
+    uri_encode(&enc, r->key.ptr, r->key.len, true);
+    xml_escape(&b, (struct slice){enc.ptr ? enc.ptr : "", enc.len});
+    buf_cleanup(&enc);
+    buf_append_str(&b, "</Location>");
+    xml_elem(&b, "Bucket", r->bucket);
+    xml_elem(&b, "Key", r->key);
+    xml_elem(&b, "ETag", etag);
+    if (ck.len && ck_name.len) {
+        char *name = arena_sprintf(r->arena, "Checksum%.*s", (int)ck_name.len, ck_name.ptr);
+        xml_elem(&b, name, ck);
+        xml_elem(&b, "ChecksumType", ck_type);
+    }
+    xml_end(&b, "CompleteMultipartUploadResult");
+    struct MHD_Response *resp =
+        MHD_create_response_from_buffer(b.len, b.ptr, MHD_RESPMEM_MUST_COPY);
+    MHD_add_response_header(resp, "Content-Type", "application/xml");
+    if (sse)
+        sse_resp_headers(resp, sse);
+    r->resp_bytes = b.len;
+    s3_respond(r, 200, resp);
+    buf_cleanup(&b);
+}
+
+/* Names of the entries of a completion record (op->done_result): a meta
+ * blob (meta.c) holding what the answer needs besides bucket and key. */
+#define DONE_ETAG "etag"
+#define DONE_CK_NAME "checksum-name"
+#define DONE_CK "checksum"
+#define DONE_CK_TYPE "checksum-type"
+
+static void
+complete_respond(struct s3_req *r, const char *etag, enum auth_checksum_algo algo, struct slice ck,
+                 bool is_full, const struct sse_obj *sse)
+{
+    struct slice ck_name = ck.len ? slice_from_cstr(auth_checksum_name(algo)) : SLICE_NULL;
+    complete_respond_xml(r, slice_from_cstr(etag), ck_name, ck,
+                         is_full ? SLICE_LIT("FULL_OBJECT") : SLICE_LIT("COMPOSITE"), sse);
+}
+
+/* Encodes the completion record the index keeps with the completion. */
+static void
+done_result_encode(struct s3_req *r, const char *etag, enum auth_checksum_algo algo,
+                   struct slice ck, bool is_full, const uint8_t **out, size_t *out_len)
+{
+    struct meta_entry e[4];
+    size_t n = 0;
+    e[n++] = (struct meta_entry){SLICE_LIT(DONE_ETAG), slice_from_cstr(etag)};
+    if (ck.len) {
+        e[n++] =
+            (struct meta_entry){SLICE_LIT(DONE_CK_NAME), slice_from_cstr(auth_checksum_name(algo))};
+        e[n++] = (struct meta_entry){SLICE_LIT(DONE_CK), ck};
+        e[n++] = (struct meta_entry){SLICE_LIT(DONE_CK_TYPE),
+                                     is_full ? SLICE_LIT("FULL_OBJECT") : SLICE_LIT("COMPOSITE")};
+    }
+    struct meta m = {e, n};
+    meta_encode(r->arena, &m, out, out_len);
+}
+
+/* A CompleteMultipartUpload of an upload that already completed into
+ * this bucket and key (a client that lost the first answer and retries):
+ * answers what the completion answered and returns true. Returns false
+ * when no such completion is remembered. */
+static bool
+complete_repeated(struct s3_req *r, const struct index_bucket *bk)
+{
+    struct slice id = param(r, "uploadId");
+    if (id.len != INDEX_UPLOAD_ID_LEN)
+        return false;
+    char idz[INDEX_UPLOAD_ID_LEN + 1];
+    memcpy(idz, id.ptr, id.len);
+    idz[id.len] = '\0';
+    struct index_upload_done done;
+    struct meta m;
+    if (index_upload_done_get(r->srv->index, idz, r->arena, &done) != 0 ||
+        done.bucket_id != bk->id || !slice_eq(done.key, r->key) ||
+        !meta_decode(r->arena, done.result, done.result_len, &m) || !meta_get(&m, DONE_ETAG).len)
+        return false;
+    complete_respond_xml(r, meta_get(&m, DONE_ETAG), meta_get(&m, DONE_CK_NAME),
+                         meta_get(&m, DONE_CK), meta_get(&m, DONE_CK_TYPE), NULL);
+    return true;
+}
+
 static void
 complete_end(struct s3_req *r)
 {
     struct index_bucket bk;
     struct index_upload up;
-    if (!s3_bucket_lookup(r, &bk) || !s3_multipart_lookup(r, &bk, &up, NULL))
+    if (!s3_bucket_lookup(r, &bk) || complete_repeated(r, &bk) ||
+        !s3_multipart_lookup(r, &bk, &up, NULL))
         return;
     struct xml_complete_request req;
     if (xml_parse_complete(r->xml_body.ptr ? r->xml_body.ptr : "", r->xml_body.len, r->arena,
@@ -517,7 +682,7 @@ complete_end(struct s3_req *r)
 
     /* Final metadata: the upload's, its checksum, and the part sizes. */
     struct meta fm;
-    fm.entries = arena_calloc(r->arena, um.n + 3, sizeof(*fm.entries));
+    fm.entries = arena_calloc(r->arena, um.n + 4, sizeof(*fm.entries));
     fm.n = 0;
     for (size_t i = 0; i < um.n; i++)
         if (!slice_eq(um.entries[i].name, SLICE_LIT("x-amz-checksum-algorithm")) &&
@@ -531,6 +696,15 @@ complete_end(struct s3_req *r)
             fm.entries[fm.n++].value = ck;
             fm.entries[fm.n].name = SLICE_LIT("x-amz-checksum-type");
             fm.entries[fm.n++].value = is_full ? SLICE_LIT("FULL_OBJECT") : SLICE_LIT("COMPOSITE");
+        }
+    }
+    if (!complete_checksum_check(r, algo, ck))
+        return;
+    if (ck.len) {
+        struct slice pcs = part_checksums(r, algo, used, n_used);
+        if (pcs.len) {
+            fm.entries[fm.n].name = SLICE_LIT(META_PART_CHECKSUMS);
+            fm.entries[fm.n++].value = pcs;
         }
     }
     fm.entries[fm.n].name = SLICE_LIT(META_PART_SIZES);
@@ -558,12 +732,18 @@ complete_end(struct s3_req *r)
     if (inm.ptr)
         op.if_none_match = true;
     if (im.ptr) {
-        op.has_if_match = true;
+        op.if_exists = true; /* an absent key: NoSuchKey */
+        op.has_if_match = !slice_eq(im, SLICE_LIT("*"));
+    }
+    if (op.has_if_match) {
         if (!s3_parse_etag(im, op.if_match_etag)) {
             s3_respond_error(r, S3_ERR_PRECONDITION_FAILED, NULL);
             return;
         }
     }
+    char etag[48];
+    s3_format_etag(obj.etag, n_used, etag);
+    done_result_encode(r, etag, algo, ck, is_full, &op.done_result, &op.done_result_len);
     rc = committer_run(r->srv->committer, &op, 1);
     if (rc == 0)
         rc = op.result;
@@ -576,37 +756,7 @@ complete_end(struct s3_req *r)
         s3_respond_error(r, e, NULL);
         return;
     }
-    char etag[48];
-    s3_format_etag(obj.etag, n_used, etag);
-    struct buf b;
-    buf_init(&b);
-    xml_begin(&b, "CompleteMultipartUploadResult");
-    struct slice host = s3_req_header(r, "host");
-    char *loc = arena_sprintf(r->arena, "http://%.*s/%.*s/", (int)host.len, host.ptr,
-                              (int)r->bucket.len, r->bucket.ptr);
-    buf_append_str(&b, "<Location>");
-    xml_escape(&b, slice_from_cstr(loc));
-    struct buf enc;
-    buf_init(&enc);
-    uri_encode(&enc, r->key.ptr, r->key.len, true);
-    xml_escape(&b, (struct slice){enc.ptr ? enc.ptr : "", enc.len});
-    buf_cleanup(&enc);
-    buf_append_str(&b, "</Location>");
-    xml_elem(&b, "Bucket", r->bucket);
-    xml_elem(&b, "Key", r->key);
-    xml_elem_str(&b, "ETag", etag);
-    if (ck.len) {
-        char name[32];
-        snprintf(name, sizeof(name), "Checksum%s", auth_checksum_name(algo));
-        xml_elem(&b, name, ck);
-        xml_elem_str(&b, "ChecksumType", is_full ? "FULL_OBJECT" : "COMPOSITE");
-    }
-    xml_end(&b, "CompleteMultipartUploadResult");
-    struct MHD_Response *resp =
-        MHD_create_response_from_buffer(b.len, b.ptr, MHD_RESPMEM_MUST_FREE);
-    s3_resp_header(resp, "Content-Type", "application/xml");
-    sse_resp_headers(resp, &sse);
-    s3_respond(r, 200, resp);
+    complete_respond(r, etag, algo, ck, is_full, &sse);
 }
 
 void
@@ -637,6 +787,33 @@ op_abort_multipart(struct s3_req *r)
         s3_respond_error(r, s3_error_from_errno(rc), NULL);
     else
         s3_respond_empty(r, 204);
+}
+
+int
+s3_bucket_abort_uploads(struct s3_req *r, uint64_t bucket_id)
+{
+    struct index_upload_list_params p = {.bucket_id = bucket_id, .max_uploads = 1000};
+    for (;;) {
+        struct index_upload_list_result res;
+        int rc = index_upload_list(r->srv->index, &p, r->arena, &res);
+        if (rc < 0)
+            return rc;
+        if (res.n_uploads == 0)
+            return 0;
+        struct index_op *ops = arena_calloc(r->arena, res.n_uploads, sizeof(*ops));
+        for (uint32_t i = 0; i < res.n_uploads; i++)
+            ops[i] = (struct index_op){.kind = INDEX_OP_UPLOAD_ABORT,
+                                       .upload_id = res.uploads[i].upload_id,
+                                       .arena = r->arena};
+        rc = committer_run(r->srv->committer, ops, res.n_uploads);
+        for (uint32_t i = 0; rc == 0 && i < res.n_uploads; i++)
+            if (ops[i].result < 0 && ops[i].result != -ENOENT)
+                rc = ops[i].result; /* never loop on an upload that stays */
+        if (rc < 0)
+            return rc;
+        if (!res.is_truncated)
+            return 0;
+    }
 }
 
 static void

@@ -74,6 +74,9 @@ struct put_ctx {
     bool if_none_match;
     bool has_if_match;
     uint8_t if_match[16];
+    bool if_exists; /* If-Match (any): an absent key is NoSuchKey */
+    bool has_if_none_match_etag;
+    uint8_t if_none_match_etag[16];
     struct member_builder *members; /* a tar: its member index (op_member.c) */
     struct sse_obj sse;             /* encryption at rest (sse.c); mode SSE_NONE: none */
     struct sse_writer *sse_writer;
@@ -380,9 +383,12 @@ put_end(struct s3_req *r)
         .object = &obj,
         .if_none_match = c->if_none_match,
         .has_if_match = c->has_if_match,
+        .if_exists = c->if_exists,
+        .has_if_none_match_etag = c->has_if_none_match_etag,
         .arena = r->arena,
     };
     memcpy(op.if_match_etag, c->if_match, 16);
+    memcpy(op.if_none_match_etag, c->if_none_match_etag, 16);
     struct index_members members;
     if (c->members) {
         /* Committed with the object: never a version without its index. */
@@ -446,17 +452,27 @@ put_declared_len(struct s3_req *r, struct put_ctx *c)
     return S3_OK;
 }
 
+/* Conditional PUT (RFC 9110 13.1, as S3): If-None-Match: * (the key must
+ * not exist) or an ETag (the current object must not have it); If-Match:
+ * * (the key must exist) or an ETag (the current object must have it).
+ * If-Match on an absent key is NoSuchKey. Checked in the commit. */
 static enum s3_error
 put_conditions(struct s3_req *r, struct put_ctx *c)
 {
-    struct slice inm = s3_req_header(r, "if-none-match");
+    struct slice inm = slice_trim(s3_req_header(r, "if-none-match"));
     if (inm.ptr) {
-        if (!slice_eq(inm, SLICE_LIT("*")))
-            return S3_ERR_NOT_IMPLEMENTED;
-        c->if_none_match = true;
+        if (slice_eq(inm, SLICE_LIT("*")))
+            c->if_none_match = true;
+        else if (s3_parse_etag(inm, c->if_none_match_etag))
+            c->has_if_none_match_etag = true;
+        else
+            return S3_ERR_PRECONDITION_FAILED;
     }
-    struct slice im = s3_req_header(r, "if-match");
+    struct slice im = slice_trim(s3_req_header(r, "if-match"));
     if (im.ptr) {
+        c->if_exists = true;
+        if (slice_eq(im, SLICE_LIT("*")))
+            return S3_OK;
         if (!s3_parse_etag(im, c->if_match))
             return S3_ERR_PRECONDITION_FAILED;
         c->has_if_match = true;

@@ -24,6 +24,18 @@ struct server;
 struct storage_writer;
 
 void op_list_buckets(struct s3_req *r);
+/* GetObjectAttributes (op_attributes.c). */
+void op_get_object_attributes(struct s3_req *r);
+/* Bucket CORS (op_cors.c): Put/Get/DeleteBucketCors and the preflight
+ * (OPTIONS, no authorization). */
+void op_put_bucket_cors(struct s3_req *r);
+void op_get_bucket_cors(struct s3_req *r);
+void op_delete_bucket_cors(struct s3_req *r);
+void op_cors_preflight(struct s3_req *r);
+/* Adds the Access-Control-* and Vary headers the bucket's CORS rules give
+ * the request's Origin (r->cors_origin, set) and method to 'resp'; nothing
+ * when the bucket has no rules or none matches (op_cors.c). */
+void cors_add_headers(struct s3_req *r, struct MHD_Response *resp);
 void op_create_bucket(struct s3_req *r);
 void op_head_bucket(struct s3_req *r);
 void op_delete_bucket(struct s3_req *r);
@@ -117,6 +129,11 @@ enum s3_error s3_check_body_digest(struct s3_req *r);
  * s3_check_body_digest. Responds and returns false on either failure
  * (op_delete.c). */
 bool s3_xml_body_begin(struct s3_req *r, struct index_bucket *bk);
+
+/* Aborts every multipart upload in progress in bucket 'bucket_id' (as
+ * AbortMultipartUpload, a page of up to 1,000 per commit), freeing their
+ * parts; for DeleteBucket. Blocks (commits). Returns 0 or -errno. */
+int s3_bucket_abort_uploads(struct s3_req *r, uint64_t bucket_id);
 
 /* Resolves ?uploadId= (and ?partNumber= when 'part_number' is non-NULL)
  * for the request's bucket and key; on failure responds (NoSuchUpload,

@@ -7,5 +7,6 @@ noinst_LTLIBRARIES += %D%/libs3parse.la
 	%D%/tags.c %D%/tags.h \
 	%D%/lifecycle_xml.c %D%/lifecycle_xml.h \
 	%D%/tar.c %D%/tar.h
+%C%_libs3parse_la_SOURCES += %D%/cors.c %D%/cors.h
 %C%_libs3parse_la_CFLAGS = $(AM_CFLAGS) $(EXPAT_CFLAGS)
 %C%_libs3parse_la_LIBADD = common/libcommon.la $(EXPAT_LIBS)

@@ -9,6 +9,7 @@
 
 #include "common/common.h"
 #include "server/errors.h"
+#include "server/ops.h"
 #include "server/req.h"
 #include "server/server.h"
 #include "server/xml_out.h"
@@ -23,7 +24,10 @@
 void
 s3_resp_header(struct MHD_Response *resp, const char *name, const char *value)
 {
-    MHD_add_response_header(resp, name, value);
+    /* MHD refuses an empty value; a lone space is the same empty field
+     * value on the wire (RFC 9110 5.5: surrounding whitespace is not part
+     * of it), so an empty x-amz-meta-* comes back empty. */
+    MHD_add_response_header(resp, name, value[0] ? value : " ");
 }
 
 void
@@ -33,6 +37,8 @@ s3_respond(struct s3_req *r, int status, struct MHD_Response *resp)
         MHD_destroy_response(resp);
         return;
     }
+    if (r->cors_origin.ptr)
+        cors_add_headers(r, resp);
     MHD_add_response_header(resp, "x-amz-request-id", r->request_id);
     MHD_add_response_header(resp, "x-amz-id-2", r->request_id);
     MHD_add_response_header(resp, "Server", "shardstore");

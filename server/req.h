@@ -65,6 +65,10 @@ struct s3_req {
     const struct route *route; /* NULL: no route matches */
     const char *op;            /* S3 operation name (metrics, access log); NULL: unknown */
     unsigned route_flags;      /* ROUTE_* of router.h */
+    /* The Origin header (ptr NULL when absent): CORS headers go on the
+     * response (op_cors.c); the preflight answers them itself. */
+    struct slice cors_origin;
+    bool is_cors_preflight;
 
     struct auth_verdict auth;
     bool is_authenticated;
@@ -136,7 +140,8 @@ void s3_respond_body(struct s3_req *r, int status, const char *content_type, con
                      size_t len);
 /* Queues an empty response. */
 void s3_respond_empty(struct s3_req *r, int status);
-/* Adds a header to a response (name and value copied by MHD). */
+/* Adds a header to a response (name and value copied by MHD); an empty
+ * value is sent as an empty field value. */
 void s3_resp_header(struct MHD_Response *resp, const char *name, const char *value);
 
 /* Takes the request's reader pin (r->pin, dropped when the request

@@ -12,6 +12,7 @@
 #include "common/common.h"
 #include "index/index.h"
 #include "server/access.h"
+#include "server/bucket_log.h"
 #include "server/errors.h"
 #include "server/lifecycle.h"
 #include "server/ops.h"
@@ -110,7 +111,8 @@ enum route_key {
 struct route {
     const char *method;
     enum route_level level;
-    const char *subresource; /* query parameter that selects the route, or NULL */
+    const char *subresource; /* query parameter that selects the route, NULL for none,
+                                "*" for any */
     const char *header;      /* request header that selects the route, or NULL */
     enum auth_action action;
     enum route_key key;
@@ -148,6 +150,22 @@ static const struct route routes[] = {
      op_put_bucket_encryption, "PutBucketEncryption"},
     {"DELETE", LEVEL_BUCKET, "encryption", NULL, AUTH_ACTION_BUCKET_ADMIN, RKEY_NONE, BLOCKS,
      op_delete_bucket_encryption, "DeleteBucketEncryption"},
+    {"GET", LEVEL_BUCKET, "logging", NULL, AUTH_ACTION_BUCKET_ADMIN, RKEY_NONE, 0,
+     op_get_bucket_logging, "GetBucketLogging"},
+    {"PUT", LEVEL_BUCKET, "logging", NULL, AUTH_ACTION_BUCKET_ADMIN, RKEY_NONE, BODY_END,
+     op_put_bucket_logging, "PutBucketLogging"},
+    {"GET", LEVEL_BUCKET, "cors", NULL, AUTH_ACTION_BUCKET_ADMIN, RKEY_NONE, 0, op_get_bucket_cors,
+     "GetBucketCors"},
+    {"PUT", LEVEL_BUCKET, "cors", NULL, AUTH_ACTION_BUCKET_ADMIN, RKEY_NONE, BODY_END,
+     op_put_bucket_cors, "PutBucketCors"},
+    {"DELETE", LEVEL_BUCKET, "cors", NULL, AUTH_ACTION_BUCKET_ADMIN, RKEY_NONE, BLOCKS,
+     op_delete_bucket_cors, "DeleteBucketCors"},
+    /* The preflight of any request: "*" matches every sub-resource (a
+     * browser's multipart upload preflights ?uploadId=&partNumber=). */
+    {"OPTIONS", LEVEL_BUCKET, "*", NULL, AUTH_ACTION_READ, RKEY_NONE, ROUTE_NO_AUTHZ,
+     op_cors_preflight, "PreflightRequest"},
+    {"OPTIONS", LEVEL_OBJECT, "*", NULL, AUTH_ACTION_READ, RKEY_NONE, ROUTE_NO_AUTHZ,
+     op_cors_preflight, "PreflightRequest"},
     {"GET", LEVEL_BUCKET, "tagging", NULL, AUTH_ACTION_BUCKET_ADMIN, RKEY_NONE, 0,
      op_get_bucket_tagging, "GetBucketTagging"},
     {"PUT", LEVEL_BUCKET, "tagging", NULL, AUTH_ACTION_BUCKET_ADMIN, RKEY_NONE, BODY_END,
@@ -185,6 +203,8 @@ static const struct route routes[] = {
      op_put_object_tagging, "PutObjectTagging"},
     {"GET", LEVEL_OBJECT, "tagging", NULL, AUTH_ACTION_READ, RKEY_OBJECT, 0, op_get_object_tagging,
      "GetObjectTagging"},
+    {"GET", LEVEL_OBJECT, "attributes", NULL, AUTH_ACTION_READ, RKEY_OBJECT, 0,
+     op_get_object_attributes, "GetObjectAttributes"},
     {"DELETE", LEVEL_OBJECT, "tagging", NULL, AUTH_ACTION_WRITE, RKEY_OBJECT, BLOCKS,
      op_delete_object_tagging, "DeleteObjectTagging"},
     /* Tar members: the object's read grant. They answer on the event loop
@@ -328,6 +348,8 @@ route_find(const struct s3_req *r, const char *sub, bool *has_method)
         *has_method = true;
         if (rt->header && !s3_req_has_header(r, rt->header))
             continue;
+        if (rt->subresource && rt->subresource[0] == '*')
+            return rt;
         if (rt->subresource ? (sub && !strcmp(sub, rt->subresource)) : !sub)
             return rt;
     }
@@ -362,6 +384,7 @@ router_prepare(struct s3_req *r)
     /* No route: the answer is an error sent at once, whatever the body. */
     r->route_flags = r->route ? r->route->flags : ROUTE_BODY;
     r->op = r->route ? r->route->op : NULL;
+    r->cors_origin = s3_req_header(r, "origin");
     return true;
 }
 
@@ -381,7 +404,7 @@ router_route(struct s3_req *r)
         return;
     const struct route *rt = r->route;
     if (rt) {
-        if (route_authorize(r, rt) && !s3_refuse_unsupported(r))
+        if ((rt->flags & ROUTE_NO_AUTHZ) || (route_authorize(r, rt) && !s3_refuse_unsupported(r)))
             rt->handler(r);
         return;
     }

@@ -22,6 +22,9 @@ enum route_flags {
     /* The end step (on_end, once the body is in) may block: it runs on a
      * worker. */
     ROUTE_END_BLOCKS = 4,
+    /* Anyone may call the route: no authorization and no refused
+     * headers (the CORS preflight, which browsers send unsigned). */
+    ROUTE_NO_AUTHZ = 8,
 };
 
 /* Resolves the address and chooses the route of 'r' from its request

@@ -22,6 +22,7 @@ struct committer;
 struct guard;
 struct index;
 struct lifecycle;
+struct bucket_log;
 struct listener;
 struct offload;
 struct reserve_table;
@@ -64,6 +65,7 @@ struct server {
     struct guard *guard;            /* slow-client rules (guard.c) */
     struct reserve_table *reserves; /* what each principal's uploads hold */
     struct lifecycle *lifecycle;    /* the lifecycle worker (lifecycle.c) */
+    struct bucket_log *bucket_log;  /* server access logging (bucket_log.c) */
     char access_key[129];
     char secret_key[129];
     char owner_id[65]; /* canonical user id of the root user */

@@ -1,6 +1,7 @@
 /*
  * xml_in.c: S3 request bodies (DeleteObjects, CompleteMultipartUpload,
- * CreateBucket, Tagging) parsed with expat.
+ * CreateBucket, Tagging, CORSConfiguration, BucketLoggingStatus) parsed
+ * with expat.
  *
  * One small engine walks a per-document schema: a table of known elements,
  * each a container or a text element, with its parent. Unknown elements
@@ -32,6 +33,7 @@ struct xml_node {
     const char *name; /* local name */
     int parent;       /* node id, -1 for the root */
     bool is_text;     /* holds character data and no elements */
+    bool may_repeat;  /* a text element that may appear more than once */
 };
 
 struct xml_frame {
@@ -149,7 +151,7 @@ xml_on_start(void *user, const XML_Char *name, const XML_Char **attrs)
         return;
     }
     if (ctx->nodes[node].is_text) {
-        if (parent->seen & (1u << node)) {
+        if ((parent->seen & (1u << node)) && !ctx->nodes[node].may_repeat) {
             xml_fail(ctx, XML_IN_MALFORMED);
             return;
         }
@@ -285,7 +287,16 @@ xml_grow(void **items, size_t *cap, size_t n, size_t elem_len)
 /* DeleteObjects                                                      */
 /* ------------------------------------------------------------------ */
 
-enum { DEL_ROOT, DEL_QUIET, DEL_OBJECT, DEL_KEY, DEL_VERSION_ID };
+enum {
+    DEL_ROOT,
+    DEL_QUIET,
+    DEL_OBJECT,
+    DEL_KEY,
+    DEL_VERSION_ID,
+    DEL_ETAG,
+    DEL_LAST_MODIFIED,
+    DEL_SIZE
+};
 
 static const struct xml_node xml_delete_nodes[] = {
     [DEL_ROOT] = {"Delete", -1, false},
@@ -293,6 +304,9 @@ static const struct xml_node xml_delete_nodes[] = {
     [DEL_OBJECT] = {"Object", DEL_ROOT, false},
     [DEL_KEY] = {"Key", DEL_OBJECT, true},
     [DEL_VERSION_ID] = {"VersionId", DEL_OBJECT, true},
+    [DEL_ETAG] = {"ETag", DEL_OBJECT, true},
+    [DEL_LAST_MODIFIED] = {"LastModifiedTime", DEL_OBJECT, true},
+    [DEL_SIZE] = {"Size", DEL_OBJECT, true},
 };
 
 struct xml_delete_state {
@@ -313,7 +327,7 @@ xml_delete_start(struct xml_ctx *ctx, int node)
         return;
     }
     xml_grow((void **)&st->objects, &st->cap, st->n, sizeof(*st->objects));
-    st->objects[st->n++] = (struct xml_delete_object){SLICE_NULL, SLICE_NULL};
+    st->objects[st->n++] = (struct xml_delete_object){.key = SLICE_NULL};
 }
 
 static void
@@ -345,6 +359,15 @@ xml_delete_end(struct xml_ctx *ctx, int node, uint32_t seen, struct slice text)
         break;
     case DEL_VERSION_ID:
         st->objects[st->n - 1].version_id = xml_dup(ctx, xml_trim(text));
+        break;
+    case DEL_ETAG:
+        st->objects[st->n - 1].etag = xml_dup(ctx, xml_trim(text));
+        break;
+    case DEL_LAST_MODIFIED:
+        st->objects[st->n - 1].last_modified = xml_dup(ctx, xml_trim(text));
+        break;
+    case DEL_SIZE:
+        st->objects[st->n - 1].size = xml_dup(ctx, xml_trim(text));
         break;
     default:
         break;
@@ -638,18 +661,196 @@ xml_parse_tagging(const char *body, size_t len, size_t max_tags, struct arena *a
 }
 
 /* ------------------------------------------------------------------ */
+/* CORSConfiguration                                                  */
+/* ------------------------------------------------------------------ */
+
+enum {
+    CORS_ROOT,
+    CORS_RULE,
+    CORS_ID,
+    CORS_ORIGIN,
+    CORS_METHOD,
+    CORS_HEADER,
+    CORS_EXPOSE,
+    CORS_MAX_AGE
+};
+
+static const struct xml_node xml_cors_nodes[] = {
+    [CORS_ROOT] = {"CORSConfiguration", -1, false, false},
+    [CORS_RULE] = {"CORSRule", CORS_ROOT, false, false},
+    [CORS_ID] = {"ID", CORS_RULE, true, false},
+    [CORS_ORIGIN] = {"AllowedOrigin", CORS_RULE, true, true},
+    [CORS_METHOD] = {"AllowedMethod", CORS_RULE, true, true},
+    [CORS_HEADER] = {"AllowedHeader", CORS_RULE, true, true},
+    [CORS_EXPOSE] = {"ExposeHeader", CORS_RULE, true, true},
+    [CORS_MAX_AGE] = {"MaxAgeSeconds", CORS_RULE, true, false},
+};
+
+struct xml_cors_state {
+    struct xml_cors_rule *rules; /* heap; copied to the arena at the end */
+    size_t n, cap;
+    size_t n_values; /* every list entry of every rule, bounded */
+};
+
+/* Appends 'v' to one of the current rule's lists (arena arrays). */
+static void
+xml_cors_push(struct xml_ctx *ctx, struct xml_cors_state *st, struct slice **list, size_t *n,
+              struct slice v)
+{
+    if (++st->n_values > XML_IN_CORS_VALUES_MAX) {
+        xml_fail(ctx, XML_IN_TOO_MANY);
+        return;
+    }
+    /* The capacity is implicit: 4, then doubled whenever n reaches a
+     * power of two, so the copies cost O(n) in all. */
+    if (*n == 0 || (*n >= 4 && (*n & (*n - 1)) == 0)) {
+        struct slice *grown = arena_calloc(ctx->a, *n ? *n * 2 : 4, sizeof(*grown));
+        if (*n)
+            memcpy(grown, *list, *n * sizeof(*grown));
+        *list = grown;
+    }
+    (*list)[(*n)++] = xml_dup(ctx, v);
+}
+
+static void
+xml_cors_start(struct xml_ctx *ctx, int node)
+{
+    struct xml_cors_state *st = ctx->doc;
+
+    if (node != CORS_RULE)
+        return;
+    if (st->n == XML_IN_CORS_RULES_MAX) {
+        xml_fail(ctx, XML_IN_TOO_MANY);
+        return;
+    }
+    xml_grow((void **)&st->rules, &st->cap, st->n, sizeof(*st->rules));
+    st->rules[st->n++] = (struct xml_cors_rule){.id = SLICE_NULL};
+}
+
+static void
+xml_cors_end(struct xml_ctx *ctx, int node, uint32_t seen, struct slice text)
+{
+    struct xml_cors_state *st = ctx->doc;
+    struct xml_cors_rule *rule = st->n ? &st->rules[st->n - 1] : NULL;
+    struct slice v = xml_trim(text);
+
+    (void)seen;
+    switch (node) {
+    case CORS_ID:
+        rule->id = xml_dup(ctx, v);
+        break;
+    case CORS_ORIGIN:
+        xml_cors_push(ctx, st, &rule->origins, &rule->n_origins, v);
+        break;
+    case CORS_METHOD:
+        xml_cors_push(ctx, st, &rule->methods, &rule->n_methods, v);
+        break;
+    case CORS_HEADER:
+        xml_cors_push(ctx, st, &rule->headers, &rule->n_headers, v);
+        break;
+    case CORS_EXPOSE:
+        xml_cors_push(ctx, st, &rule->expose, &rule->n_expose, v);
+        break;
+    case CORS_MAX_AGE:
+        rule->max_age = xml_dup(ctx, v);
+        break;
+    default:
+        break;
+    }
+}
+
+enum xml_in_status
+xml_parse_cors(const char *body, size_t len, struct arena *a, struct xml_cors_request *out)
+{
+    struct xml_cors_state st = {0};
+    struct xml_ctx *ctx = xcalloc(1, sizeof(*ctx));
+    enum xml_in_status status;
+
+    ctx->a = a;
+    ctx->nodes = xml_cors_nodes;
+    ctx->n_nodes = ARRAY_LEN(xml_cors_nodes);
+    ctx->on_start = xml_cors_start;
+    ctx->on_end = xml_cors_end;
+    ctx->doc = &st;
+    status = xml_run(ctx, body, len);
+    if (status == XML_IN_OK && st.n == 0)
+        status = XML_IN_MALFORMED;
+    if (status == XML_IN_OK) {
+        out->rules = arena_memdup(a, st.rules, st.n * sizeof(*st.rules));
+        out->n_rules = st.n;
+    }
+    free(st.rules);
+    free(ctx);
+    return status;
+}
+
+/* ------------------------------------------------------------------ */
+/* BucketLoggingStatus                                                */
+/* ------------------------------------------------------------------ */
+
+enum { LOG_ROOT, LOG_ENABLED, LOG_TARGET, LOG_PREFIX };
+
+static const struct xml_node xml_logging_nodes[] = {
+    [LOG_ROOT] = {"BucketLoggingStatus", -1, false, false},
+    [LOG_ENABLED] = {"LoggingEnabled", LOG_ROOT, false, false},
+    [LOG_TARGET] = {"TargetBucket", LOG_ENABLED, true, false},
+    [LOG_PREFIX] = {"TargetPrefix", LOG_ENABLED, true, false},
+};
+
+static void
+xml_logging_start(struct xml_ctx *ctx, int node)
+{
+    struct xml_logging_request *out = ctx->doc;
+    if (node == LOG_ENABLED) {
+        if (out->is_enabled)
+            xml_fail(ctx, XML_IN_MALFORMED);
+        out->is_enabled = true;
+    }
+}
+
+static void
+xml_logging_end(struct xml_ctx *ctx, int node, uint32_t seen, struct slice text)
+{
+    struct xml_logging_request *out = ctx->doc;
+    if (node == LOG_ENABLED && !(seen & (1u << LOG_TARGET)))
+        xml_fail(ctx, XML_IN_MALFORMED);
+    else if (node == LOG_TARGET)
+        out->target_bucket = xml_dup(ctx, xml_trim(text));
+    else if (node == LOG_PREFIX)
+        out->target_prefix = xml_dup(ctx, text);
+}
+
+enum xml_in_status
+xml_parse_logging(const char *body, size_t len, struct arena *a, struct xml_logging_request *out)
+{
+    struct xml_ctx *ctx = xcalloc(1, sizeof(*ctx));
+    enum xml_in_status status;
+
+    memset(out, 0, sizeof(*out));
+    ctx->a = a;
+    ctx->nodes = xml_logging_nodes;
+    ctx->n_nodes = ARRAY_LEN(xml_logging_nodes);
+    ctx->on_start = xml_logging_start;
+    ctx->on_end = xml_logging_end;
+    ctx->doc = out;
+    status = xml_run(ctx, body, len);
+    free(ctx);
+    return status;
+}
+
+/* ------------------------------------------------------------------ */
 /* PutBucketEncryption                                                */
 /* ------------------------------------------------------------------ */
 
 enum { ENC_ROOT, ENC_RULE, ENC_DEFAULT, ENC_ALGORITHM, ENC_KMS_KEY, ENC_BUCKET_KEY };
 
 static const struct xml_node xml_encryption_nodes[] = {
-    [ENC_ROOT] = {"ServerSideEncryptionConfiguration", -1, false},
-    [ENC_RULE] = {"Rule", ENC_ROOT, false},
-    [ENC_DEFAULT] = {"ApplyServerSideEncryptionByDefault", ENC_RULE, false},
-    [ENC_ALGORITHM] = {"SSEAlgorithm", ENC_DEFAULT, true},
-    [ENC_KMS_KEY] = {"KMSMasterKeyID", ENC_DEFAULT, true},
-    [ENC_BUCKET_KEY] = {"BucketKeyEnabled", ENC_RULE, true},
+    [ENC_ROOT] = {"ServerSideEncryptionConfiguration", -1, false, false},
+    [ENC_RULE] = {"Rule", ENC_ROOT, false, false},
+    [ENC_DEFAULT] = {"ApplyServerSideEncryptionByDefault", ENC_RULE, false, false},
+    [ENC_ALGORITHM] = {"SSEAlgorithm", ENC_DEFAULT, true, false},
+    [ENC_KMS_KEY] = {"KMSMasterKeyID", ENC_DEFAULT, true, false},
+    [ENC_BUCKET_KEY] = {"BucketKeyEnabled", ENC_RULE, true, false},
 };
 
 static void

@@ -34,6 +34,11 @@ enum xml_in_status {
 struct xml_delete_object {
     struct slice key;
     struct slice version_id; /* {NULL, 0} when absent */
+    /* Conditions (S3, 2025): the text as sent, trimmed; {NULL, 0} when
+     * absent. The caller parses and checks them. */
+    struct slice etag;
+    struct slice last_modified;
+    struct slice size;
 };
 
 struct xml_delete_request {
@@ -44,7 +49,8 @@ struct xml_delete_request {
 
 /*
  * Parses a DeleteObjects body:
- *   <Delete><Quiet>true</Quiet><Object><Key>k</Key><VersionId>v</VersionId></Object>...</Delete>
+ *   <Delete><Quiet>true</Quiet><Object><Key>k</Key><VersionId>v</VersionId>
+ *   <ETag>e</ETag><LastModifiedTime>t</LastModifiedTime><Size>n</Size></Object>...</Delete>
  * (the xmlns attribute may or may not be present). Needs 1 to 1000
  * Objects, each with one non-empty Key; Quiet is "true" or "false" (any
  * case, surrounding whitespace allowed) and defaults to false. Keys are
@@ -112,6 +118,52 @@ struct xml_tagging_request {
  */
 enum xml_in_status xml_parse_tagging(const char *body, size_t len, size_t max_tags, struct arena *a,
                                      struct xml_tagging_request *out);
+
+/* A CORS configuration: at most XML_IN_CORS_RULES_MAX rules (S3's limit)
+ * and XML_IN_CORS_VALUES_MAX list entries in all. */
+#define XML_IN_CORS_RULES_MAX 100
+#define XML_IN_CORS_VALUES_MAX 10000
+
+struct xml_cors_rule {
+    struct slice id;      /* {NULL, 0} when absent */
+    struct slice max_age; /* MaxAgeSeconds as sent, {NULL, 0} when absent */
+    struct slice *origins, *methods, *headers, *expose; /* in the arena */
+    size_t n_origins, n_methods, n_headers, n_expose;
+};
+
+struct xml_cors_request {
+    struct xml_cors_rule *rules;
+    size_t n_rules;
+};
+
+/*
+ * Parses a PutBucketCors body:
+ *   <CORSConfiguration><CORSRule><ID>i</ID><AllowedOrigin>o</AllowedOrigin>...
+ *   <AllowedMethod>m</AllowedMethod>... <AllowedHeader>h</AllowedHeader>...
+ *   <ExposeHeader>e</ExposeHeader>... <MaxAgeSeconds>n</MaxAgeSeconds></CORSRule>...
+ *   </CORSConfiguration>
+ * Values are trimmed and copied; nothing is validated beyond the shape
+ * (cors.c does). Returns XML_IN_OK with 1..XML_IN_CORS_RULES_MAX rules,
+ * XML_IN_TOO_MANY past the bounds, else XML_IN_MALFORMED.
+ */
+enum xml_in_status xml_parse_cors(const char *body, size_t len, struct arena *a,
+                                  struct xml_cors_request *out);
+
+struct xml_logging_request {
+    bool is_enabled;            /* a LoggingEnabled element: logging on */
+    struct slice target_bucket; /* trimmed, non-empty when enabled */
+    struct slice target_prefix; /* as sent, may be empty */
+};
+
+/*
+ * Parses a PutBucketLogging body:
+ *   <BucketLoggingStatus><LoggingEnabled><TargetBucket>b</TargetBucket>
+ *   <TargetPrefix>p</TargetPrefix></LoggingEnabled></BucketLoggingStatus>
+ * (an empty BucketLoggingStatus turns logging off; TargetGrants and
+ * TargetObjectKeyFormat are skipped). Returns XML_IN_OK or XML_IN_MALFORMED.
+ */
+enum xml_in_status xml_parse_logging(const char *body, size_t len, struct arena *a,
+                                     struct xml_logging_request *out);
 
 /* The most Rules an encryption configuration body may hold (S3 takes one;
  * the caller refuses more than one with its own error). */

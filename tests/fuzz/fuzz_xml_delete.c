@@ -38,6 +38,9 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             fuzz_xml_fail(target, "empty key");
         fuzz_xml_check_slice(&span, req.objects[i].key, target);
         fuzz_xml_check_slice(&span, req.objects[i].version_id, target);
+        fuzz_xml_check_slice(&span, req.objects[i].etag, target);
+        fuzz_xml_check_slice(&span, req.objects[i].last_modified, target);
+        fuzz_xml_check_slice(&span, req.objects[i].size, target);
     }
     return 0;
 }

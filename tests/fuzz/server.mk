@@ -96,3 +96,34 @@ endif
 EXTRA_DIST += %D%/range.dict %D%/xml_delete.dict %D%/xml_complete.dict %D%/xml_tagging.dict \
 	%D%/lifecycle.dict %D%/tar.dict %D%/xml_encryption.dict %D%/corpus/xml_encryption %D%/corpus/range %D%/corpus/xml_delete %D%/corpus/xml_complete \
 	%D%/corpus/xml_tagging %D%/corpus/lifecycle %D%/corpus/tar
+
+# Bucket CORS configurations (server/cors.c, issue 13).
+check_PROGRAMS += %D%/replay_cors
+TESTS += %D%/replay_cors
+%C%_replay_cors_SOURCES = %D%/replay.c %D%/fuzz_cors.c
+%C%_replay_cors_CPPFLAGS = $(AM_CPPFLAGS) -DFUZZ_CORPUS_DIR='"$(srcdir)/%D%/corpus/cors"'
+%C%_replay_cors_LDADD = server/libs3parse.la
+if FUZZING
+noinst_PROGRAMS += %D%/fuzz_cors
+%C%_fuzz_cors_SOURCES = %D%/fuzz_cors.c server/cors.c server/cors.h server/xml_in.c server/xml_in.h
+%C%_fuzz_cors_CFLAGS = $(AM_CFLAGS) $(EXPAT_CFLAGS) $(SERVER_FUZZ_SAN)
+%C%_fuzz_cors_LDFLAGS = $(AM_LDFLAGS) $(SERVER_FUZZ_SAN)
+%C%_fuzz_cors_LDADD = common/libcommon.la $(EXPAT_LIBS)
+endif
+EXTRA_DIST += %D%/cors.dict %D%/corpus/cors
+
+# PutBucketLogging bodies (xml_in.c, issue 13).
+check_PROGRAMS += %D%/replay_xml_logging
+TESTS += %D%/replay_xml_logging
+%C%_replay_xml_logging_SOURCES = %D%/replay.c %D%/fuzz_xml_logging.c %D%/xml_check.h
+%C%_replay_xml_logging_CPPFLAGS = $(AM_CPPFLAGS) \
+	-DFUZZ_CORPUS_DIR='"$(srcdir)/%D%/corpus/xml_logging"'
+%C%_replay_xml_logging_LDADD = server/libs3parse.la
+if FUZZING
+noinst_PROGRAMS += %D%/fuzz_xml_logging
+%C%_fuzz_xml_logging_SOURCES = %D%/fuzz_xml_logging.c %D%/xml_check.h server/xml_in.c server/xml_in.h
+%C%_fuzz_xml_logging_CFLAGS = $(AM_CFLAGS) $(EXPAT_CFLAGS) $(SERVER_FUZZ_SAN)
+%C%_fuzz_xml_logging_LDFLAGS = $(AM_LDFLAGS) $(SERVER_FUZZ_SAN)
+%C%_fuzz_xml_logging_LDADD = common/libcommon.la $(EXPAT_LIBS)
+endif
+EXTRA_DIST += %D%/xml_logging.dict %D%/corpus/xml_logging

@@ -81,3 +81,16 @@ CLEANFILES += %D%/console.png
 # pages; the unit through systemd-analyze verify when it exists.
 TESTS += %D%/test_install.py
 EXTRA_DIST += %D%/test_install.py
+# Answers that used to be wrong (issue 13): DeleteBucket with uploads,
+# repeated completion, partNumber, checksums, conditional PUT, listing
+# tokens, metadata, Content-Encoding, presigned expiry, bucket re-creation.
+TESTS += %D%/test_s3_answers.py
+EXTRA_DIST += %D%/test_s3_answers.py
+
+# Bucket CORS: configuration, preflight, headers, a headless Chromium.
+TESTS += %D%/test_cors.py
+EXTRA_DIST += %D%/test_cors.py
+
+# Server access logging: configuration, records, delivery after a restart.
+TESTS += %D%/test_bucket_logging.py
+EXTRA_DIST += %D%/test_bucket_logging.py

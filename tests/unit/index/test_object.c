@@ -76,6 +76,57 @@ scan_cb(void *ctx, const struct index_extent *e)
     t->bytes += e->len;
 }
 
+/* The conditions of conditional PUT and DeleteObjects entries: existence,
+ * an etag that must not be current, the size and the mtime in seconds. */
+static void
+test_conditions(struct arena *a)
+{
+    struct index_object o = {.size = 3,
+                             .mtime_ns = 5000000000ll + 7,
+                             .inline_data = (const uint8_t *)"abc",
+                             .inline_len = 3};
+    memset(o.etag, 0x22, 16);
+    struct index_op c = {.kind = INDEX_OP_PUT,
+                         .bucket_id = bid,
+                         .key = SLICE_LIT("cond"),
+                         .object = &o,
+                         .if_exists = true,
+                         .arena = a};
+    ASSERT_EQ(index_commit(ix, &c, 1), 0);
+    ASSERT_EQ(c.result, -ENODATA); /* absent: If-Match: * fails as NoSuchKey */
+    c.if_exists = false;
+    ASSERT_EQ(index_commit(ix, &c, 1), 0);
+    ASSERT_EQ(c.result, 0);
+    c.if_exists = true;
+    c.has_if_none_match_etag = true;
+    memset(c.if_none_match_etag, 0x22, 16);
+    ASSERT_EQ(index_commit(ix, &c, 1), 0);
+    ASSERT_EQ(c.result, -EEXIST); /* the current etag */
+    memset(c.if_none_match_etag, 0x33, 16);
+    ASSERT_EQ(index_commit(ix, &c, 1), 0);
+    ASSERT_EQ(c.result, 0);
+
+    struct index_op d = {.kind = INDEX_OP_DELETE,
+                         .bucket_id = bid,
+                         .key = SLICE_LIT("cond"),
+                         .if_exists = true,
+                         .has_if_size = true,
+                         .if_size = 4,
+                         .arena = a};
+    ASSERT_EQ(index_commit(ix, &d, 1), 0);
+    ASSERT_EQ(d.result, -ESTALE);
+    d.if_size = 3;
+    d.has_if_mtime_s = true;
+    d.if_mtime_s = 4;
+    ASSERT_EQ(index_commit(ix, &d, 1), 0);
+    ASSERT_EQ(d.result, -ESTALE);
+    d.if_mtime_s = 5;
+    ASSERT_EQ(index_commit(ix, &d, 1), 0);
+    ASSERT_EQ(d.result, 0);
+    ASSERT_EQ(index_commit(ix, &d, 1), 0);
+    ASSERT_EQ(d.result, -ENODATA); /* gone now */
+}
+
 static void
 test_basic(struct arena *a)
 {
@@ -396,6 +447,7 @@ main(void)
     ASSERT_EQ(index_bucket_create(ix, SLICE_LIT("b"), "o", 1, &b), 0);
     bid = b.id;
     test_basic(a);
+    test_conditions(a);
     test_concurrent(a);
     {
         /* Leave the bucket as test_basic found it: empty. */

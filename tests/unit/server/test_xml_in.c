@@ -72,6 +72,17 @@ test_delete_ok(void)
     assert_slice(d.objects[0].version_id, "v1");
     assert_slice(d.objects[1].key, "b");
     assert_slice(d.objects[1].version_id, "null");
+    ASSERT(d.objects[0].etag.ptr == NULL && d.objects[0].size.ptr == NULL);
+
+    /* The 2025 conditions, trimmed. */
+    ASSERT_EQ(parse_delete("<Delete><Object><Key>c</Key><ETag> \"e\" </ETag>"
+                           "<LastModifiedTime>2025-01-02T03:04:05.000Z</LastModifiedTime>"
+                           "<Size>12</Size></Object></Delete>",
+                           &d),
+              XML_IN_OK);
+    assert_slice(d.objects[0].etag, "\"e\"");
+    assert_slice(d.objects[0].last_modified, "2025-01-02T03:04:05.000Z");
+    assert_slice(d.objects[0].size, "12");
 
     /* Quiet accepts any case and whitespace; false is false */
     ASSERT_EQ(
@@ -152,8 +163,8 @@ test_delete_unknown(void)
 
     /* unknown elements (and their subtrees, even ones named like ours) are skipped */
     ASSERT_EQ(parse_delete("<Delete><Extra a=\"1\"><Object><Key>hidden</Key></Object></Extra>"
-                           "<Object><Key>k</Key><ETag>x</ETag><LastModifiedTime>t"
-                           "</LastModifiedTime><Size><Key>deep</Key></Size></Object>"
+                           "<Object><Key>k</Key><Owner>x</Owner><StorageClass>t"
+                           "</StorageClass><Extra><Key>deep</Key></Extra></Object>"
                            "<Object><Key>k2</Key></Object>"
                            "</Delete>",
                            &d),
