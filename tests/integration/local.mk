@@ -66,3 +66,7 @@ EXTRA_DIST += %D%/test_reserve.py
 # Slow readers: what a stalled GET may hold back (issue 16, item 5).
 TESTS += %D%/test_slow_reader.py
 EXTRA_DIST += %D%/test_slow_reader.py
+
+# Batch GET (POST /bucket?batch): one streamed tar of objects, ranges, members.
+TESTS += %D%/test_batch_get.py
+EXTRA_DIST += %D%/test_batch_get.py
