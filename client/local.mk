@@ -45,3 +45,8 @@ include tests/unit/client/local.mk
 include tests/integration/shard.mk
 include tests/fuzz/client.mk
 EXTRA_DIST += bench/client.sh
+
+# The Python package on libshard.so (ctypes; not installed by make install:
+# put python/ on PYTHONPATH, or set SHARDSTORE_LIBSHARD to the library).
+EXTRA_DIST += python/shardstore/__init__.py python/shardstore/_lib.py \
+	python/shardstore/samples.py python/shardstore/torch.py
