@@ -8,7 +8,8 @@
  * body into the batch's own arena, authorizes every entry, opens the first
  * and answers 200 (or the first entry's S3 error when it fails and
  * ContinueOnError is off). From then on a producer job (offload.c) opens
- * one entry at a time (pin, index lookup, member lookup, storage reader)
+ * one entry at a time (pin, index lookup, member lookup, then a storage
+ * reader, or preads under the narrowed pin for entries below 1 MiB)
  * and writes tar headers and data into a ring of BATCH_RING_LEN bytes; the
  * MHD content reader drains it on the event loop, never touching storage.
  * The job never waits for the client: it stops when the ring is full and
@@ -55,6 +56,10 @@
  * ustar header, or a whole error member. */
 #define BATCH_PENDING_MAX (16u * 1024)
 #define BATCH_ERROR_PREFIX "__error__/"
+/* Entries smaller than this are read with plain preads under a narrowed
+ * pin: a storage reader's read-ahead hint (megabytes) costs more than a
+ * small sample when samples are picked at random. */
+#define BATCH_DIRECT_MAX (1u << 20)
 
 enum batch_phase {
     PHASE_START,   /* open entry 'next' (or write the end-of-archive blocks) */
@@ -95,6 +100,9 @@ struct batch {
     bool has_pin;
     uint64_t pin;
     struct storage_reader *rd;
+    struct storage_extent *se; /* or preads of these (in 'scratch') */
+    uint32_t n_se;
+    uint64_t data_first;        /* object offset of the entry's first byte (preads) */
     const uint8_t *inline_data; /* or the bytes of an inline object */
     uint64_t data_len, data_done;
     size_t pad_left;
@@ -222,6 +230,8 @@ entry_close(struct batch *b)
         storage_reader_unpin(b->srv->storage, b->pin);
     b->has_pin = false;
     b->inline_data = NULL;
+    b->se = NULL;
+    b->n_se = 0;
     b->data_len = b->data_done = 0;
     b->pad_left = 0;
     arena_clear(b->scratch);
@@ -295,7 +305,15 @@ entry_open(struct batch *b)
     } else if (len) {
         struct storage_extent *se = arena_calloc(b->scratch, obj.n_extents + 1, sizeof(*se));
         extents_from_index(obj.extents, obj.n_extents, se);
-        rc = storage_reader_create(b->srv->storage, b->pin, se, obj.n_extents, first, len, &b->rd);
+        if (len < BATCH_DIRECT_MAX) {
+            b->se = se;
+            b->n_se = obj.n_extents;
+            b->data_first = first;
+            rc = storage_reader_narrow(b->srv->storage, b->pin, se, obj.n_extents, first, len);
+        } else {
+            rc = storage_reader_create(b->srv->storage, b->pin, se, obj.n_extents, first, len,
+                                       &b->rd);
+        }
         if (rc < 0) {
             err = s3_error_from_errno(rc);
             goto fail;
@@ -311,6 +329,23 @@ entry_open(struct batch *b)
 fail:
     entry_close(b);
     return err;
+}
+
+/* Reads up to 'len' bytes of the current entry at 'pos' (from its first
+ * byte) with a pread of the extent holding them (entries below
+ * BATCH_DIRECT_MAX). Returns the bytes read, or -errno. */
+static ssize_t
+entry_pread(struct batch *b, uint64_t pos, uint8_t *dst, size_t len)
+{
+    uint64_t off = b->data_first + pos, base = 0;
+    for (uint32_t i = 0; i < b->n_se; i++) {
+        if (off < base + b->se[i].len) {
+            size_t n = (size_t)MIN((uint64_t)len, base + b->se[i].len - off);
+            return storage_read(b->srv->storage, &b->se[i], off - base, dst, n);
+        }
+        base += b->se[i].len;
+    }
+    return -EIO;
 }
 
 /* Makes 'pending' the placeholder member of failed entry b->next: named
@@ -405,7 +440,8 @@ batch_produce(struct batch *b, uint8_t *dst, size_t cap, bool *is_end, bool *is_
             if (b->inline_data) {
                 memcpy(dst + n, b->inline_data + b->data_done, k);
             } else {
-                ssize_t got = storage_reader_read(b->rd, b->data_done, dst + n, k);
+                ssize_t got = b->rd ? storage_reader_read(b->rd, b->data_done, dst + n, k)
+                                    : entry_pread(b, b->data_done, dst + n, k);
                 if (got <= 0) {
                     /* Part of the member is out: nothing can stand in for it. */
                     log_warn("request %s: batch entry %zu: storage read failed (%zd)",

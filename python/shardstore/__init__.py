@@ -21,7 +21,6 @@ import ctypes
 import io
 import os
 import re
-import tarfile
 import threading
 import xml.etree.ElementTree as ET
 
@@ -186,6 +185,19 @@ class Client:
         if rc:
             raise ShardError.from_struct(err, rc)
 
+    def get(self, bucket, key):
+        """The whole object in one GET on a pooled keep-alive connection
+        (small objects: answers over 64 MiB are cut; use open() for more)."""
+        resp, err = _lib.Response(), _lib.ShardErrorStruct()
+        rc = lib.shard_request(self._c, b"GET", _b("/%s/%s" % (bucket, key)), None, 0, None, 0,
+                               ctypes.byref(resp), ctypes.byref(err))
+        try:
+            if rc:
+                raise ShardError.from_struct(err, rc)
+            return ctypes.string_at(resp.body, resp.body_len) if resp.body_len else b""
+        finally:
+            lib.shard_response_cleanup(ctypes.byref(resp))
+
     def read_range(self, bucket, key, offset, length):
         """Exactly 'length' bytes at 'offset', read as parallel ranges."""
         buf = bytearray(length)
@@ -302,17 +314,17 @@ class Client:
         list, in request order, of (name, bytes) for each entry read and
         (name, ShardError) for each that failed (with continue_on_error);
         'name' is "key" or "key/member"."""
+        from .samples import iter_members
+
         buf = io.BytesIO()
         self.batch_stream(bucket, entries, continue_on_error, buf.write)
         buf.seek(0)
         out = []
-        with tarfile.open(fileobj=buf, mode="r:") as tf:
-            for m in tf:
-                data = tf.extractfile(m).read() if m.isreg() else b""
-                if m.name.startswith(BATCH_ERROR_PREFIX):
-                    out.append((m.name[len(BATCH_ERROR_PREFIX):], _batch_error(data)))
-                else:
-                    out.append((m.name, data))
+        for _, name, data in iter_members(buf, "s3://%s?batch" % bucket):
+            if name.startswith(BATCH_ERROR_PREFIX):
+                out.append((name[len(BATCH_ERROR_PREFIX):], _batch_error(data)))
+            else:
+                out.append((name, data))
         return out
 
 

@@ -45,6 +45,10 @@ class BatchEntry(ctypes.Structure):
     _fields_ = [("key", ctypes.c_char_p), ("member", ctypes.c_char_p), ("range", ctypes.c_char_p)]
 
 
+class Response(ctypes.Structure):
+    _fields_ = [("http_status", ctypes.c_long), ("body", ctypes.c_void_p), ("body_len", ctypes.c_size_t)]
+
+
 MEMBER_FN = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.POINTER(MemberStruct))
 WRITE_FN = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t)
 
@@ -98,6 +102,9 @@ _protos = {
     "shard_member_list": (ctypes.c_int, [vp, cp, cp, cp, MEMBER_FN, vp, P(ShardErrorStruct)]),
     "shard_batch_get": (ctypes.c_int, [vp, cp, P(BatchEntry), ctypes.c_size_t, ctypes.c_bool,
                                        WRITE_FN, vp, P(ShardErrorStruct)]),
+    "shard_request": (ctypes.c_int, [vp, cp, cp, vp, ctypes.c_size_t, vp, ctypes.c_size_t,
+                                     P(Response), P(ShardErrorStruct)]),
+    "shard_response_cleanup": (None, [P(Response)]),
     "shard_put_buffer": (ctypes.c_int, [vp, cp, cp, vp, ctypes.c_size_t, P(ShardErrorStruct)]),
 }
 for _name, (_res, _args) in _protos.items():
