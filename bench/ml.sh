@@ -11,7 +11,9 @@
 #               (batch_size 32, list collate): shardstore.torch.ShardDataset (libshard's
 #               parallel range reader) vs the same tars read from local disk with Python's
 #               tarfile vs the same loader on boto3 get_object streams (tarfile "r|").
-#               Ratios: shardstore/local (goal >= 0.8), shardstore/boto3 (goal >= 3).
+#               Ratios: shardstore/local (goal >= 0.8), shardstore/boto3 (goal >= 3). ShardDataset
+#               parses tars with its own parser (shardstore.samples); local_same_parser reads the
+#               local files with that parser too, to show the storage path's cost alone.
 #   random      samples/s of rounds of 64 random 10 KiB samples (the .jpg members): one batch
 #               GET vs 64 member GETs (libshard, one keep-alive connection) vs 64 boto3
 #               ranged get_object calls, and 64 plain GETs of separate 10 KiB objects
@@ -220,7 +222,7 @@ if ! skip epoch; then
 import os, statistics, sys, tarfile, time
 import torch
 from torch.utils.data import DataLoader, IterableDataset, get_worker_info
-from shardstore.samples import split_key
+from shardstore.samples import iter_members, split_key
 from shardstore.torch import ShardDataset
 
 B = os.environ["BENCH_BUCKET"]
@@ -263,6 +265,21 @@ class LocalTars(IterableDataset):
                 yield from group(tar_members(f), p)
 
 
+class LocalSameParser(IterableDataset):
+    """The local files through ShardDataset's own tar parser: what the
+    storage path costs, the parser aside."""
+
+    def __init__(self, paths):
+        self.paths = paths
+
+    def __iter__(self):
+        wi = get_worker_info()
+        mine = self.paths[wi.id::wi.num_workers] if wi else self.paths
+        for p in mine:
+            with open(p, "rb") as f:
+                yield from group(((n, d) for _, n, d in iter_members(f, p)), p)
+
+
 class Boto3Tars(IterableDataset):
     def __init__(self, keys):
         self.keys = keys
@@ -295,6 +312,7 @@ for kib in (10, 100):
     loaders = {
         "shardstore": ShardDataset(["s3://%s/%s" % (B, k) for k in keys]),
         "local": LocalTars([os.path.join(LOCAL, k) for k in keys]),
+        "local_same_parser": LocalSameParser([os.path.join(LOCAL, k) for k in keys]),
         "boto3": Boto3Tars(keys),
     }
     res = {k: [] for k in loaders}
@@ -307,13 +325,15 @@ for kib in (10, 100):
             res[name].append(sps)
     assert len(set(counts.values())) == 1, counts
     m = {k: statistics.median(v) for k, v in res.items()}
+    r = {k: ",".join("%.0f" % x for x in v) for k, v in res.items()}
     print("RESULT epoch sample_KiB=%d shards=%d samples=%d workers=2 shardstore_samples_s=%.0f "
-          "local_tarfile_samples_s=%.0f boto3_samples_s=%.0f shardstore_vs_local=%.2f "
-          "shardstore_vs_boto3=%.2f runs_shardstore=%s runs_local=%s runs_boto3=%s" % (
+          "local_tarfile_samples_s=%.0f boto3_samples_s=%.0f local_same_parser_samples_s=%.0f "
+          "shardstore_vs_local=%.2f shardstore_vs_boto3=%.2f shardstore_vs_local_same_parser=%.2f "
+          "runs_shardstore=%s runs_local=%s runs_boto3=%s runs_local_same_parser=%s" % (
               kib, NSH, counts["local"], m["shardstore"], m["local"], m["boto3"],
-              m["shardstore"] / m["local"], m["shardstore"] / m["boto3"],
-              ",".join("%.0f" % x for x in res["shardstore"]),
-              ",".join("%.0f" % x for x in res["local"]), ",".join("%.0f" % x for x in res["boto3"])))
+              m["local_same_parser"], m["shardstore"] / m["local"], m["shardstore"] / m["boto3"],
+              m["shardstore"] / m["local_same_parser"], r["shardstore"], r["local"], r["boto3"],
+              r["local_same_parser"]))
     sys.stdout.flush()
 PY
   fi
