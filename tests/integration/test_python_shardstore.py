@@ -20,6 +20,40 @@ import tarfile
 import threading
 
 SRCDIR = os.environ.get("SHARD_SRCDIR", ".")
+
+
+def sanitizer_env():
+    """LD_PRELOAD and ASAN_OPTIONS a Python needs to load this build's
+    libshard.so when it was built with --enable-sanitizers ({} otherwise):
+    the ASan runtime must come first in the process."""
+    lib = os.path.join(os.environ.get("SHARD_BUILDDIR", ""), "client", ".libs", "libshard.so")
+    if not os.path.exists(lib):
+        return {}
+    clean = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
+    out = subprocess.run(["ldd", lib], capture_output=True, text=True, env=clean).stdout
+    pre = [ln.split("=>")[1].split()[0] for ln in out.splitlines()
+           if ("libasan" in ln or "libubsan" in ln) and "=>" in ln]
+    if not pre:
+        return {}
+    # Python itself leaks by design: leak reports would only be noise.
+    return {"LD_PRELOAD": ":".join(pre),
+            "ASAN_OPTIONS": "detect_leaks=0:" + os.environ.get("ASAN_OPTIONS", "")}
+
+
+SANITIZER_ENV = sanitizer_env()
+if SANITIZER_ENV and not os.environ.get("SHARD_PY_SANITIZED"):
+    # Start again with the runtime preloaded; the server and other children
+    # get the environment as it was (restored below).
+    env = dict(os.environ, SHARD_PY_SANITIZED="1", **SANITIZER_ENV)
+    env["SHARD_PY_ORIG_ASAN_OPTIONS"] = os.environ.get("ASAN_OPTIONS", "-")
+    os.execve(sys.executable, [sys.executable] + sys.argv, env)
+if os.environ.pop("SHARD_PY_SANITIZED", None):
+    os.environ.pop("LD_PRELOAD", None)
+    orig = os.environ.pop("SHARD_PY_ORIG_ASAN_OPTIONS", "-")
+    if orig == "-":
+        os.environ.pop("ASAN_OPTIONS", None)
+    else:
+        os.environ["ASAN_OPTIONS"] = orig
 sys.path.insert(0, os.path.join(SRCDIR, "tests", "integration"))
 sys.path.insert(0, os.path.join(SRCDIR, "python"))
 import harness as h  # noqa: E402
@@ -291,8 +325,9 @@ def test_resume_through_proxy(srv):
 def torch_python():
     """The interpreter that has torch: this one, else Debian's
     /usr/bin/python3 (python3-torch, installed by scripts/setup.sh --test)."""
+    probe = "import importlib.util, sys; sys.exit(importlib.util.find_spec('torch') is None)"
     for py in (sys.executable, "/usr/bin/python3"):
-        if os.path.exists(py) and subprocess.run([py, "-c", "import torch"],
+        if os.path.exists(py) and subprocess.run([py, "-c", probe],
                                                  capture_output=True).returncode == 0:
             return py
     return None
@@ -305,6 +340,7 @@ def test_torch_datasets(srv):
     proxy = CutProxy(srv.port)
     try:
         env = env_for(srv)
+        env.update(SANITIZER_ENV)
         env["PYTHONPATH"] = os.path.join(os.path.abspath(SRCDIR), "python")
         env["SHARD_TEST_PROXY"] = proxy.endpoint
         env["SHARD_TEST_BUCKET"] = B
