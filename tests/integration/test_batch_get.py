@@ -158,6 +158,56 @@ def test_many_entries(srv):
     h.expect_s3_error(r.status, r.body, 400, "MalformedXML", "10001 entries")
 
 
+def raw_batch(srv, entries):
+    """Sends a batch on a raw socket; returns the socket after the request."""
+    import socket
+    body = batch_body(entries)
+    hdrs = srv.sign("POST", "/%s" % B, "batch", {}, body)
+    s = socket.create_connection(("127.0.0.1", srv.port), timeout=10)
+    head = "POST /%s?batch HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nContent-Length: %d\r\n" % (
+        B, srv.port, len(body))
+    head += "".join("%s: %s\r\n" % kv for kv in hdrs.items() if kv[0].lower() != "host")
+    s.sendall(head.encode() + b"\r\n" + body)
+    return s
+
+
+def test_slow_reader_and_hangup(srv):
+    """A client that reads slowly gets every byte (the producer pauses on a
+    full ring and resumes when drained); one that hangs up mid-stream
+    leaves the server serving (the batch is freed by whoever runs last)."""
+    import time
+    entries = [("big",)] * 3 + [("many.tar", "%06d.bin" % i) for i in range(300)]
+    s = raw_batch(srv, entries)
+    got = b""
+    for _ in range(25):  # about 0.5 s of trickling while the ring fills
+        got += s.recv(4096)
+        time.sleep(0.02)
+    s.settimeout(30)
+    while not got.endswith(b"\r\n0\r\n\r\n"):
+        b = s.recv(1 << 20)
+        if not b:
+            break
+        got += b
+    s.close()
+    head, _, chunked = got.partition(b"\r\n\r\n")
+    h.check(head.startswith(b"HTTP/1.1 200"), "status %r" % head[:40])
+    body, rest = b"", chunked
+    while True:
+        size_line, _, rest = rest.partition(b"\r\n")
+        n = int(size_line, 16)
+        if n == 0:
+            break
+        body, rest = body + rest[:n], rest[n + 2:]
+    want = batch(srv, entries).body
+    h.same_bytes(body, want, "slowly read batch")
+    for _ in range(3):
+        s = raw_batch(srv, [("big",)] * 20)
+        s.recv(65536)
+        s.close()
+    r = srv.request("GET", "/%s/plain" % B)
+    h.eq(r.status, 200, "server still serving after hang-ups")
+
+
 def test_unindexed_member(srv):
     """A tar stored under a name without .tar has no index until first use:
     the batch builds it on its worker."""
@@ -214,6 +264,7 @@ TESTS = [
     test_objects_members_ranges,
     test_missing_entries,
     test_many_entries,
+    test_slow_reader_and_hangup,
     test_unindexed_member,
     test_malformed,
     test_per_entry_grant,
