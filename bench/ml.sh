@@ -14,7 +14,8 @@
 #               Ratios: shardstore/local (goal >= 0.8), shardstore/boto3 (goal >= 3). ShardDataset
 #               parses tars with its own parser (shardstore.samples); local_same_parser reads the
 #               local files with that parser too, to show the storage path's cost alone.
-#   random      samples/s of rounds of 64 random 10 KiB samples (the .jpg members): one batch
+#   random      samples/s of rounds of 64 random 10 KiB samples (the .jpg members; the variants
+#               take turns round by round): one batch
 #               GET vs 64 member GETs (libshard, one keep-alive connection) vs 64 boto3
 #               ranged get_object calls, and 64 plain GETs of separate 10 KiB objects
 #               (libshard, keep-alive). Goals: batch >= 5x member GETs; member GETs within 10% of plain.
@@ -149,14 +150,16 @@ if "random" not in SKIP:
         jpgs += [(key, m) for m in c.list_members(B, key) if m.name.endswith(".jpg")]
     for i in range(64):
         c.put(B, "plain10k/%03d" % i, blob[i * 100:i * 100 + 10240])
-    res = {"batch": [], "member": [], "boto3": [], "plain": []}
+    # The variants take turns round by round (the order rotating), so that
+    # the load other processes put on the machine hits them alike.
+    kinds = ["batch", "member", "boto3", "plain"]
+    res = {k: [] for k in kinds}
     for r in range(RUNS):
-        for kind in ("batch", "member", "boto3", "plain") if r % 2 == 0 else \
-                ("plain", "boto3", "member", "batch"):
-            t = time.monotonic()
-            n = 0
-            for _ in range(ROUNDS):
-                pick = rng.sample(jpgs, 64)
+        spent = {k: 0.0 for k in kinds}
+        for rnd in range(ROUNDS):
+            pick = rng.sample(jpgs, 64)
+            for kind in kinds[rnd % 4:] + kinds[:rnd % 4]:
+                t = time.monotonic()
                 if kind == "batch":
                     got = c.batch_get(B, [(k, m.name) for k, m in pick], True)
                     assert all(isinstance(d, bytes) for _, d in got)
@@ -170,8 +173,9 @@ if "random" not in SKIP:
                 else:
                     for i in rng.sample(range(64), 64):
                         c.get(B, "plain10k/%03d" % i)
-                n += 64
-            res[kind].append(n / (time.monotonic() - t))
+                spent[kind] += time.monotonic() - t
+        for k in kinds:
+            res[k].append(64 * ROUNDS / spent[k])
     m = {k: med(v) for k, v in res.items()}
     print("RESULT random sample_KiB=10 per_round=64 rounds=%d batch_samples_s=%.0f member_samples_s=%.0f "
           "boto3_samples_s=%.0f plain_get_samples_s=%.0f batch_vs_member=%.2f member_vs_plain=%.2f "
