@@ -49,7 +49,7 @@
 /* The body: 10,000 entries of typical keys and member names fit easily. */
 #define BATCH_BODY_MAX (8u << 20)
 /* Bytes buffered between the producer and the client. */
-#define BATCH_RING_LEN (256u * 1024)
+#define BATCH_RING_LEN (1024u * 1024)
 /* MHD asks the reader for at most this much at a time. */
 #define BATCH_BLOCK_LEN (64u * 1024)
 /* Headers of one entry: a pax header (path and size records) and the
