@@ -1,25 +1,13 @@
 /*
- * op_batch.c: batch GET (POST /bucket?batch). The XML body lists up to
- * 10,000 entries (a key, an optional tar member, an optional Range); the
- * answer is one tar (application/x-tar, chunked) whose members are the
- * entries in request order, named "key" or "key/member".
- *
- * Memory is bounded whatever the batch: the end step (a worker) parses the
- * body into the batch's own arena, authorizes every entry, opens the first
- * and answers 200 (or the first entry's S3 error when it fails and
- * ContinueOnError is off). From then on a producer job (offload.c) opens
- * one entry at a time (pin, index lookup, member lookup, then a storage
- * reader, or preads under the narrowed pin for entries below 1 MiB)
- * and writes tar headers and data into a ring of BATCH_RING_LEN bytes; the
- * MHD content reader drains it on the event loop, never touching storage.
- * The job never waits for the client: it stops when the ring is full and
- * is queued again once the reader has drained half of it; the reader
- * suspends the connection while the ring is empty and the job resumes it.
- * The batch is owned by the response (freed by its free callback) or, when
- * that comes while the job runs, by the job. Failed entries: with
- * ContinueOnError a member "__error__/NAME" holding the S3 error XML;
- * without, the stream ends without the chunked terminator, so clients see
- * a truncated body (the status was sent long before).
+ * op_batch.c: batch GET (POST /bucket?batch): up to 10,000 entries (key,
+ * optional tar member, optional Range) answered as one chunked tar whose
+ * members are the entries in request order, named "key" or "key/member".
+ * Invariants: server memory per batch is its arena and a BATCH_RING_LEN
+ * ring, whatever the batch; storage is read only by producer jobs on
+ * workers, never by the MHD content reader (event loop), which only drains
+ * the ring; a job never waits for the client. A failed entry becomes an
+ * "__error__/NAME" member (ContinueOnError) or ends the stream without its
+ * chunked terminator. docs/DESIGN.md "Batch GET" has the whole protocol.
  */
 #include "config.h"
 
