@@ -383,6 +383,7 @@ shard_batch_get(struct shard_client *c, const char *bucket, const struct shard_b
     client__resp_init(&resp);
     resp.sink = fn;
     resp.sink_ctx = ctx;
+    resp.sink_buffer_len = 256L * 1024;
     rc = client__perform(c, &req, body.ptr, body.len, &resp, err);
     if (rc == SHARD_ERR_NET && resp.sunk > 0)
         rc = client__err(err, SHARD_ERR_NET, resp.status, "BatchCut",

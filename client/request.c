@@ -335,10 +335,11 @@ client__perform(struct shard_client *c, const struct client_req *req, const void
         curl_easy_setopt(e, CURLOPT_WRITEDATA, resp);
         curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, collect_header);
         curl_easy_setopt(e, CURLOPT_HEADERDATA, resp);
-        /* A streamed answer goes to the sink in larger pieces (fewer calls
-         * into a Python callback, for one). */
-        if (resp->sink != NULL)
-            curl_easy_setopt(e, CURLOPT_BUFFERSIZE, 256L * 1024);
+        /* A long streamed answer goes to its sink in larger pieces (fewer
+         * calls into a Python callback, for one); small answers keep curl's
+         * default buffer, which costs nothing to set up per request. */
+        if (resp->sink != NULL && resp->sink_buffer_len > 0)
+            curl_easy_setopt(e, CURLOPT_BUFFERSIZE, resp->sink_buffer_len);
         if (strcmp(req->method, "PUT") == 0) {
             curl_easy_setopt(e, CURLOPT_READFUNCTION, read_mem);
             curl_easy_setopt(e, CURLOPT_READDATA, &src);

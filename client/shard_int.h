@@ -124,6 +124,7 @@ struct client_resp {
      * it took: an attempt that failed after any is not retried. */
     int (*sink)(void *ctx, const void *data, size_t len);
     void *sink_ctx;
+    long sink_buffer_len; /* curl's receive buffer for a long stream (0: its default) */
     uint64_t sunk;
     bool has_sink_failed;
 };
