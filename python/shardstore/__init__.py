@@ -245,7 +245,7 @@ class Client:
                                  ctypes.byref(err))
         if n < 0:
             raise ShardError.from_struct(err, n)
-        return bytes(buf[:n])
+        return bytes(buf) if n == cap else bytes(memoryview(buf)[:n])
 
     def list_members(self, bucket, key, marker=None, page=1000):
         """Yields the Members of a tar object in archive order, fetching one
