@@ -9,3 +9,4 @@ EXTRA_DIST += bench/multipart.sh
 EXTRA_DIST += bench/listing.sh
 EXTRA_DIST += bench/sse.sh
 EXTRA_DIST += bench/cors.sh
+EXTRA_DIST += bench/ml.sh

@@ -1,6 +1,7 @@
 /*
  * cli.c: the `shard` command line tool on libshard: cp, cat, ls, rm, mb, rb,
- * bench (cli_bench.c) and admin (cli_admin.c, which keeps the options and
+ * batch and ls --members (cli_member.c), bench (cli_bench.c) and admin
+ * (cli_admin.c, which keeps the options and
  * exit codes of `shardstore admin`). Options may come before or after the
  * subcommand. Exit codes (cli_util.h): 0 ok, 1 S3/HTTP error, 2 usage, 3
  * credentials or configuration, 4 local I/O. Every message starts with
@@ -28,7 +29,11 @@ static const char USAGE[] =
     "usage: shard [options] COMMAND ARGS\n"
     "  cp SRC DST [-r]           copy local <-> s3://bucket/key (- is stdin/stdout)\n"
     "  cat s3://b/k [--range A-B] write an object (or bytes A..B) to stdout\n"
+    "      [--member NAME]        ... or that member of a tar object\n"
     "  ls [s3://b[/prefix]] [-r] list buckets, or keys under a prefix\n"
+    "  ls --members s3://b/k     list the members of a tar object (offset size name)\n"
+    "  batch s3://b [FILE|-] [--continue-on-error]  batch GET: one line per entry,\n"
+    "                            KEY[<TAB>MEMBER[<TAB>RANGE]]; the tar answer to stdout\n"
     "  rm s3://b/k [-r]          delete a key, or every key under a prefix\n"
     "  mb s3://b | rb s3://b     make / remove a bucket\n"
     "  bench put|get|range|list|head|mixed --bucket B [...]  load generator\n"
@@ -68,6 +73,9 @@ enum {
     OPT_NO_PREPARE,
     OPT_JSON,
     OPT_RETRIES,
+    OPT_MEMBER,
+    OPT_MEMBERS,
+    OPT_CONTINUE,
 };
 
 static const struct option LONG_OPTS[] = {
@@ -97,6 +105,9 @@ static const struct option LONG_OPTS[] = {
     {"no-prepare", no_argument, NULL, OPT_NO_PREPARE},
     {"json", required_argument, NULL, OPT_JSON},
     {"retries", required_argument, NULL, OPT_RETRIES},
+    {"member", required_argument, NULL, OPT_MEMBER},
+    {"members", no_argument, NULL, OPT_MEMBERS},
+    {"continue-on-error", no_argument, NULL, OPT_CONTINUE},
     {NULL, 0, NULL, 0},
 };
 
@@ -228,6 +239,17 @@ parse_options(int argc, char **argv, struct cli_opts *o)
         case OPT_JSON:
             o->json_path = optarg;
             break;
+        case OPT_MEMBER:
+            if (optarg[0] == '\0')
+                return usage_error("--member wants a name%s", "");
+            o->member = optarg;
+            break;
+        case OPT_MEMBERS:
+            o->is_members = true;
+            break;
+        case OPT_CONTINUE:
+            o->is_continue_on_error = true;
+            break;
         default:
             return usage_error("unknown option '%s'", argv[optind - 1]);
         }
@@ -255,13 +277,16 @@ write_all(int fd, const void *p, size_t len)
     return 0;
 }
 
-/* Streams [off, off+len) of the object to 'fd'. 'what' names it in messages. */
+/* Streams [off, off+len) of the object (of its member o->member, when
+ * set) to 'fd'. 'what' names it in messages. */
 static int
 download_to_fd(struct shard_client *c, const struct cli_opts *o, const char *bucket,
                const char *key, uint64_t off, uint64_t len, int fd, const char *what)
 {
     struct shard_error err;
-    struct shard_reader *r = shard_reader_open(c, bucket, key, off, len, &o->opts, &err);
+    struct shard_reader *r =
+        o->member ? shard_member_reader_open(c, bucket, key, o->member, off, len, &o->opts, &err)
+                  : shard_reader_open(c, bucket, key, off, len, &o->opts, &err);
     if (r == NULL)
         return cli_fail(what, &err);
     struct cli_progress prog;
@@ -343,7 +368,9 @@ cmd_cat(struct shard_client *c, const struct cli_opts *o, int nargs, char **args
         if (is_suffix) {
             struct shard_object_info info;
             struct shard_error err;
-            if (shard_head(c, bucket, key, &info, &err) != 0)
+            int hrc = o->member ? shard_member_head(c, bucket, key, o->member, &info, &err)
+                                : shard_head(c, bucket, key, &info, &err);
+            if (hrc != 0)
                 return cli_fail(args[0], &err);
             off = info.size > len ? info.size - len : 0;
         }
@@ -639,6 +666,8 @@ cmd_ls(struct shard_client *c, const struct cli_opts *o, int nargs, char **args)
     }
     if (shard_parse_s3_url(args[0], bucket, key) != 0)
         return usage_error("invalid S3 URL '%s' (want s3://bucket[/prefix])", args[0]);
+    if (o->is_members)
+        return cli_ls_members(c, bucket, key, args[0]);
     struct ls_ctx l = {0};
     if (!o->is_recursive) {
         const char *slash = strrchr(key, '/');
@@ -764,7 +793,7 @@ main(int argc, char **argv)
             pos[npos++] = sub_argv[optind++];
         }
     }
-    static const char *const COMMANDS[] = {"cp", "cat", "ls", "rm", "mb", "rb", "bench"};
+    static const char *const COMMANDS[] = {"cp", "cat", "ls", "rm", "mb", "rb", "bench", "batch"};
     bool is_known = false;
     for (size_t i = 0; i < ARRAY_LEN(COMMANDS); i++)
         is_known |= strcmp(cmd, COMMANDS[i]) == 0;
@@ -772,7 +801,8 @@ main(int argc, char **argv)
         return usage_error("unknown command '%s'", cmd);
     /* Argument errors are reported before credentials are looked up. */
     if (strcmp(cmd, "cat") == 0 || strcmp(cmd, "rm") == 0 || strcmp(cmd, "mb") == 0 ||
-        strcmp(cmd, "rb") == 0 || (strcmp(cmd, "ls") == 0 && npos == 1)) {
+        strcmp(cmd, "rb") == 0 || strcmp(cmd, "batch") == 0 ||
+        (strcmp(cmd, "ls") == 0 && npos == 1)) {
         char bucket[64], key[1025];
         if (npos < 1 || shard_parse_s3_url(pos[0], bucket, key) != 0)
             return usage_error("invalid S3 URL '%s' (want s3://bucket[/key])", npos ? pos[0] : "");
@@ -789,6 +819,8 @@ main(int argc, char **argv)
         rc = cmd_ls(c, &o, npos, pos);
     else if (strcmp(cmd, "rm") == 0)
         rc = cmd_rm(c, &o, npos, pos);
+    else if (strcmp(cmd, "batch") == 0)
+        rc = cli_batch(c, &o, npos, pos);
     else if (strcmp(cmd, "mb") == 0 || strcmp(cmd, "rb") == 0)
         rc = cmd_bucket(c, &o, npos, pos, strcmp(cmd, "mb") == 0);
     else

@@ -52,6 +52,9 @@ struct cli_opts {
     unsigned fanout, concurrency, max_keys;
     double duration_s;
     bool is_first_page, is_no_prepare, has_size;
+    /* tar members and batch GET */
+    const char *member;
+    bool is_members, is_continue_on_error;
 };
 
 /*
@@ -61,6 +64,15 @@ struct cli_opts {
  * Returns the exit code: 0, or 1 after an error on stderr.
  */
 int cli_admin(const char *prog, const struct shard_config_in *cfg, int argc, char **argv);
+
+/* `shard ls --members s3://b/k` (cli_member.c): prints "OFFSET SIZE NAME"
+ * per member of the tar object; 'what' names it in messages. Returns the
+ * exit code. */
+int cli_ls_members(struct shard_client *c, const char *bucket, const char *key, const char *what);
+/* `shard batch s3://b [FILE|-]` (cli_member.c): entries one per line
+ * (KEY[TAB MEMBER[TAB RANGE]]), the tar answer to stdout. Returns the exit
+ * code. */
+int cli_batch(struct shard_client *c, const struct cli_opts *o, int nargs, char **args);
 
 /* `shard bench OP`: args[0] is the op. Returns the exit code. */
 int cli_bench(struct shard_client *c, const struct cli_opts *o, int nargs, char **args);

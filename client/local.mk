@@ -2,7 +2,7 @@
 # libshard shares only the SigV4 signer (and checksums) with auth/.
 LIBSHARD_SOURCES = client/shard.h client/shard_int.h client/client.c \
 	client/config.c client/ini.c client/url.c client/request.c client/xml.c \
-	client/ops.c client/reader.c client/upload.c
+	client/ops.c client/reader.c client/upload.c client/member.c
 
 # The installed library: libshard.so, built from its own sources and from
 # the auth/ and common/ code it uses, compiled again as PIC with
@@ -36,7 +36,7 @@ client_libshard_core_la_LIBADD = auth/libauth.la $(LIBCURL_LIBS) $(EXPAT_LIBS)
 # shard: cp, cat, ls, rm, mb, rb, bench, admin (installed by make install).
 bin_PROGRAMS += shard
 shard_SOURCES = client/cli.c client/cli_util.c client/cli_util.h client/cli_bench.c \
-	client/cli_admin.c
+	client/cli_admin.c client/cli_member.c
 shard_CFLAGS = $(AM_CFLAGS) $(LIBCURL_CFLAGS)
 shard_LDADD = client/libshard_core.la -lm
 
@@ -45,3 +45,8 @@ include tests/unit/client/local.mk
 include tests/integration/shard.mk
 include tests/fuzz/client.mk
 EXTRA_DIST += bench/client.sh
+
+# The Python package on libshard.so (ctypes; not installed by make install:
+# put python/ on PYTHONPATH, or set SHARDSTORE_LIBSHARD to the library).
+EXTRA_DIST += python/shardstore/__init__.py python/shardstore/_lib.py \
+	python/shardstore/samples.py python/shardstore/torch.py

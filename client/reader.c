@@ -51,6 +51,7 @@ struct slot {
 struct shard_reader {
     struct shard_client *c;
     char *bucket, *key;
+    char *query; /* "member=..." for a member reader, else NULL */
     char etag[80];
     char if_match[100];
     uint64_t start, len, object_size;
@@ -121,7 +122,8 @@ slot_start(struct slot *s)
     uint64_t first = s->off + s->received, last = s->off + s->len - 1;
     snprintf(s->range_hdr, sizeof(s->range_hdr), "Range: bytes=%llu-%llu",
              (unsigned long long)first, (unsigned long long)last);
-    struct client_req req = {.method = "GET", .bucket = r->bucket, .key = r->key};
+    struct client_req req = {
+        .method = "GET", .bucket = r->bucket, .key = r->key, .query = r->query};
     req.headers[req.n_headers++] = s->range_hdr;
     if (r->if_match[0] != '\0')
         req.headers[req.n_headers++] = r->if_match;
@@ -334,6 +336,41 @@ shard_reader_open(struct shard_client *c, const char *bucket, const char *key, u
     return r;
 }
 
+struct shard_reader *
+shard_member_reader_open(struct shard_client *c, const char *bucket, const char *key,
+                         const char *member, uint64_t off, uint64_t len,
+                         const struct shard_options *opts, struct shard_error *err)
+{
+    struct shard_object_info info;
+    if (shard_member_head(c, bucket, key, member, &info, err) != 0)
+        return NULL;
+    if (off > info.size) {
+        client__err(err, SHARD_ERR_ARG, 416, "InvalidRange",
+                    "offset %llu is past the end of the member (%llu bytes)",
+                    (unsigned long long)off, (unsigned long long)info.size);
+        return NULL;
+    }
+    if (len > info.size - off)
+        len = info.size - off;
+    struct shard_reader *r = reader_create(c, bucket, key, off, len, opts, NULL);
+    struct buf q;
+    buf_init(&q);
+    client__member_query(&q, member);
+    r->query = xstrdup(q.ptr);
+    buf_cleanup(&q);
+    r->object_size = info.size;
+    snprintf(r->etag, sizeof(r->etag), "%s", info.etag);
+    if (info.etag[0] != '\0')
+        snprintf(r->if_match, sizeof(r->if_match), "If-Match: %s", info.etag);
+    if (reader_start(r) != 0) {
+        if (err != NULL)
+            *err = r->err;
+        shard_reader_close(r);
+        return NULL;
+    }
+    return r;
+}
+
 uint64_t
 shard_reader_length(const struct shard_reader *r)
 {
@@ -424,6 +461,7 @@ shard_reader_close(struct shard_reader *r)
     free(r->slots);
     free(r->bucket);
     free(r->key);
+    free(r->query);
     free(r);
 }
 

@@ -217,6 +217,8 @@ resp_reset(struct client_resp *r)
     r->body.len = 0;
     r->etag[0] = r->last_modified[0] = r->content_range_total[0] = '\0';
     r->length = 0;
+    r->sunk = 0;
+    r->has_sink_failed = false;
 }
 
 static size_t
@@ -224,6 +226,14 @@ collect_body(char *p, size_t size, size_t n, void *ctx)
 {
     struct client_resp *r = ctx;
     size_t len = size * n;
+    if (r->sink != NULL && r->status >= 200 && r->status < 300) {
+        if (r->sink(r->sink_ctx, p, len) != 0) {
+            r->has_sink_failed = true;
+            return 0; /* curl stops with CURLE_WRITE_ERROR */
+        }
+        r->sunk += len;
+        return len;
+    }
     if (r->body.len + len <= RESP_BODY_CAP)
         buf_append(&r->body, p, len);
     return len;
@@ -260,6 +270,10 @@ collect_header(char *p, size_t size, size_t n, void *ctx)
     if (len > 5 && strncmp(p, "HTTP/", 5) == 0) {
         /* A new response (after a redirect or 100): forget the last one's headers. */
         r->etag[0] = r->last_modified[0] = r->content_range_total[0] = '\0';
+        /* The status decides where a streamed body goes (collect_body). */
+        const char *sp = memchr(p, ' ', len);
+        if (sp != NULL && (size_t)(sp - p) + 4 <= len)
+            r->status = strtol(sp + 1, NULL, 10);
         return len;
     }
     header_value(p, len, "etag", r->etag, sizeof(r->etag));
@@ -321,6 +335,11 @@ client__perform(struct shard_client *c, const struct client_req *req, const void
         curl_easy_setopt(e, CURLOPT_WRITEDATA, resp);
         curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, collect_header);
         curl_easy_setopt(e, CURLOPT_HEADERDATA, resp);
+        /* A long streamed answer goes to its sink in larger pieces (fewer
+         * calls into a Python callback, for one); small answers keep curl's
+         * default buffer, which costs nothing to set up per request. */
+        if (resp->sink != NULL && resp->sink_buffer_len > 0)
+            curl_easy_setopt(e, CURLOPT_BUFFERSIZE, resp->sink_buffer_len);
         if (strcmp(req->method, "PUT") == 0) {
             curl_easy_setopt(e, CURLOPT_READFUNCTION, read_mem);
             curl_easy_setopt(e, CURLOPT_READDATA, &src);
@@ -335,7 +354,11 @@ client__perform(struct shard_client *c, const struct client_req *req, const void
         curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &resp->status);
         client__handle_put(c, e);
         client__prepared_cleanup(&p);
-        bool can_retry = attempt <= c->opts.max_retries;
+        /* A streamed body cannot be taken back: once any went out, no retry. */
+        bool can_retry = attempt <= c->opts.max_retries && resp->sunk == 0;
+        if (resp->has_sink_failed)
+            return client__err(err, SHARD_ERR_IO, resp->status, "WriteFailed",
+                               "the receiver of the answer stopped");
         if (cc != CURLE_OK) {
             rc = client__err_curl(err, cc, errbuf);
             if (can_retry && client__is_retryable_curl(cc)) {

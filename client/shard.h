@@ -219,6 +219,87 @@ SHARD_API int shard_put_fd(struct shard_client *c, const char *bucket, const cha
 SHARD_API int shard_put_buffer(struct shard_client *c, const char *bucket, const char *key,
                                const void *data, size_t len, struct shard_error *err);
 
+/* ---- tar members and batch GET (shardstore extensions) -------------------- */
+
+/* One member of a tar object, as the server's member index lists it. */
+struct shard_member {
+    const char *name; /* NUL-terminated; borrowed for the duration of the callback */
+    uint64_t offset;  /* of its data in the object */
+    uint64_t size;
+    uint32_t mode;
+    int64_t mtime_s;
+};
+
+/* Receives one member; return 0 to continue, non-zero to stop (the listing
+ * then returns that value). */
+typedef int (*shard_member_fn)(void *ctx, const struct shard_member *m);
+
+/* HEAD ?member=: fills 'out' with the member's size and the object's ETag.
+ * SHARD_ERR_S3 with http_status 404 when the object or the member is
+ * absent, 400 when the object is no readable tar. */
+SHARD_API int shard_member_head(struct shard_client *c, const char *bucket, const char *key,
+                                const char *member, struct shard_object_info *out,
+                                struct shard_error *err);
+/*
+ * GET ?member=: reads 'len' bytes at 'off' of member 'member' of the tar
+ * object (len UINT64_MAX: to the end) into 'buf' (caller-owned, 'cap'
+ * bytes), in one request. Returns the byte count (which is the member's
+ * size when reading it whole), or a negative error: SHARD_ERR_ARG when
+ * the answer does not fit 'cap' or 'off' is past the end, SHARD_ERR_S3
+ * (404 NoSuchMember / NoSuchKey, 400 InvalidArchive).
+ */
+SHARD_API long shard_member_get(struct shard_client *c, const char *bucket, const char *key,
+                                const char *member, uint64_t off, uint64_t len, void *buf,
+                                size_t cap, struct shard_error *err);
+/*
+ * Opens a streaming read of member 'member' of the tar object, as
+ * shard_reader_open does for an object: parallel ranges of the member
+ * (?member= with Range), each with If-Match on the object's ETag. Read it
+ * with shard_reader_next / shard_reader_read; shard_reader_object_size
+ * gives the member's size. Returns NULL and fills 'err' on failure.
+ */
+SHARD_API struct shard_reader *shard_member_reader_open(struct shard_client *c, const char *bucket,
+                                                        const char *key, const char *member,
+                                                        uint64_t off, uint64_t len,
+                                                        const struct shard_options *opts,
+                                                        struct shard_error *err);
+/*
+ * Lists the members of the tar object in archive order from the one after
+ * 'marker' (NULL or "": from the first), a page of up to 1000 per request
+ * (?list-members with encoding-type=url: any name lists as it is), calling
+ * 'fn' for each. Returns 0, the callback's non-zero value, or a negative
+ * error (SHARD_ERR_S3 400 InvalidArchive for an object that is no tar).
+ */
+SHARD_API int shard_member_list(struct shard_client *c, const char *bucket, const char *key,
+                                const char *marker, shard_member_fn fn, void *ctx,
+                                struct shard_error *err);
+
+/* One entry of a batch GET: an object, or a member of a tar object, whole
+ * or a range ("bytes=0-99", as the Range header). */
+struct shard_batch_entry {
+    const char *key;
+    const char *member; /* NULL: the object itself */
+    const char *range;  /* NULL: all of it */
+};
+
+/* Receives the next 'len' bytes of a streamed answer; return 0 to go on. */
+typedef int (*shard_write_fn)(void *ctx, const void *data, size_t len);
+
+/*
+ * Batch GET (POST /bucket?batch) of 'entries[0..n)' (1 to 10000): the
+ * answer, one tar whose members are the entries in order (named "key" or
+ * "key/member"), is streamed to 'fn' as it arrives. With
+ * 'continue_on_error' a failed entry comes as a member "__error__/NAME"
+ * holding the S3 error document; without, a failing first entry is
+ * SHARD_ERR_S3, and a later one cuts the stream (SHARD_ERR_NET, after
+ * 'fn' got the entries before it). Retried only until 'fn' got its first
+ * byte. Returns 0, SHARD_ERR_IO when 'fn' failed, or a negative error.
+ */
+SHARD_API int shard_batch_get(struct shard_client *c, const char *bucket,
+                              const struct shard_batch_entry *entries, size_t n,
+                              bool continue_on_error, shard_write_fn fn, void *ctx,
+                              struct shard_error *err);
+
 /* ---- any request ---------------------------------------------------------- */
 
 /* One query parameter, not encoded ('value' NULL for a bare name: "?uploads"). */

@@ -119,6 +119,14 @@ struct client_resp {
     uint64_t length; /* Content-Length */
     char last_modified[40];
     char content_range_total[24]; /* the "/N" of Content-Range */
+    /* Optional: the body of a 2xx answer goes to 'sink' instead of 'body'
+     * (a streamed answer); it returns 0 to go on. 'sunk' counts the bytes
+     * it took: an attempt that failed after any is not retried. */
+    int (*sink)(void *ctx, const void *data, size_t len);
+    void *sink_ctx;
+    long sink_buffer_len; /* curl's receive buffer for a long stream (0: its default) */
+    uint64_t sunk;
+    bool has_sink_failed;
 };
 void client__resp_init(struct client_resp *r);
 void client__resp_cleanup(struct client_resp *r);
@@ -149,6 +157,11 @@ int client__err_curl(struct shard_error *err, CURLcode rc, const char *errbuf);
 
 /* Base64 of the big-endian CRC32 of 'data' into 'out' (cap 16). */
 void client__crc32_b64(const void *data, size_t len, char out[16]);
+
+/* ---- tar members (member.c) ---------------------------------------------- */
+
+/* Appends "member=ENCODED" (the query of a member request) to 'q'. */
+void client__member_query(struct buf *q, const char *member);
 
 /* ---- XML answers (xml.c, expat) ----------------------------------------- */
 

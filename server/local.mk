@@ -8,7 +8,7 @@ shardstore_SOURCES = server/main.c server/server.h server/conf.h server/config.c
 	server/http.c server/req.h server/req.c server/router.h server/router.c server/body.h \
 	server/body.c server/ops.h server/access.h server/access.c server/op_bucket.c \
 	server/op_list.c server/op_put.c server/op_get.c server/op_copy.c server/op_delete.c \
-	server/op_member.c \
+	server/op_member.c server/op_batch.c \
 	server/op_multipart.c server/op_tagging.c server/admin.c server/creds.c server/creds.h server/admin_users.c \
 	server/op_versions.c server/admin_cli.c server/admin_cli.h server/reserve.h server/reserve.c \
 	server/extents.h server/extents.c server/guard.h server/guard.c \

@@ -153,10 +153,10 @@ member_builder_destroy(struct member_builder *b)
  * First use: the headers read back through storage
  * ====================================================================== */
 
-/* Reads bytes [pos, pos+len) of 'obj' into 'buf' (the request holds a pin
+/* Reads bytes [pos, pos+len) of 'obj' into 'buf' (the caller holds a pin
  * on its extents). Returns 0 or -errno (-EIO when short). */
 static int
-object_read(struct s3_req *r, const struct index_object *obj, const struct storage_extent *se,
+object_read(struct server *srv, const struct index_object *obj, const struct storage_extent *se,
             uint64_t pos, uint8_t *buf, size_t len)
 {
     if (obj->inline_len) {
@@ -171,7 +171,7 @@ object_read(struct s3_req *r, const struct index_object *obj, const struct stora
         if (pos < base + elen) {
             uint64_t off = pos - base;
             size_t n = (size_t)MIN((uint64_t)len, elen - off);
-            ssize_t got = storage_read(r->srv->storage, &se[i], off, buf, n);
+            ssize_t got = storage_read(srv->storage, &se[i], off, buf, n);
             if (got < 0)
                 return (int)got;
             if ((size_t)got != n)
@@ -189,11 +189,11 @@ object_read(struct s3_req *r, const struct index_object *obj, const struct stora
  * data is skipped). Returns 0 (the builder is finished into '*out') or
  * -errno when storage failed (then nothing is known about the object). */
 static int
-build_from_storage(struct s3_req *r, const struct index_object *obj, struct member_builder *b,
-                   struct index_members *out)
+build_from_storage(struct server *srv, struct arena *a, const struct index_object *obj,
+                   struct member_builder *b, struct index_members *out)
 {
     uint8_t buf[TAR_BLOCK];
-    struct storage_extent *se = arena_calloc(r->arena, obj->n_extents + 1, sizeof(*se));
+    struct storage_extent *se = arena_calloc(a, obj->n_extents + 1, sizeof(*se));
     extents_from_index(obj->extents, obj->n_extents, se);
     uint64_t pos = 0;
     while (pos < obj->size && !b->is_failed && !tar_parser_is_end(&b->parser)) {
@@ -205,7 +205,7 @@ build_from_storage(struct s3_req *r, const struct index_object *obj, struct memb
             continue;
         }
         size_t n = (size_t)MIN((uint64_t)TAR_BLOCK, obj->size - pos);
-        int rc = object_read(r, obj, se, pos, buf, n);
+        int rc = object_read(srv, obj, se, pos, buf, n);
         if (rc < 0)
             return rc;
         member_builder_feed(b, buf, n);
@@ -215,34 +215,53 @@ build_from_storage(struct s3_req *r, const struct index_object *obj, struct memb
     return 0;
 }
 
-/* The member index of 'obj' (key r->key in 'bk') is missing: builds it and
- * commits it for the etag read. Returns 0 (committed, or the object
- * changed meanwhile: the caller's next lookup says so) or -errno. */
+/* The member index of 'obj' (key 'key' in bucket 'bucket_id', read under
+ * a pin the caller holds) is missing: builds it and commits it for the
+ * etag read; 'request_id' names the request in the log. Returns 0
+ * (committed, or the object changed meanwhile: the caller's next lookup
+ * says so) or -errno. */
 static int
-build_on_first_use(struct s3_req *r, const struct index_bucket *bk, const struct index_object *obj)
+build_on_first_use(struct server *srv, struct arena *a, uint64_t bucket_id, struct slice key,
+                   const struct index_object *obj, const char *request_id)
 {
     struct member_builder *b = member_builder_create();
     struct index_members ms;
-    int rc = build_from_storage(r, obj, b, &ms);
+    int rc = build_from_storage(srv, a, obj, b, &ms);
     if (rc < 0)
         goto fail;
     struct index_op op = {
         .kind = INDEX_OP_MEMBERS_PUT,
-        .bucket_id = bk->id,
-        .key = r->key,
+        .bucket_id = bucket_id,
+        .key = key,
         .members = &ms,
-        .arena = r->arena,
+        .arena = a,
     };
     memcpy(op.if_match_etag, obj->etag, 16);
-    rc = committer_run(r->srv->committer, &op, 1);
+    rc = committer_run(srv->committer, &op, 1);
     if (rc == 0 && op.result != 0 && op.result != -ESTALE)
         rc = op.result;
     if (rc == 0)
-        log_info("request %s: member index built on first use: %s, %" PRIu32 " members",
-                 r->request_id, ms.is_archive ? "a tar" : "not a tar", ms.n_members);
+        log_info("request %s: member index built on first use: %s, %" PRIu32 " members", request_id,
+                 ms.is_archive ? "a tar" : "not a tar", ms.n_members);
 
 fail:
     member_builder_destroy(b);
+    return rc;
+}
+
+int
+member_find(struct server *srv, struct arena *a, uint64_t bucket_id, struct slice key,
+            const struct index_object *obj, struct slice name, const char *request_id,
+            struct index_member *out)
+{
+    int rc = index_member_get(srv->index, bucket_id, key, obj->etag, name, a, out);
+    if (rc == -ENODATA) {
+        rc = build_on_first_use(srv, a, bucket_id, key, obj, request_id);
+        if (rc == 0)
+            rc = index_member_get(srv->index, bucket_id, key, obj->etag, name, a, out);
+    }
+    if (rc == 0 && (out->offset > obj->size || out->size > obj->size - out->offset))
+        rc = -EIO; /* never expected: the index was built from these bytes */
     return rc;
 }
 
@@ -363,7 +382,7 @@ get_or_head_member(struct s3_req *r, bool is_head, bool may_build)
         goto unpin;
     }
     if (rc == -ENODATA) {
-        rc = build_on_first_use(r, &bk, &obj);
+        rc = build_on_first_use(r->srv, r->arena, bk.id, r->key, &obj, r->request_id);
         if (rc == 0)
             rc = index_member_get(r->srv->index, bk.id, r->key, obj.etag, name, r->arena, &m);
     }
@@ -534,7 +553,7 @@ list_members(struct s3_req *r, bool may_build)
         return;
     }
     if (rc == -ENODATA) {
-        rc = build_on_first_use(r, &bk, &obj);
+        rc = build_on_first_use(r->srv, r->arena, bk.id, r->key, &obj, r->request_id);
         if (rc == 0)
             rc = index_member_list(r->srv->index, bk.id, r->key, obj.etag, marker,
                                    max ? (uint32_t)max : 1, r->arena, &ms, &n, &is_truncated);

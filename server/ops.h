@@ -14,11 +14,11 @@
 
 struct MHD_Response;
 struct index_bucket;
+struct index_member;
 struct index_members;
 struct index_object;
 struct index_upload;
 struct meta;
-struct MHD_Response;
 struct s3_req;
 struct server;
 struct storage_writer;
@@ -102,6 +102,19 @@ void member_builder_feed(struct member_builder *b, const void *data, size_t len)
 void member_builder_finish(struct member_builder *b, struct index_members *out);
 /* Frees the builder; NULL is a no-op. */
 void member_builder_destroy(struct member_builder *b);
+/* Looks up member 'name' of 'obj' (key 'key' in bucket 'bucket_id'), read
+ * under a pin the caller holds, into '*out' (in 'a'). Without a member
+ * index yet, builds and commits it first (reads storage and waits for a
+ * commit: workers only); 'request_id' names the request in the log.
+ * Returns 0, -EILSEQ (not a readable tar), -ENOENT (no such member),
+ * -ENODATA (the object changed meanwhile) or another -errno (op_member.c). */
+int member_find(struct server *srv, struct arena *a, uint64_t bucket_id, struct slice key,
+                const struct index_object *obj, struct slice name, const char *request_id,
+                struct index_member *out);
+
+/* POST /bucket?batch: many objects, ranges or tar members answered as one
+ * streamed tar (op_batch.c). */
+void op_batch_get(struct s3_req *r);
 
 void op_put_object_tagging(struct s3_req *r);
 void op_get_object_tagging(struct s3_req *r);

@@ -184,6 +184,9 @@ static const struct route routes[] = {
      op_delete_bucket, "DeleteBucket"},
     {"POST", LEVEL_BUCKET, "delete", NULL, AUTH_ACTION_WRITE, RKEY_EACH, BODY_END,
      op_delete_objects, "DeleteObjects"},
+    /* Batch GET: the read grant, checked per entry by the handler. */
+    {"POST", LEVEL_BUCKET, "batch", NULL, AUTH_ACTION_READ, RKEY_EACH, BODY_END, op_batch_get,
+     "GetObjectBatch"},
     {"GET", LEVEL_BUCKET, "uploads", NULL, AUTH_ACTION_LIST, RKEY_PREFIX, 0, op_list_uploads,
      "ListMultipartUploads"},
     {"POST", LEVEL_OBJECT, "uploads", NULL, AUTH_ACTION_WRITE, RKEY_OBJECT, BLOCKS,
@@ -276,6 +279,7 @@ static const struct {
     SUB("acl"),
     SUB("analytics"),
     SUB("attributes"),
+    SUB("batch"),
     SUB("cors"),
     SUB("delete"),
     SUB("encryption"),

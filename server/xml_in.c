@@ -1,7 +1,7 @@
 /*
  * xml_in.c: S3 request bodies (DeleteObjects, CompleteMultipartUpload,
- * CreateBucket, Tagging, CORSConfiguration, BucketLoggingStatus) parsed
- * with expat.
+ * CreateBucket, Tagging, CORSConfiguration, BucketLoggingStatus,
+ * ServerSideEncryptionConfiguration, batch GET) parsed with expat.
  *
  * One small engine walks a per-document schema: a table of known elements,
  * each a container or a text element, with its parent. Unknown elements
@@ -908,6 +908,106 @@ xml_parse_encryption(const char *body, size_t len, struct arena *a,
     ctx->on_end = xml_encryption_end;
     ctx->doc = out;
     status = xml_run(ctx, body, len);
+    free(ctx);
+    return status;
+}
+
+/* ------------------------------------------------------------------ */
+/* Batch GET                                                          */
+/* ------------------------------------------------------------------ */
+
+enum { BAT_ROOT, BAT_CONTINUE, BAT_ENTRY, BAT_KEY, BAT_MEMBER, BAT_RANGE };
+
+static const struct xml_node xml_batch_nodes[] = {
+    [BAT_ROOT] = {"Batch", -1, false, false},
+    [BAT_CONTINUE] = {"ContinueOnError", BAT_ROOT, true, false},
+    [BAT_ENTRY] = {"Entry", BAT_ROOT, false, false},
+    [BAT_KEY] = {"Key", BAT_ENTRY, true, false},
+    [BAT_MEMBER] = {"Member", BAT_ENTRY, true, false},
+    [BAT_RANGE] = {"Range", BAT_ENTRY, true, false},
+};
+
+struct xml_batch_state {
+    bool is_continue;
+    struct xml_batch_entry *entries; /* heap; copied to the arena at the end */
+    size_t n, cap;
+};
+
+static void
+xml_batch_start(struct xml_ctx *ctx, int node)
+{
+    struct xml_batch_state *st = ctx->doc;
+
+    if (node != BAT_ENTRY)
+        return;
+    if (st->n == XML_IN_BATCH_MAX) {
+        xml_fail(ctx, XML_IN_TOO_MANY);
+        return;
+    }
+    xml_grow((void **)&st->entries, &st->cap, st->n, sizeof(*st->entries));
+    st->entries[st->n++] = (struct xml_batch_entry){SLICE_NULL, SLICE_NULL, SLICE_NULL};
+}
+
+static void
+xml_batch_end(struct xml_ctx *ctx, int node, uint32_t seen, struct slice text)
+{
+    struct xml_batch_state *st = ctx->doc;
+    struct slice v;
+
+    switch (node) {
+    case BAT_CONTINUE:
+        v = xml_trim(text);
+        if (slice_eq_nocase(v, "true"))
+            st->is_continue = true;
+        else if (slice_eq_nocase(v, "false"))
+            st->is_continue = false;
+        else
+            xml_fail(ctx, XML_IN_MALFORMED);
+        break;
+    case BAT_ENTRY:
+        if (!(seen & (1u << BAT_KEY)))
+            xml_fail(ctx, XML_IN_MALFORMED);
+        break;
+    case BAT_KEY:
+    case BAT_MEMBER:
+        /* Verbatim: spaces and newlines are legal in keys and member names. */
+        if (text.len == 0)
+            xml_fail(ctx, XML_IN_MALFORMED);
+        else if (node == BAT_KEY)
+            st->entries[st->n - 1].key = xml_dup(ctx, text);
+        else
+            st->entries[st->n - 1].member = xml_dup(ctx, text);
+        break;
+    case BAT_RANGE:
+        st->entries[st->n - 1].range = xml_dup(ctx, xml_trim(text));
+        break;
+    default:
+        break;
+    }
+}
+
+enum xml_in_status
+xml_parse_batch(const char *body, size_t len, struct arena *a, struct xml_batch_request *out)
+{
+    struct xml_batch_state st = {0};
+    struct xml_ctx *ctx = xcalloc(1, sizeof(*ctx));
+    enum xml_in_status status;
+
+    ctx->a = a;
+    ctx->nodes = xml_batch_nodes;
+    ctx->n_nodes = ARRAY_LEN(xml_batch_nodes);
+    ctx->on_start = xml_batch_start;
+    ctx->on_end = xml_batch_end;
+    ctx->doc = &st;
+    status = xml_run(ctx, body, len);
+    if (status == XML_IN_OK && st.n == 0)
+        status = XML_IN_MALFORMED;
+    if (status == XML_IN_OK) {
+        out->is_continue_on_error = st.is_continue;
+        out->entries = arena_memdup(a, st.entries, st.n * sizeof(*st.entries));
+        out->n_entries = st.n;
+    }
+    free(st.entries);
     free(ctx);
     return status;
 }

@@ -24,11 +24,12 @@
 #define XML_IN_TEXT_MAX 4096
 #define XML_IN_DELETE_MAX 1000
 #define XML_IN_PARTS_MAX 10000
+#define XML_IN_BATCH_MAX 10000
 
 enum xml_in_status {
     XML_IN_OK,
     XML_IN_MALFORMED, /* MalformedXML */
-    XML_IN_TOO_MANY,  /* >1000 keys for delete, >10000 parts, > max_tags tags */
+    XML_IN_TOO_MANY,  /* >1000 keys for delete, >10000 parts or entries, > max_tags tags */
 };
 
 struct xml_delete_object {
@@ -194,5 +195,32 @@ struct xml_encryption_request {
  */
 enum xml_in_status xml_parse_encryption(const char *body, size_t len, struct arena *a,
                                         struct xml_encryption_request *out);
+
+struct xml_batch_entry {
+    struct slice key;    /* verbatim, non-empty */
+    struct slice member; /* verbatim, non-empty; {NULL, 0} when absent */
+    struct slice range;  /* trimmed; {NULL, 0} when absent */
+};
+
+struct xml_batch_request {
+    bool is_continue_on_error;
+    struct xml_batch_entry *entries;
+    size_t n_entries;
+};
+
+/*
+ * Parses a batch GET body (POST /bucket?batch):
+ *   <Batch><ContinueOnError>true</ContinueOnError>
+ *   <Entry><Key>k</Key><Member>m</Member><Range>bytes=0-99</Range></Entry>...</Batch>
+ * Needs 1 to 10000 Entries, each with one non-empty Key; Member (when
+ * present) is non-empty; ContinueOnError is "true" or "false" (any case,
+ * surrounding whitespace allowed) and defaults to false. Key and Member
+ * are returned verbatim, Range trimmed; the caller parses the Range.
+ * Returns XML_IN_OK and fills '*out' (entries in document order);
+ * XML_IN_TOO_MANY past 10000 Entries; XML_IN_MALFORMED otherwise. '*out'
+ * is meaningful only on XML_IN_OK.
+ */
+enum xml_in_status xml_parse_batch(const char *body, size_t len, struct arena *a,
+                                   struct xml_batch_request *out);
 
 #endif

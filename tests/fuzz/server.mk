@@ -14,9 +14,9 @@
 SERVER_FUZZ_SAN = -fsanitize=fuzzer,address,undefined
 
 check_PROGRAMS += %D%/replay_range %D%/replay_xml_delete %D%/replay_xml_complete \
-	%D%/replay_xml_tagging %D%/replay_lifecycle %D%/replay_tar %D%/replay_xml_encryption
+	%D%/replay_xml_tagging %D%/replay_lifecycle %D%/replay_tar %D%/replay_xml_encryption %D%/replay_xml_batch
 TESTS += %D%/replay_range %D%/replay_xml_delete %D%/replay_xml_complete %D%/replay_xml_tagging \
-	%D%/replay_lifecycle %D%/replay_tar %D%/replay_xml_encryption
+	%D%/replay_lifecycle %D%/replay_tar %D%/replay_xml_encryption %D%/replay_xml_batch
 
 %C%_replay_xml_encryption_SOURCES = %D%/replay.c %D%/fuzz_xml_encryption.c %D%/xml_check.h
 %C%_replay_xml_encryption_CPPFLAGS = $(AM_CPPFLAGS) \
@@ -26,6 +26,10 @@ TESTS += %D%/replay_range %D%/replay_xml_delete %D%/replay_xml_complete %D%/repl
 %C%_replay_tar_SOURCES = %D%/replay.c %D%/fuzz_tar.c
 %C%_replay_tar_CPPFLAGS = $(AM_CPPFLAGS) -DFUZZ_CORPUS_DIR='"$(srcdir)/%D%/corpus/tar"'
 %C%_replay_tar_LDADD = server/libs3parse.la
+
+%C%_replay_xml_batch_SOURCES = %D%/replay.c %D%/fuzz_xml_batch.c %D%/xml_check.h
+%C%_replay_xml_batch_CPPFLAGS = $(AM_CPPFLAGS) -DFUZZ_CORPUS_DIR='"$(srcdir)/%D%/corpus/xml_batch"'
+%C%_replay_xml_batch_LDADD = server/libs3parse.la
 
 %C%_replay_range_SOURCES = %D%/replay.c %D%/fuzz_range.c
 %C%_replay_range_CPPFLAGS = $(AM_CPPFLAGS) -DFUZZ_CORPUS_DIR='"$(srcdir)/%D%/corpus/range"'
@@ -52,7 +56,7 @@ TESTS += %D%/replay_range %D%/replay_xml_delete %D%/replay_xml_complete %D%/repl
 
 if FUZZING
 noinst_PROGRAMS += %D%/fuzz_range %D%/fuzz_xml_delete %D%/fuzz_xml_complete %D%/fuzz_xml_tagging \
-	%D%/fuzz_lifecycle %D%/fuzz_tar %D%/fuzz_xml_encryption
+	%D%/fuzz_lifecycle %D%/fuzz_tar %D%/fuzz_xml_encryption %D%/fuzz_xml_batch
 
 %C%_fuzz_xml_encryption_SOURCES = %D%/fuzz_xml_encryption.c %D%/xml_check.h \
 	server/xml_in.c server/xml_in.h
@@ -69,6 +73,11 @@ noinst_PROGRAMS += %D%/fuzz_range %D%/fuzz_xml_delete %D%/fuzz_xml_complete %D%/
 %C%_fuzz_range_CFLAGS = $(AM_CFLAGS) $(SERVER_FUZZ_SAN)
 %C%_fuzz_range_LDFLAGS = $(AM_LDFLAGS) $(SERVER_FUZZ_SAN)
 %C%_fuzz_range_LDADD = common/libcommon.la
+
+%C%_fuzz_xml_batch_SOURCES = %D%/fuzz_xml_batch.c %D%/xml_check.h server/xml_in.c server/xml_in.h
+%C%_fuzz_xml_batch_CFLAGS = $(AM_CFLAGS) $(EXPAT_CFLAGS) $(SERVER_FUZZ_SAN)
+%C%_fuzz_xml_batch_LDFLAGS = $(AM_LDFLAGS) $(SERVER_FUZZ_SAN)
+%C%_fuzz_xml_batch_LDADD = common/libcommon.la $(EXPAT_LIBS)
 
 %C%_fuzz_xml_delete_SOURCES = %D%/fuzz_xml_delete.c %D%/xml_check.h \
 	server/xml_in.c server/xml_in.h
@@ -95,7 +104,8 @@ endif
 
 EXTRA_DIST += %D%/range.dict %D%/xml_delete.dict %D%/xml_complete.dict %D%/xml_tagging.dict \
 	%D%/lifecycle.dict %D%/tar.dict %D%/xml_encryption.dict %D%/corpus/xml_encryption %D%/corpus/range %D%/corpus/xml_delete %D%/corpus/xml_complete \
-	%D%/corpus/xml_tagging %D%/corpus/lifecycle %D%/corpus/tar
+	%D%/corpus/xml_tagging %D%/corpus/lifecycle %D%/corpus/tar %D%/xml_batch.dict \
+	%D%/corpus/xml_batch
 
 # Bucket CORS configurations (server/cors.c, issue 13).
 check_PROGRAMS += %D%/replay_cors

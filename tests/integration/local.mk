@@ -94,3 +94,11 @@ EXTRA_DIST += %D%/test_cors.py
 # Server access logging: configuration, records, delivery after a restart.
 TESTS += %D%/test_bucket_logging.py
 EXTRA_DIST += %D%/test_bucket_logging.py
+# Batch GET (POST /bucket?batch): one streamed tar of objects, ranges, members.
+TESTS += %D%/test_batch_get.py
+EXTRA_DIST += %D%/test_batch_get.py
+
+# The Python package (python/shardstore, ctypes on libshard.so) and its
+# PyTorch datasets; torch_checks.py runs in the Python that has torch.
+TESTS += %D%/test_python_shardstore.py
+EXTRA_DIST += %D%/test_python_shardstore.py %D%/torch_checks.py

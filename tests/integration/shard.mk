@@ -4,10 +4,12 @@ TESTS += \
 	%D%/test_shard.py \
 	%D%/test_shard_faults.py \
 	%D%/test_shard_config.py \
-	%D%/test_shard_bench.py
+	%D%/test_shard_bench.py \
+	%D%/test_shard_members.py
 
 EXTRA_DIST += \
 	%D%/shard_util.py \
+	%D%/test_shard_members.py \
 	%D%/test_shard.py \
 	%D%/test_shard_faults.py \
 	%D%/test_shard_config.py \

@@ -526,6 +526,69 @@ test_create_bucket(void)
     }
 }
 
+static enum xml_in_status
+parse_batch(const char *body, struct xml_batch_request *out)
+{
+    memset(out, 0, sizeof(*out));
+    return xml_parse_batch(body, strlen(body), arena, out);
+}
+
+static void
+test_batch(void)
+{
+    struct xml_batch_request r;
+
+    ASSERT_EQ(parse_batch("<Batch><Entry><Key>k</Key></Entry></Batch>", &r), XML_IN_OK);
+    ASSERT_EQ(r.is_continue_on_error, false);
+    ASSERT_EQ(r.n_entries, 1);
+    assert_slice(r.entries[0].key, "k");
+    ASSERT(r.entries[0].member.ptr == NULL && r.entries[0].range.ptr == NULL);
+    ASSERT_EQ(parse_batch("<Batch" NS "><ContinueOnError> True </ContinueOnError>"
+                          "<Entry><Key> a b </Key><Member>x/y.jpg</Member>"
+                          "<Range> bytes=0-9 </Range></Entry>"
+                          "<Entry><Range>bytes=-5</Range><Key>c&amp;d</Key><Other>z</Other></Entry>"
+                          "</Batch>",
+                          &r),
+              XML_IN_OK);
+    ASSERT_EQ(r.is_continue_on_error, true);
+    ASSERT_EQ(r.n_entries, 2);
+    assert_slice(r.entries[0].key, " a b "); /* verbatim */
+    assert_slice(r.entries[0].member, "x/y.jpg");
+    assert_slice(r.entries[0].range, "bytes=0-9"); /* trimmed */
+    assert_slice(r.entries[1].key, "c&d");
+    assert_slice(r.entries[1].range, "bytes=-5");
+
+    static const char *const bad[] = {
+        "<Batch></Batch>",
+        "<Batch><Entry></Entry></Batch>",
+        "<Batch><Entry><Key></Key></Entry></Batch>",
+        "<Batch><Entry><Key>k</Key><Member></Member></Entry></Batch>",
+        "<Batch><Entry><Key>k</Key><Key>l</Key></Entry></Batch>",
+        "<Batch><ContinueOnError>yes</ContinueOnError><Entry><Key>k</Key></Entry></Batch>",
+        "<Delete><Object><Key>k</Key></Object></Delete>",
+        "<Batch><Entry><Key>k<x/></Key></Entry></Batch>",
+        "<Batch><Entry><Key>k</Key></Entry>",
+    };
+    for (size_t i = 0; i < ARRAY_LEN(bad); i++) {
+        if (parse_batch(bad[i], &r) != XML_IN_MALFORMED)
+            TEST_FAIL("bad[%zu] \"%s\" accepted", i, bad[i]);
+    }
+
+    struct buf b;
+    buf_init(&b);
+    buf_append_str(&b, "<Batch>");
+    for (size_t i = 0; i < XML_IN_BATCH_MAX; i++)
+        buf_printf(&b, "<Entry><Key>k%zu</Key></Entry>", i);
+    size_t at_max = b.len;
+    buf_append_str(&b, "</Batch>");
+    ASSERT_EQ(xml_parse_batch(b.ptr, b.len, arena, &r), XML_IN_OK);
+    ASSERT_EQ(r.n_entries, XML_IN_BATCH_MAX);
+    b.len = at_max;
+    buf_append_str(&b, "<Entry><Key>one more</Key></Entry></Batch>");
+    ASSERT_EQ(xml_parse_batch(b.ptr, b.len, arena, &r), XML_IN_TOO_MANY);
+    buf_cleanup(&b);
+}
+
 int
 main(void)
 {
@@ -541,6 +604,7 @@ main(void)
     test_complete_malformed();
     test_complete_limits();
     test_create_bucket();
+    test_batch();
     arena_destroy(arena);
     return 0;
 }

@@ -1,0 +1,357 @@
+#!/usr/bin/env bash
+# bench/ml.sh: ML reads from tar shards, in one sitting (issue 14).
+#
+# Usage: bench/ml.sh     (about 3-6 minutes; needs ~2 GiB free under BENCH_DATA's filesystem)
+#
+# Scaled down from the issue's 20 shards of 256 MiB so that it stays bounded on a
+# shared 2-core machine: BENCH_SHARDS shards of BENCH_SHARD_MB MiB per sample size
+# (10 KiB and 100 KiB samples; each sample is NAME.jpg of that size plus NAME.cls).
+# Figures (medians of BENCH_RUNS runs, all runs listed, variants alternated in one run):
+#   epoch       samples/s of one pass over the shards with a torch DataLoader of 2 workers
+#               (batch_size 32, list collate): shardstore.torch.ShardDataset (libshard's
+#               parallel range reader) vs the same tars read from local disk with Python's
+#               tarfile vs the same loader on boto3 get_object streams (tarfile "r|").
+#               Ratios: shardstore/local (goal >= 0.8), shardstore/boto3 (goal >= 3). ShardDataset
+#               parses tars with its own parser (shardstore.samples); local_same_parser reads the
+#               local files with that parser too, to show the storage path's cost alone.
+#   random      samples/s of rounds of 64 random 10 KiB samples (the .jpg members; the variants
+#               take turns round by round): one batch
+#               GET vs 64 member GETs (libshard, one keep-alive connection) vs 64 boto3
+#               ranged get_object calls, and 64 plain GETs of separate 10 KiB objects
+#               (libshard, keep-alive). Goals: batch >= 5x member GETs; member GETs within 10% of plain.
+#   put         MiB/s of PUTs (libshard, one request each; 2 x BENCH_RUNS of each, alternating)
+#               of a 100 KiB-sample shard under a key ending in .tar (member index built as it
+#               streams in) vs the same bytes under .bin; overhead = 1 - tar/bin (goal <= 5%),
+#               and the server's CPU seconds per PUT, which a busy machine disturbs less.
+#   batch_rss   the server's RSS before and at its peak during a 10,000-entry batch GET of
+#               10 KiB members (sampled every 10 ms), and the batch's MiB/s.
+# torch is Debian's python3-torch (for /usr/bin/python3); boto3 comes from the python3 on
+# PATH and is added to that interpreter's path for the boto3 loader only.
+#
+# Env knobs (defaults): BENCH_RUNS=5 BENCH_SHARDS=4 BENCH_SHARD_MB=64 BENCH_ROUNDS=20
+#   BENCH_SKIP="" (words among: epoch random put rss)
+#   BENCH_DATA=/tmp/shardstore-ml-bench (removed at the end unless BENCH_KEEP=1)
+#   SHARDSTORE_BIN (default: build/dev/shardstore of this tree); SHARDSTORE_LIBSHARD (default:
+#   build/dev/client/.libs/libshard.so)
+# Output: "RESULT ..." lines on stdout; progress on stderr.
+set -euo pipefail
+
+BENCH_TAG=ml
+. "$(dirname "$0")/lib.sh"
+RUNS=${BENCH_RUNS:-5}
+SHARDS=${BENCH_SHARDS:-4}
+SHARD_MB=${BENCH_SHARD_MB:-64}
+ROUNDS=${BENCH_ROUNDS:-20}
+DATA=${BENCH_DATA:-/tmp/shardstore-ml-bench}
+SKIP=${BENCH_SKIP:-}
+AK=benchkey SK=benchsecret BUCKET=mlbench
+need_tools python3
+find_bin "$SRC/build/dev/shardstore" ./shardstore
+export SHARDSTORE_LIBSHARD=${SHARDSTORE_LIBSHARD:-$(dirname "$BIN")/client/.libs/libshard.so}
+[ -e "$SHARDSTORE_LIBSHARD" ] || die "libshard.so not found: build it or set SHARDSTORE_LIBSHARD"
+TORCH_PY=""
+for p in python3 /usr/bin/python3; do
+  "$p" -c 'import torch' 2>/dev/null && { TORCH_PY=$p; break; }
+done
+BOTO_PATH=$(python3 -c 'import boto3, os; print(os.path.dirname(os.path.dirname(boto3.__file__)))')
+
+W=$(mktemp -d /tmp/ml-bench.XXXXXX)
+cleanup() {
+  set +e
+  [ -n "$SS_PID" ] && ss_stop
+  [ "${BENCH_KEEP:-0}" = 1 ] || rm -rf "$DATA"
+  rm -rf "$W"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+mkdir -p "$DATA/local"
+
+printf 'volume_size = 8G\nlog_level = warn\nconnection_limit_per_ip = 0\n' > "$DATA/ss.conf"
+ss_launch "$DATA/ss" "$DATA/ss.conf"
+export AWS_ACCESS_KEY_ID=$AK AWS_SECRET_ACCESS_KEY=$SK AWS_ENDPOINT_URL=$SS_EP AWS_DEFAULT_REGION=us-east-1
+export PYTHONPATH=$SRC/python${PYTHONPATH:+:$PYTHONPATH}
+export BENCH_BUCKET=$BUCKET BENCH_LOCAL=$DATA/local BENCH_SHARDS=$SHARDS BENCH_SHARD_MB=$SHARD_MB
+export BENCH_RUNS=$RUNS BENCH_ROUNDS=$ROUNDS BENCH_SS_PID=$SS_PID BENCH_SKIP=$SKIP BOTO_PATH
+
+# ---------------- data, PUT overhead, random access, batch RSS (python3 on PATH) ----------------
+log "making and uploading $SHARDS shards of $SHARD_MB MiB for 10 KiB and 100 KiB samples"
+quiet setup
+python3 - <<'PY'
+import io, os, random, statistics, sys, tarfile, threading, time
+import boto3
+import shardstore
+
+B = os.environ["BENCH_BUCKET"]
+LOCAL = os.environ["BENCH_LOCAL"]
+NSH, MB = int(os.environ["BENCH_SHARDS"]), int(os.environ["BENCH_SHARD_MB"])
+RUNS, ROUNDS = int(os.environ["BENCH_RUNS"]), int(os.environ["BENCH_ROUNDS"])
+SKIP = os.environ.get("BENCH_SKIP", "").split()
+PID = int(os.environ["BENCH_SS_PID"])
+c = shardstore.Client()
+s3 = boto3.client("s3")
+s3.create_bucket(Bucket=B)
+rng = random.Random(1)
+blob = os.urandom(200 * 1024)
+
+
+def make_shard(path, kib, shard):
+    n = MB * 1024 * 1024 // (kib * 1024 + 2048)
+    with tarfile.open(path, "w", format=tarfile.USTAR_FORMAT) as tf:
+        for i in range(n):
+            key = "%02d%07d" % (shard, i)
+            off = rng.randrange(len(blob) - kib * 1024)
+            for ext, data in (("jpg", blob[off:off + kib * 1024]), ("cls", b"%d" % (i % 1000))):
+                ti = tarfile.TarInfo("%s.%s" % (key, ext))
+                ti.size, ti.mtime = len(data), 1700000000
+                tf.addfile(ti, io.BytesIO(data))
+    return n
+
+
+counts = {}
+for kib in (10, 100):
+    for s in range(NSH):
+        name = "s%d/shard-%06d.tar" % (kib, s)
+        path = os.path.join(LOCAL, name)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        counts[kib] = counts.get(kib, 0) + make_shard(path, kib, s)
+        with open(path, "rb") as f:
+            c.put(B, name, f.read())
+print("counts", counts, file=sys.stderr)
+
+
+def med(xs):
+    return statistics.median(xs)
+
+
+def runs(xs):
+    return ",".join("%.1f" % x for x in xs)
+
+
+if "put" not in SKIP:
+    with open(os.path.join(LOCAL, "s100/shard-000000.tar"), "rb") as f:
+        data = f.read()
+    def server_cpu_s():
+        with open("/proc/%d/stat" % PID) as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+    tar, plain, tar_cpu, plain_cpu = [], [], [], []
+    for r in range(RUNS * 2):
+        for kind in (("bin", "tar") if r % 2 == 0 else ("tar", "bin")):
+            t, c0 = time.monotonic(), server_cpu_s()
+            c.put(B, "put-bench/x.%s" % kind, data)
+            mibs = len(data) / 1048576 / (time.monotonic() - t)
+            (tar if kind == "tar" else plain).append(mibs)
+            (tar_cpu if kind == "tar" else plain_cpu).append(server_cpu_s() - c0)
+    members = sum(1 for _ in c.list_members(B, "put-bench/x.tar"))
+    print("RESULT put size_MiB=%d members=%d puts_each=%d indexed_MiB_s=%.1f plain_MiB_s=%.1f "
+          "overhead_pct=%.1f server_cpu_s_indexed=%.3f server_cpu_s_plain=%.3f "
+          "cpu_overhead_pct=%.1f runs_indexed=%s runs_plain=%s cpu_runs_indexed=%s "
+          "cpu_runs_plain=%s" % (
+              len(data) >> 20, members, len(tar), med(tar), med(plain),
+              (1 - med(tar) / med(plain)) * 100, med(tar_cpu), med(plain_cpu),
+              (med(tar_cpu) / med(plain_cpu) - 1) * 100, runs(tar), runs(plain),
+              ",".join("%.2f" % x for x in tar_cpu), ",".join("%.2f" % x for x in plain_cpu)))
+    sys.stdout.flush()
+
+if "random" not in SKIP:
+    # The .jpg members of the 10 KiB shards, from the member index.
+    jpgs = []
+    for s in range(NSH):
+        key = "s10/shard-%06d.tar" % s
+        jpgs += [(key, m) for m in c.list_members(B, key) if m.name.endswith(".jpg")]
+    for i in range(64):
+        c.put(B, "plain10k/%03d" % i, blob[i * 100:i * 100 + 10240])
+    # The variants take turns round by round (the order rotating), so that
+    # the load other processes put on the machine hits them alike.
+    kinds = ["batch", "member", "boto3", "plain"]
+    res = {k: [] for k in kinds}
+    for r in range(RUNS):
+        spent = {k: 0.0 for k in kinds}
+        for rnd in range(ROUNDS):
+            pick = rng.sample(jpgs, 64)
+            for kind in kinds[rnd % 4:] + kinds[:rnd % 4]:
+                t = time.monotonic()
+                if kind == "batch":
+                    got = c.batch_get(B, [(k, m.name) for k, m in pick], True)
+                    assert all(isinstance(d, bytes) for _, d in got)
+                elif kind == "member":
+                    for k, m in pick:
+                        c.get_member(B, k, m.name, size=m.size)
+                elif kind == "boto3":
+                    for k, m in pick:
+                        s3.get_object(Bucket=B, Key=k, Range="bytes=%d-%d" % (
+                            m.offset, m.offset + m.size - 1))["Body"].read()
+                else:
+                    for i in rng.sample(range(64), 64):
+                        c.get(B, "plain10k/%03d" % i)
+                spent[kind] += time.monotonic() - t
+        for k in kinds:
+            res[k].append(64 * ROUNDS / spent[k])
+    m = {k: med(v) for k, v in res.items()}
+    print("RESULT random sample_KiB=10 per_round=64 rounds=%d batch_samples_s=%.0f member_samples_s=%.0f "
+          "boto3_samples_s=%.0f plain_get_samples_s=%.0f batch_vs_member=%.2f member_vs_plain=%.2f "
+          "batch_vs_boto3=%.2f runs_batch=%s runs_member=%s runs_boto3=%s runs_plain=%s" % (
+              ROUNDS, m["batch"], m["member"], m["boto3"], m["plain"], m["batch"] / m["member"],
+              m["member"] / m["plain"], m["batch"] / m["boto3"], runs(res["batch"]),
+              runs(res["member"]), runs(res["boto3"]), runs(res["plain"])))
+    sys.stdout.flush()
+
+if "rss" not in SKIP:
+    def rss_mib():
+        with open("/proc/%d/status" % PID) as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) / 1024
+    key = "s10/shard-000000.tar"
+    names = [m.name for m in c.list_members(B, key) if m.name.endswith(".jpg")]
+    entries = [(key, names[i % len(names)]) for i in range(10000)]
+    before = rss_mib()
+    peak = [before]
+    stop = threading.Event()
+
+    def sample():
+        while not stop.is_set():
+            peak[0] = max(peak[0], rss_mib())
+            time.sleep(0.01)
+
+    th = threading.Thread(target=sample)
+    th.start()
+    total = [0]
+    t = time.monotonic()
+    c.batch_stream(B, entries, True, lambda b: total.__setitem__(0, total[0] + len(b)))
+    dt = time.monotonic() - t
+    stop.set()
+    th.join()
+    print("RESULT batch_rss entries=10000 bytes=%d MiB_s=%.1f server_rss_before_MiB=%.1f "
+          "server_rss_peak_MiB=%.1f" % (total[0], total[0] / 1048576 / dt, before, peak[0]))
+    sys.stdout.flush()
+PY
+
+# ---------------- streaming epochs (the Python that has torch) ----------------
+if ! skip epoch; then
+  if [ -z "$TORCH_PY" ]; then
+    log "no Python with torch (scripts/setup.sh --test installs python3-torch): epoch skipped"
+  else
+    quiet epoch
+    "$TORCH_PY" - <<'PY'
+import os, statistics, sys, tarfile, time
+import torch
+from torch.utils.data import DataLoader, IterableDataset, get_worker_info
+from shardstore.samples import iter_members, split_key
+from shardstore.torch import ShardDataset
+
+B = os.environ["BENCH_BUCKET"]
+LOCAL = os.environ["BENCH_LOCAL"]
+NSH, RUNS = int(os.environ["BENCH_SHARDS"]), int(os.environ["BENCH_RUNS"])
+
+
+def group(members, url):
+    cur = None
+    for name, data in members:
+        k, field = split_key(name)
+        if k is None:
+            continue
+        if cur is not None and cur["__key__"] != k:
+            yield cur
+            cur = None
+        if cur is None:
+            cur = {"__key__": k, "__url__": url}
+        cur[field] = data
+    if cur is not None:
+        yield cur
+
+
+def tar_members(f):
+    with tarfile.open(fileobj=f, mode="r|") as tf:
+        for m in tf:
+            if m.isreg():
+                yield m.name, tf.extractfile(m).read()
+
+
+class LocalTars(IterableDataset):
+    def __init__(self, paths):
+        self.paths = paths
+
+    def __iter__(self):
+        wi = get_worker_info()
+        mine = self.paths[wi.id::wi.num_workers] if wi else self.paths
+        for p in mine:
+            with open(p, "rb") as f:
+                yield from group(tar_members(f), p)
+
+
+class LocalSameParser(IterableDataset):
+    """The local files through ShardDataset's own tar parser: what the
+    storage path costs, the parser aside."""
+
+    def __init__(self, paths):
+        self.paths = paths
+
+    def __iter__(self):
+        wi = get_worker_info()
+        mine = self.paths[wi.id::wi.num_workers] if wi else self.paths
+        for p in mine:
+            with open(p, "rb") as f:
+                yield from group(((n, d) for _, n, d in iter_members(f, p)), p)
+
+
+class Boto3Tars(IterableDataset):
+    def __init__(self, keys):
+        self.keys = keys
+
+    def __iter__(self):
+        sys.path.append(os.environ["BOTO_PATH"])
+        import boto3
+        s3 = boto3.client("s3")
+        wi = get_worker_info()
+        mine = self.keys[wi.id::wi.num_workers] if wi else self.keys
+        for k in mine:
+            body = s3.get_object(Bucket=B, Key=k)["Body"]
+            yield from group(tar_members(body), k)
+
+
+def as_list(b):
+    return b
+
+
+def epoch(ds):
+    t = time.monotonic()
+    n = 0
+    for batch in DataLoader(ds, batch_size=32, num_workers=2, collate_fn=as_list):
+        n += len(batch)
+    return n, n / (time.monotonic() - t)
+
+
+for kib in (10, 100):
+    keys = ["s%d/shard-%06d.tar" % (kib, s) for s in range(NSH)]
+    loaders = {
+        "shardstore": ShardDataset(["s3://%s/%s" % (B, k) for k in keys]),
+        "local": LocalTars([os.path.join(LOCAL, k) for k in keys]),
+        "local_same_parser": LocalSameParser([os.path.join(LOCAL, k) for k in keys]),
+        "boto3": Boto3Tars(keys),
+    }
+    res = {k: [] for k in loaders}
+    counts = {}
+    for r in range(RUNS):
+        order = list(loaders) if r % 2 == 0 else list(reversed(list(loaders)))
+        for name in order:
+            n, sps = epoch(loaders[name])
+            counts[name] = n
+            res[name].append(sps)
+    assert len(set(counts.values())) == 1, counts
+    m = {k: statistics.median(v) for k, v in res.items()}
+    r = {k: ",".join("%.0f" % x for x in v) for k, v in res.items()}
+    print("RESULT epoch sample_KiB=%d shards=%d samples=%d workers=2 shardstore_samples_s=%.0f "
+          "local_tarfile_samples_s=%.0f boto3_samples_s=%.0f local_same_parser_samples_s=%.0f "
+          "shardstore_vs_local=%.2f shardstore_vs_boto3=%.2f shardstore_vs_local_same_parser=%.2f "
+          "runs_shardstore=%s runs_local=%s runs_boto3=%s runs_local_same_parser=%s" % (
+              kib, NSH, counts["local"], m["shardstore"], m["local"], m["boto3"],
+              m["local_same_parser"], m["shardstore"] / m["local"], m["shardstore"] / m["boto3"],
+              m["shardstore"] / m["local_same_parser"], r["shardstore"], r["local"], r["boto3"],
+              r["local_same_parser"]))
+    sys.stdout.flush()
+PY
+  fi
+fi
+echo "RESULT load cores_used_by_others_before:$NOISE loadavg=$(cut -d' ' -f1-3 /proc/loadavg)"

@@ -1,0 +1,257 @@
+"""samples.py: WebDataset-style samples streamed out of tar shards, with
+no dependency on torch (shardstore.torch wraps this in its datasets).
+
+A shard is read front to back with libshard's parallel range reader and
+parsed here (ustar, pax path/size records, GNU long names; other entry
+types skipped). Members are grouped into samples by key, as WebDataset
+does: the key is the name up to the first dot of its last path component
+(directory kept: "a/000123" for "a/000123.seg.png"), the field is the rest
+in lower case ("seg.png"); consecutive members with one key form a sample
+{"__key__": key, "__url__": url, field: bytes, ...}. Names without a dot
+in their last component belong to no sample and are skipped.
+
+Resuming: a sample is handed out only once the header of the next one has
+been read (or the archive ended), and the byte offset of that header is
+kept. When the connection fails beyond libshard's own retries, the shard is
+opened again at that offset, so no sample is repeated or lost.
+"""
+import random
+import warnings
+
+from . import ShardError, default_client, expand_urls, parse_url
+
+BLOCK = 512
+
+
+class MalformedShard(ValueError):
+    """A shard is not a readable tar archive (from the byte 'offset' on)."""
+
+    def __init__(self, url, offset, why):
+        self.url, self.offset, self.why = url, offset, why
+        super().__init__("%s: malformed tar at byte %d: %s" % (url, offset, why))
+
+
+def split_key(name):
+    """'dir/000123.seg.png' -> ('dir/000123', 'seg.png'); (None, None) when
+    the last path component has no dot."""
+    d, _, base = name.rpartition("/")
+    stem, dot, ext = base.partition(".")
+    if not dot or not stem:
+        return None, None
+    return (d + "/" + stem if d else stem), ext.lower()
+
+
+def _octal(field, url, offset):
+    if field and field[0] & 0x80:
+        # GNU base-256: big-endian two's complement of the remaining bytes.
+        v = int.from_bytes(field[1:], "big")
+        if field[0] & 0x40:
+            raise MalformedShard(url, offset, "negative number")
+        return v
+    s = field.split(b"\0", 1)[0].strip(b" \0")
+    if not s:
+        return 0
+    try:
+        return int(s, 8)
+    except ValueError:
+        raise MalformedShard(url, offset, "bad number %r" % s) from None
+
+
+def _pax(data, url, offset):
+    out = {}
+    pos = 0
+    while pos < len(data):
+        sp = data.find(b" ", pos)
+        if sp < 0:
+            break
+        try:
+            n = int(data[pos:sp])
+        except ValueError:
+            raise MalformedShard(url, offset, "bad pax record") from None
+        if n <= 0 or pos + n > len(data):
+            raise MalformedShard(url, offset, "bad pax record length")
+        rec = data[sp + 1:pos + n - 1]
+        k, _, v = rec.partition(b"=")
+        out[k.decode("utf-8", "replace")] = v
+        pos += n
+    return out
+
+
+def iter_members(f, url="", base=0):
+    """Yields (header offset, name, data) for each regular file of the tar
+    stream 'f' (a binary file object positioned at a header, 'base' bytes
+    into the archive); header offset is where its first header (pax or GNU
+    long name included) begins. Raises MalformedShard on a bad or truncated
+    archive, and whatever 'f' raises (ShardError) as is."""
+    pos = base
+    ext_start = None
+    long_name = None
+    pax = {}
+
+    def read_exact(n, what):
+        data = f.read(n)
+        if len(data) != n:
+            raise MalformedShard(url, pos, "truncated in %s" % what)
+        return data
+
+    while True:
+        hdr = f.read(BLOCK)
+        if len(hdr) == 0:
+            return  # ended right after an entry: tolerated, as tarfile does
+        if len(hdr) != BLOCK:
+            raise MalformedShard(url, pos, "truncated header")
+        if hdr == b"\0" * BLOCK:
+            return
+        want = _octal(hdr[148:156], url, pos)
+        got = sum(hdr[:148]) + 8 * 32 + sum(hdr[156:])
+        if want != got:
+            raise MalformedShard(url, pos, "bad header checksum")
+        start = pos if ext_start is None else ext_start
+        typ = hdr[156:157]
+        size = _octal(hdr[124:136], url, pos)
+        pos += BLOCK
+        padded = (size + BLOCK - 1) // BLOCK * BLOCK
+        if typ in (b"x", b"g", b"L", b"K"):
+            if size > 1 << 20:
+                raise MalformedShard(url, pos, "extended header of %d bytes" % size)
+            data = read_exact(padded, "an extended header")[:size]
+            pos += padded
+            if typ == b"x":
+                pax = _pax(data, url, pos)
+                ext_start = start
+            elif typ == b"L":
+                long_name = data.split(b"\0", 1)[0]
+                ext_start = start
+            continue
+        if "size" in pax:
+            try:
+                size = int(pax["size"])
+            except ValueError:
+                raise MalformedShard(url, pos, "bad pax size") from None
+            padded = (size + BLOCK - 1) // BLOCK * BLOCK
+        if "path" in pax:
+            raw = pax["path"]
+        elif long_name is not None:
+            raw = long_name
+        else:
+            raw = hdr[0:100].split(b"\0", 1)[0]
+            if hdr[257:262] == b"ustar":
+                prefix = hdr[345:500].split(b"\0", 1)[0]
+                if prefix:
+                    raw = prefix + b"/" + raw
+        name = raw.decode("utf-8", "surrogateescape")
+        pax, long_name, ext_start = {}, None, None
+        if typ in (b"0", b"\0", b"7"):
+            data = read_exact(size, "member data")
+            if padded > size:
+                read_exact(padded - size, "padding")
+            pos += padded
+            yield start, name, data
+        else:
+            # Directories, links, devices: no sample data (skip any bytes).
+            if padded:
+                read_exact(padded, "entry data")
+            pos += padded
+
+
+def shard_samples(url, client=None, handler="raise", max_resumes=10, parallel=None,
+                  chunk_size=None, stats=None, buffer_size=1 << 20):
+    """Yields the samples of one tar shard in archive order, resuming after
+    network failures (up to 'max_resumes' reopenings). 'handler' says what
+    a malformed shard does: "raise" (MalformedShard), "warn" (a warning,
+    then the shard's remaining samples are skipped) or "ignore". 'stats'
+    (a dict) counts "resumes" and "malformed"."""
+    client = client or default_client()
+    bucket, key = parse_url(url)
+    offset = 0  # where the next sample not yet handed out begins
+    resumes = 0
+    while True:
+        try:
+            f = client.open(bucket, key, offset=offset, parallel=parallel, chunk_size=chunk_size,
+                            buffer_size=buffer_size)
+        except ShardError as e:
+            if e.kind == "NET" and resumes < max_resumes:
+                resumes += 1
+                if stats is not None:
+                    stats["resumes"] = stats.get("resumes", 0) + 1
+                continue
+            raise
+        try:
+            cur = None
+            for hoff, name, data in iter_members(f, url, offset):
+                k, field = split_key(name)
+                if k is None:
+                    continue
+                if cur is not None and cur["__key__"] != k:
+                    yield cur
+                    offset = hoff
+                    cur = None
+                if cur is None:
+                    cur = {"__key__": k, "__url__": url}
+                cur[field] = data
+            if cur is not None:
+                yield cur
+            return
+        except ShardError as e:
+            if e.kind != "NET" or resumes >= max_resumes:
+                raise
+            resumes += 1
+            if stats is not None:
+                stats["resumes"] = stats.get("resumes", 0) + 1
+        except MalformedShard as e:
+            if stats is not None:
+                stats["malformed"] = stats.get("malformed", 0) + 1
+            if handler == "raise":
+                raise
+            if handler == "warn":
+                warnings.warn(str(e))
+            return
+        finally:
+            f.close()
+
+
+def split_shards(urls, rank=0, world_size=1, worker=0, num_workers=1, shuffle=False, seed=0,
+                 epoch=0):
+    """The shards of 'urls' (brace patterns expanded) that rank 'rank' of
+    'world_size', worker 'worker' of 'num_workers', reads in 'epoch': the
+    list, shuffled with (seed, epoch) when 'shuffle' (the same order on
+    every rank and worker), is dealt to ranks, then to their workers, so
+    each shard goes to exactly one."""
+    shards = expand_urls(urls)
+    if shuffle:
+        random.Random("%d:%d" % (seed, epoch)).shuffle(shards)
+    return shards[rank::world_size][worker::num_workers]
+
+
+def shuffled(samples, size, rng):
+    """Shuffles a stream through a buffer of at most 'size' samples."""
+    if size <= 1:
+        yield from samples
+        return
+    buf = []
+    for s in samples:
+        if len(buf) < size:
+            buf.append(s)
+            continue
+        i = rng.randrange(size)
+        buf[i], s = s, buf[i]
+        yield s
+    rng.shuffle(buf)
+    yield from buf
+
+
+def samples(urls, rank=0, world_size=1, worker=0, num_workers=1, shuffle=False, seed=0, epoch=0,
+            shuffle_buffer=1000, client=None, stats=None, **shard_kw):
+    """Yields the samples of this rank's and worker's shards for 'epoch'
+    (split_shards), shard after shard, through a shuffle buffer when
+    'shuffle'. Keyword arguments go to shard_samples."""
+    mine = split_shards(urls, rank, world_size, worker, num_workers, shuffle, seed, epoch)
+
+    def stream():
+        for url in mine:
+            yield from shard_samples(url, client=client, stats=stats, **shard_kw)
+
+    if not shuffle:
+        return stream()
+    rng = random.Random("%d:%d:%d:%d" % (seed, epoch, rank, worker))
+    return shuffled(stream(), shuffle_buffer, rng)
