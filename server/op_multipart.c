@@ -30,6 +30,7 @@
 #include "server/req.h"
 #include "server/server.h"
 #include "server/util.h"
+#include "server/versioning.h"
 #include "server/xml_in.h"
 #include "server/xml_out.h"
 #include "storage/storage.h"
@@ -80,6 +81,9 @@ s3_multipart_lookup(struct s3_req *r, const struct index_bucket *bk, struct inde
 /* ======================================================================
  * CreateMultipartUpload
  * ====================================================================== */
+
+/* The upload's metadata entry carrying the Object Lock to apply. */
+#define MULTIPART_LOCK_META META_INTERNAL_PREFIX "lock"
 
 static void
 meta_push(struct s3_req *r, struct meta *m, const char *name, struct slice value)
@@ -138,6 +142,20 @@ op_create_multipart(struct s3_req *r)
         meta_push(r, &m, "x-amz-checksum-algorithm", slice_from_cstr(auth_checksum_name(algo)));
         meta_push(r, &m, "x-amz-checksum-type", slice_from_cstr(type_name));
     }
+    /* Object Lock asked for now applies at completion: kept with the
+     * upload as "mode until_ns hold". */
+    struct index_object lk;
+    const char *lock_msg;
+    memset(&lk, 0, sizeof(lk));
+    e = s3_lock_for_write(r, &bk, &lk, clock_now_ns(), false, &lock_msg);
+    if (e != S3_OK) {
+        s3_respond_error(r, e, lock_msg);
+        return;
+    }
+    if (lk.lock_mode || lk.has_legal_hold)
+        meta_push(r, &m, MULTIPART_LOCK_META,
+                  slice_from_cstr(arena_sprintf(r->arena, "%u %" PRId64 " %d", lk.lock_mode,
+                                                lk.retain_until_ns, lk.has_legal_hold ? 1 : 0)));
 
     /* Time-ordered id: 8 bytes of initiation time, 8 random bytes. */
     struct index_upload up;
@@ -482,8 +500,22 @@ complete_end(struct s3_req *r)
     fm.n = 0;
     for (size_t i = 0; i < um.n; i++)
         if (!slice_eq(um.entries[i].name, SLICE_LIT("x-amz-checksum-algorithm")) &&
-            !slice_eq(um.entries[i].name, SLICE_LIT("x-amz-checksum-type")))
+            !slice_eq(um.entries[i].name, SLICE_LIT("x-amz-checksum-type")) &&
+            !slice_eq(um.entries[i].name, SLICE_LIT(MULTIPART_LOCK_META)))
             fm.entries[fm.n++] = um.entries[i];
+    struct slice lock = meta_get(&um, MULTIPART_LOCK_META);
+    if (lock.len) {
+        unsigned mode = 0;
+        int64_t until = 0;
+        int hold = 0;
+        char tmp[64];
+        snprintf(tmp, sizeof(tmp), "%.*s", (int)lock.len, lock.ptr);
+        if (sscanf(tmp, "%u %" SCNd64 " %d", &mode, &until, &hold) == 3 && mode <= 2) {
+            obj.lock_mode = (uint8_t)mode;
+            obj.retain_until_ns = until;
+            obj.has_legal_hold = hold != 0;
+        }
+    }
     struct slice ck = SLICE_NULL;
     if (algo != AUTH_CK_NONE) {
         ck = object_checksum(r, algo, is_full, used, n_used);
@@ -557,8 +589,16 @@ complete_end(struct s3_req *r)
         xml_elem_str(&b, "ChecksumType", is_full ? "FULL_OBJECT" : "COMPOSITE");
     }
     xml_end(&b, "CompleteMultipartUploadResult");
-    s3_respond_body(r, 200, "application/xml", b.ptr, b.len);
+    struct MHD_Response *resp =
+        MHD_create_response_from_buffer(b.len, b.ptr, MHD_RESPMEM_MUST_COPY);
     buf_cleanup(&b);
+    if (!resp) {
+        s3_respond_error(r, S3_ERR_INTERNAL_ERROR, NULL);
+        return;
+    }
+    s3_resp_header(resp, "Content-Type", "application/xml");
+    s3_version_result_headers(r, resp, op.result_version_flags, op.result_version_id);
+    s3_respond(r, 200, resp);
 }
 
 void
