@@ -13,7 +13,8 @@ TESTS += \
 	%D%/test_tagging.py \
 	%D%/test_tar_members.py \
 	%D%/test_versioning.py \
-	%D%/test_object_lock.py
+	%D%/test_object_lock.py \
+	%D%/test_versioning_model.py
 
 EXTRA_DIST += \
 	%D%/harness.py \
@@ -28,7 +29,8 @@ EXTRA_DIST += \
 	%D%/test_tagging.py \
 	%D%/test_tar_members.py \
 	%D%/test_versioning.py \
-	%D%/test_object_lock.py
+	%D%/test_object_lock.py \
+	%D%/test_versioning_model.py
 
 check_PROGRAMS += %D%/test_curl
 TESTS += %D%/test_curl
