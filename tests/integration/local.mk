@@ -14,7 +14,8 @@ TESTS += \
 	%D%/test_tar_members.py \
 	%D%/test_versioning.py \
 	%D%/test_object_lock.py \
-	%D%/test_versioning_model.py
+	%D%/test_versioning_model.py \
+	%D%/test_versioning_crash.py
 
 EXTRA_DIST += \
 	%D%/harness.py \
@@ -30,7 +31,8 @@ EXTRA_DIST += \
 	%D%/test_tar_members.py \
 	%D%/test_versioning.py \
 	%D%/test_object_lock.py \
-	%D%/test_versioning_model.py
+	%D%/test_versioning_model.py \
+	%D%/test_versioning_crash.py
 
 check_PROGRAMS += %D%/test_curl
 TESTS += %D%/test_curl
