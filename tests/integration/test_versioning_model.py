@@ -215,7 +215,34 @@ def test_rclone_versions(srv):
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+def test_lifecycle_versions(srv):
+    """Noncurrent* and ExpiredObjectDeleteMarker act; locked versions stay."""
+    import datetime
+    import json
+    s3 = srv.client()
+    s3.create_bucket(Bucket="lcver", ObjectLockEnabledForBucket=True)
+    v = [s3.put_object(Bucket="lcver", Key="k", Body=b"%d" % i)["VersionId"] for i in range(3)]
+    until = datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(days=1)
+    lk = s3.put_object(Bucket="lcver", Key="locked", Body=b"old", ObjectLockMode="GOVERNANCE", ObjectLockRetainUntilDate=until)["VersionId"]
+    lk1 = s3.put_object(Bucket="lcver", Key="locked", Body=b"mid")["VersionId"]
+    lk2 = s3.put_object(Bucket="lcver", Key="locked", Body=b"new")["VersionId"]
+    solo = s3.delete_object(Bucket="lcver", Key="solo")["VersionId"]
+    s3.put_bucket_lifecycle_configuration(Bucket="lcver", LifecycleConfiguration={"Rules": [
+        {"ID": "nc", "Status": "Enabled", "Filter": {"Prefix": ""},
+         "NoncurrentVersionExpiration": {"NoncurrentDays": 1, "NewerNoncurrentVersions": 1}},
+        {"ID": "dm", "Status": "Enabled", "Filter": {"Prefix": ""}, "Expiration": {"ExpiredObjectDeleteMarker": True}}]})
+    time.sleep(2.2)  # lifecycle_day_seconds = 1: two "days"
+    r = srv.request("POST", "/_/lifecycle/run", query="bucket=lcver")
+    eq(r.status, 200, "lifecycle run (%r)" % r.body[:200])
+    st = json.loads(r.body)
+    eq(st["objects_expired"], 2, "v0 and the lone marker removed: %r" % st)
+    got = sorted((k, vid) for k, vid, _, _ in list_all(srv, "lcver", 1000))
+    eq(got, sorted([("k", v[2]), ("k", v[1]), ("locked", lk), ("locked", lk1), ("locked", lk2)]),
+       "newest noncurrent kept, locked version kept, lone marker gone (%s)" % solo)
+
+
 TESTS = [
+    test_lifecycle_versions,
     test_model,
     test_concurrent_writers,
     test_rclone_versions,
@@ -223,4 +250,4 @@ TESTS = [
 
 if __name__ == "__main__":
     # The model checks logic, not durability: skip the index fsyncs.
-    harness.main(TESTS, config="index_nosync = on\n")
+    harness.main(TESTS, config="index_nosync = on\nlifecycle_day_seconds = 1\nlifecycle_interval_s = 0\n")
