@@ -211,8 +211,8 @@ iso_date_parse(struct slice s, int64_t *ns)
     if (i != s.len)
         return -1;
     static const int mdays[] = {31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
-    if (y < 1970 || mo < 1 || mo > 12 || d < 1 || d > mdays[mo - 1] || h > 23 || mi > 59 ||
-        sec > 59)
+    if (y < 1970 || y > LOCK_DATE_MAX_YEAR || mo < 1 || mo > 12 || d < 1 || d > mdays[mo - 1] ||
+        h > 23 || mi > 59 || sec > 59)
         return -1;
     bool is_leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
     if (mo == 2 && d == 29 && !is_leap)

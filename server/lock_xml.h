@@ -27,6 +27,8 @@ enum lock_xml_status {
 /* Longest default retention S3 accepts. */
 #define LOCK_MAX_DAYS 36500
 #define LOCK_MAX_YEARS 100
+/* Latest year of a date (2262 would overflow nanoseconds). */
+#define LOCK_DATE_MAX_YEAR 2200
 
 /* <VersioningConfiguration><Status>Enabled|Suspended</Status>
  * <MfaDelete>Disabled</MfaDelete></VersioningConfiguration>. '*status' is
@@ -68,7 +70,8 @@ int lock_mode_parse(struct slice s);
 /* LOCK_MODE_* to its name ("" for NONE). */
 const char *lock_mode_name(int mode);
 /* Parses an ISO 8601 UTC date-time, YYYY-MM-DDTHH:MM:SS with optional
- * fraction (up to 9 digits) and 'Z' or "+00:00", years 1970..9999.
+ * fraction (up to 9 digits) and 'Z' or "+00:00", years 1970 to
+ * LOCK_DATE_MAX_YEAR (nanoseconds since the epoch fit an int64_t).
  * Returns 0 and sets '*ns', or -1. */
 int iso_date_parse(struct slice s, int64_t *ns);
 

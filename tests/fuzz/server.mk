@@ -14,9 +14,13 @@
 SERVER_FUZZ_SAN = -fsanitize=fuzzer,address,undefined
 
 check_PROGRAMS += %D%/replay_range %D%/replay_xml_delete %D%/replay_xml_complete \
-	%D%/replay_xml_tagging %D%/replay_lifecycle %D%/replay_tar
+	%D%/replay_xml_tagging %D%/replay_lifecycle %D%/replay_tar %D%/replay_lock_xml
 TESTS += %D%/replay_range %D%/replay_xml_delete %D%/replay_xml_complete %D%/replay_xml_tagging \
-	%D%/replay_lifecycle %D%/replay_tar
+	%D%/replay_lifecycle %D%/replay_tar %D%/replay_lock_xml
+
+%C%_replay_lock_xml_SOURCES = %D%/replay.c %D%/fuzz_lock_xml.c %D%/xml_check.h
+%C%_replay_lock_xml_CPPFLAGS = $(AM_CPPFLAGS) -DFUZZ_CORPUS_DIR='"$(srcdir)/%D%/corpus/lock_xml"'
+%C%_replay_lock_xml_LDADD = server/libs3parse.la
 
 %C%_replay_tar_SOURCES = %D%/replay.c %D%/fuzz_tar.c
 %C%_replay_tar_CPPFLAGS = $(AM_CPPFLAGS) -DFUZZ_CORPUS_DIR='"$(srcdir)/%D%/corpus/tar"'
@@ -47,7 +51,13 @@ TESTS += %D%/replay_range %D%/replay_xml_delete %D%/replay_xml_complete %D%/repl
 
 if FUZZING
 noinst_PROGRAMS += %D%/fuzz_range %D%/fuzz_xml_delete %D%/fuzz_xml_complete %D%/fuzz_xml_tagging \
-	%D%/fuzz_lifecycle %D%/fuzz_tar
+	%D%/fuzz_lifecycle %D%/fuzz_tar %D%/fuzz_lock_xml
+
+%C%_fuzz_lock_xml_SOURCES = %D%/fuzz_lock_xml.c %D%/xml_check.h server/xml_in.c server/xml_in.h \
+	server/lock_xml.c server/lock_xml.h
+%C%_fuzz_lock_xml_CFLAGS = $(AM_CFLAGS) $(EXPAT_CFLAGS) $(SERVER_FUZZ_SAN)
+%C%_fuzz_lock_xml_LDFLAGS = $(AM_LDFLAGS) $(SERVER_FUZZ_SAN)
+%C%_fuzz_lock_xml_LDADD = common/libcommon.la $(EXPAT_LIBS)
 
 %C%_fuzz_tar_SOURCES = %D%/fuzz_tar.c server/tar.c server/tar.h
 %C%_fuzz_tar_CFLAGS = $(AM_CFLAGS) $(SERVER_FUZZ_SAN)
@@ -84,4 +94,4 @@ endif
 
 EXTRA_DIST += %D%/range.dict %D%/xml_delete.dict %D%/xml_complete.dict %D%/xml_tagging.dict \
 	%D%/lifecycle.dict %D%/tar.dict %D%/corpus/range %D%/corpus/xml_delete %D%/corpus/xml_complete \
-	%D%/corpus/xml_tagging %D%/corpus/lifecycle %D%/corpus/tar
+	%D%/corpus/xml_tagging %D%/corpus/lifecycle %D%/corpus/tar %D%/lock_xml.dict %D%/corpus/lock_xml
