@@ -7,3 +7,9 @@ index_libindex_la_SOURCES = index/index.h index/index_int.h index/keys.h index/k
 	index/bucket_config.c index/version.c
 index_libindex_la_CFLAGS = $(AM_CFLAGS) $(XXHASH_CFLAGS)
 index_libindex_la_LIBADD = common/libcommon.la $(LMDB_LIBS) $(XXHASH_LIBS)
+
+# Versions: builds a versioned bucket of 1,000,000 versions and times
+# ListObjectVersions in the index (bench/versioning.sh drives it).
+noinst_PROGRAMS += bench/version_speed
+bench_version_speed_SOURCES = bench/version_speed.c
+bench_version_speed_LDADD = index/libindex.la

@@ -1,0 +1,154 @@
+#!/usr/bin/env bash
+# bench/versioning.sh: what versioning costs (issue 12). Bounded: about 4 minutes.
+#
+#   put        4 KiB PUT/s, `shard bench put` with BENCH_CONC threads over 1000 keys
+#              (overwrites: in the versioned bucket every PUT adds a version), in an
+#              unversioned and a versioned bucket of one server, alternated run by run
+#   get        single-stream GET MB/s of one 16 MiB object, both buckets, alternated
+#   deep       GET p50 latency of the latest version of a key with 1000 versions vs 1
+#   list       ListObjectVersions over 1,000,000 versions of 100,000 keys (every 7th key
+#              ending in a delete marker), built by bench/version_speed through the index
+#              API: entries/s in the index (pages of 1000), then over HTTP from a
+#              shardstore started on the same data (signed GETs on one keep-alive
+#              connection, the XML counted but not parsed)
+# Medians of BENCH_RUNS runs (all listed). Prints RESULT lines; ratios are versioned /
+# unversioned (goal >= 0.9), the list figure's goal is >= 500,000 entries/s.
+#
+#   SHARDSTORE_BIN (default build/dev/shardstore), SHARD_BIN (shard next to it),
+#   VERSION_SPEED_BIN (bench/version_speed next to it), BENCH_RUNS=5, BENCH_SECS=5,
+#   BENCH_CONC=16, BENCH_SKIP="put get deep list"
+set -euo pipefail
+
+BENCH_TAG=versioning
+BENCH_IDLE_DEFAULT=5
+. "$(dirname "$0")/lib.sh"
+RUNS=${BENCH_RUNS:-5}
+SECS=${BENCH_SECS:-5}
+CONC=${BENCH_CONC:-16}
+SKIP=" ${BENCH_SKIP:-} "
+AK=k SK=s
+export AWS_DEFAULT_REGION=us-east-1
+
+need_tools curl python3 awk
+find_bin "$SRC/build/dev/shardstore" ./shardstore
+SHARD=${SHARD_BIN:-$(dirname "$BIN")/shard}
+VSPEED=${VERSION_SPEED_BIN:-$(dirname "$BIN")/bench/version_speed}
+[ -x "$SHARD" ] || die "shard not found next to $BIN; set SHARD_BIN"
+
+W=$(mktemp -d /tmp/versioning-bench.XXXXXX)
+cleanup() {
+  set +e
+  [ -n "$SS_PID" ] && ss_stop
+  rm -rf "$W"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+bench() { # bench OP BUCKET ARGS...: one `shard bench` run, its RESULT line
+  local op=$1 b=$2 out; shift 2
+  out=$(AWS_ACCESS_KEY_ID=$AK AWS_SECRET_ACCESS_KEY=$SK timeout 300 \
+    "$SHARD" --endpoint-url "$SS_EP" bench "$op" --bucket "$b" "$@" 2>&1) || true
+  echo "$out" | grep "^RESULT op=$op " || die "shard bench $op failed: $out"
+}
+
+ss_launch "$W/ss" ""
+ss_curl -f -X PUT "$SS_EP/unver" -o /dev/null || die "create bucket"
+ss_curl -f -X PUT "$SS_EP/ver" -o /dev/null || die "create bucket"
+ss_curl -f -X PUT "$SS_EP/ver?versioning" -o /dev/null \
+  -d '<VersioningConfiguration><Status>Enabled</Status></VersioningConfiguration>' || die "enable versioning"
+
+if ! skip put; then
+  quiet put
+  declare -A R=()
+  for i in $(seq 1 "$RUNS"); do
+    for b in unver ver; do
+      out=$(bench put "$b" --prefix "p/" --size 4096 --objects 1000 --duration "$SECS" --concurrency "$CONC")
+      log "put $b run $i: ${out#RESULT }"
+      R[$b]="${R[$b]:-} $(kv ops_per_s "$out")"
+    done
+  done
+  mu=$(echo ${R[unver]} | median); mv=$(echo ${R[ver]} | median)
+  echo "RESULT metric=put_4k unversioned_put_s=$(f1 "$mu") versioned_put_s=$(f1 "$mv") ratio=$(ratio "$mv" "$mu") runs_unversioned=$(csv ${R[unver]}) runs_versioned=$(csv ${R[ver]})"
+fi
+
+if ! skip get; then
+  for b in unver ver; do bench put "$b" --prefix g/ --size 16M --objects 1 --count 1 >/dev/null; done
+  quiet get
+  declare -A G=()
+  for i in $(seq 1 "$RUNS"); do
+    for b in unver ver; do
+      out=$(bench get "$b" --prefix g/ --size 16M --objects 1 --no-prepare --concurrency 1 --duration "$SECS")
+      log "get $b run $i: ${out#RESULT }"
+      G[$b]="${G[$b]:-} $(kv MBps "$out")"
+    done
+  done
+  gu=$(echo ${G[unver]} | median); gv=$(echo ${G[ver]} | median)
+  echo "RESULT metric=get_single_stream unversioned_MBps=$(f1 "$gu") versioned_MBps=$(f1 "$gv") ratio=$(ratio "$gv" "$gu") runs_unversioned=$(csv ${G[unver]}) runs_versioned=$(csv ${G[ver]})"
+fi
+
+if ! skip deep; then
+  bench put ver --prefix deep/ --size 4096 --objects 1 --count 1000 --concurrency 8 >/dev/null
+  bench put ver --prefix shallow/ --size 4096 --objects 1 --count 1 >/dev/null
+  n=$(ss_curl -f "$SS_EP/ver?versions&prefix=deep/" | grep -o '<Version>' | wc -l)
+  [ "$n" = 1000 ] || die "deep key has $n versions, not 1000"
+  quiet deep
+  declare -A D=()
+  for i in $(seq 1 "$RUNS"); do
+    for p in shallow deep; do
+      out=$(bench get ver --prefix "$p/" --size 4096 --objects 1 --no-prepare --concurrency 1 --duration 2)
+      D[$p]="${D[$p]:-} $(kv p50_ms "$out")"
+    done
+  done
+  ds=$(echo ${D[shallow]} | median); dd=$(echo ${D[deep]} | median)
+  echo "RESULT metric=get_latest_latency p50_ms_1_version=$ds p50_ms_1000_versions=$dd ratio=$(ratio "$dd" "$ds") runs_1=$(csv ${D[shallow]}) runs_1000=$(csv ${D[deep]})"
+fi
+ss_stop
+
+if ! skip list; then
+  [ -x "$VSPEED" ] || die "bench/version_speed not found next to $BIN; set VERSION_SPEED_BIN"
+  quiet list
+  out=$("$VSPEED" "$W/vs" 100000 10 "$RUNS") || die "version_speed failed: $out"
+  echo "$out" | grep '^LOAD' | while read -r l; do log "$l"; done
+  runs=$(echo "$out" | grep '^RESULT' | while read -r l; do kv entries_per_s "$l"; done)
+  echo "RESULT metric=list_versions_index entries=1000000 keys=100000 entries_per_s=$(echo $runs | median) runs=$(csv $runs)"
+  ss_launch "$W/vs" ""
+  cat > "$W/list.py" <<'PY'
+import http.client, re, sys, time, urllib.parse
+from botocore.auth import SigV4Auth
+from botocore.awsrequest import AWSRequest
+from botocore.credentials import Credentials
+port, ak, sk = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+creds = Credentials(ak, sk)
+conn = http.client.HTTPConnection("127.0.0.1", port)
+n, km, vm, t0 = 0, None, None, time.monotonic()
+while True:
+    q = {"versions": "", "max-keys": "1000"}
+    if km is not None:
+        q["key-marker"], q["version-id-marker"] = km, vm
+    qs = urllib.parse.urlencode(q, quote_via=urllib.parse.quote, safe="")
+    url = "http://127.0.0.1:%d/versions?%s" % (port, qs)
+    req = AWSRequest(method="GET", url=url, headers={"x-amz-content-sha256": "UNSIGNED-PAYLOAD"})
+    SigV4Auth(creds, "s3", "us-east-1").add_auth(req)
+    conn.request("GET", "/versions?" + qs, headers=dict(req.headers))
+    r = conn.getresponse()
+    body = r.read()
+    assert r.status == 200, (r.status, body[:300])
+    n += body.count(b"<Version>") + body.count(b"<DeleteMarker>")
+    if b"<IsTruncated>true</IsTruncated>" not in body:
+        break
+    km = re.search(rb"<NextKeyMarker>(.*?)</NextKeyMarker>", body).group(1).decode()
+    vm = re.search(rb"<NextVersionIdMarker>(.*?)</NextVersionIdMarker>", body).group(1).decode()
+secs = time.monotonic() - t0
+print("RESULT entries=%d secs=%.3f entries_per_s=%.0f" % (n, secs, n / secs))
+PY
+  runs=""
+  for i in $(seq 1 "$RUNS"); do
+    out=$(python3 "$W/list.py" "$SS_PORT" "$AK" "$SK") || die "HTTP listing failed: $out"
+    log "list over HTTP run $i: ${out#RESULT }"
+    [ "$(kv entries "$out")" = 1000000 ] || die "HTTP listing: $out"
+    runs="$runs $(kv entries_per_s "$out")"
+  done
+  echo "RESULT metric=list_versions_http entries=1000000 keys=100000 entries_per_s=$(echo $runs | median) runs=$(csv $runs)"
+  ss_stop
+fi
+log "noise (cores used by others before each phase):$NOISE"
