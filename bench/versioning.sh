@@ -54,7 +54,7 @@ bench() { # bench OP BUCKET ARGS...: one `shard bench` run, its RESULT line
 ss_launch "$W/ss" ""
 ss_curl -f -X PUT "$SS_EP/unver" -o /dev/null || die "create bucket"
 ss_curl -f -X PUT "$SS_EP/ver" -o /dev/null || die "create bucket"
-ss_curl -f -X PUT "$SS_EP/ver?versioning" -o /dev/null \
+ss_curl -f -X PUT "$SS_EP/ver?versioning=" -o /dev/null \
   -d '<VersioningConfiguration><Status>Enabled</Status></VersioningConfiguration>' || die "enable versioning"
 
 if ! skip put; then
@@ -89,7 +89,7 @@ fi
 if ! skip deep; then
   bench put ver --prefix deep/ --size 4096 --objects 1 --count 1000 --concurrency 8 >/dev/null
   bench put ver --prefix shallow/ --size 4096 --objects 1 --count 1 >/dev/null
-  n=$(ss_curl -f "$SS_EP/ver?versions&prefix=deep/" | grep -o '<Version>' | wc -l)
+  n=$(ss_curl -f "$SS_EP/ver?versions=&prefix=deep%2F" | grep -o '<Version>' | wc -l)
   [ "$n" = 1000 ] || die "deep key has $n versions, not 1000"
   quiet deep
   declare -A D=()
