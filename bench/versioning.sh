@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # bench/versioning.sh: what versioning costs (issue 12). Bounded: about 4 minutes.
 #
-#   put        4 KiB PUT/s, `shard bench put` with BENCH_CONC threads over 1000 keys
-#              (overwrites: in the versioned bucket every PUT adds a version), in an
-#              unversioned and a versioned bucket of one server, alternated run by run
+#   put        4 KiB PUT/s, `shard bench put` of BENCH_PUT_N (5000) keys with BENCH_CONC
+#              threads, the same keys every run (from run 2 on, overwrites: in the
+#              versioned bucket every PUT adds a version, in the other it frees the old
+#              bytes), in an unversioned and a versioned bucket of one server, alternated
 #   get        single-stream GET MB/s of one 16 MiB object, both buckets, alternated
 #   deep       GET p50 latency of the latest version of a key with 1000 versions vs 1
 #   list       ListObjectVersions over 1,000,000 versions of 100,000 keys (every 7th key
@@ -16,7 +17,7 @@
 #
 #   SHARDSTORE_BIN (default build/dev/shardstore), SHARD_BIN (shard next to it),
 #   VERSION_SPEED_BIN (bench/version_speed next to it), BENCH_RUNS=5, BENCH_SECS=5,
-#   BENCH_CONC=16, BENCH_SKIP="put get deep list"
+#   BENCH_CONC=16, BENCH_PUT_N=5000, BENCH_SKIP="put get deep list"
 set -euo pipefail
 
 BENCH_TAG=versioning
@@ -25,6 +26,7 @@ BENCH_IDLE_DEFAULT=5
 RUNS=${BENCH_RUNS:-5}
 SECS=${BENCH_SECS:-5}
 CONC=${BENCH_CONC:-16}
+PUT_N=${BENCH_PUT_N:-5000}
 SKIP=" ${BENCH_SKIP:-} "
 AK=k SK=s
 export AWS_DEFAULT_REGION=us-east-1
@@ -62,7 +64,7 @@ if ! skip put; then
   declare -A R=()
   for i in $(seq 1 "$RUNS"); do
     for b in unver ver; do
-      out=$(bench put "$b" --prefix "p/" --size 4096 --objects 1000 --duration "$SECS" --concurrency "$CONC")
+      out=$(bench put "$b" --prefix "p/" --size 4096 --objects "$PUT_N" --duration 120 --concurrency "$CONC")
       log "put $b run $i: ${out#RESULT }"
       R[$b]="${R[$b]:-} $(kv ops_per_s "$out")"
     done

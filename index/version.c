@@ -803,7 +803,19 @@ index_version_list(struct index *ix, const struct index_version_list_params *p, 
     }
     if ((rc = index__iter_begin(&it, txn, ix->dbi_versions, pfx, pfx_len)) != 0)
         goto fail;
-    rc = is_after ? index__iter_after(&it, seek, seek_len) : index__iter_seek(&it, seek, seek_len);
+    if (skip_cp.len) {
+        /* One seek past the whole prefix, not a walk through it. */
+        char succ[INDEX_MAX_KEY];
+        size_t sl = index__key_succ(skip_cp, succ);
+        rc = 0;
+        if (sl) {
+            seek_len = vkey_seek(seek, p->bucket_id, (struct slice){succ, sl});
+            rc = index__iter_seek(&it, seek, seek_len);
+        }
+    } else {
+        rc = is_after ? index__iter_after(&it, seek, seek_len)
+                      : index__iter_seek(&it, seek, seek_len);
+    }
     while (rc == 1) {
         struct index__record r;
         if ((rc = index__record_parse(it.v.mv_data, it.v.mv_size, &r)) != 0)

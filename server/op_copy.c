@@ -218,7 +218,10 @@ copy_once(struct s3_req *r, const struct index_bucket *dst_bk, const struct inde
         s3_respond_error(r, S3_ERR_INVALID_ARGUMENT, "Unknown metadata directive.");
         return 1;
     }
-    if (!is_replace && src_bk->id == dst_bk->id && slice_eq(sk, r->key)) {
+    /* Copying a named version onto its own key restores it (S3 allows it). */
+    struct slice cs = s3_req_header(r, "x-amz-copy-source");
+    bool is_versioned_src = cs.ptr && memmem(cs.ptr, cs.len, "?versionId=", 11) != NULL;
+    if (!is_replace && !is_versioned_src && src_bk->id == dst_bk->id && slice_eq(sk, r->key)) {
         s3_respond_error(r, S3_ERR_INVALID_REQUEST,
                          "This copy request is illegal because it is trying to copy an object to "
                          "itself without changing the object's metadata, storage class, website "

@@ -195,6 +195,11 @@ def test_copy_and_multipart(srv):
     eq(r.get("CopySourceVersionId"), v1, "x-amz-copy-source-version-id")
     check(len(r.get("VersionId", "")) == 32, "copy made a version")
     eq(s3.get_object(Bucket=B, Key="dst")["Body"].read(), b"first source", "copied the old version")
+    # Copying an old version onto its own key restores it as the latest.
+    r = s3.copy_object(Bucket=B, Key="src", CopySource={"Bucket": B, "Key": "src", "VersionId": v1})
+    eq(s3.get_object(Bucket=B, Key="src")["Body"].read(), b"first source", "restored by copy")
+    with client_error("InvalidRequest", 400):
+        s3.copy_object(Bucket=B, Key="src", CopySource={"Bucket": B, "Key": "src"})
     # Deleting the source version keeps the copy's bytes (shared extents).
     s3.delete_object(Bucket=B, Key="src", VersionId=v1)
     eq(s3.get_object(Bucket=B, Key="dst")["Body"].read(), b"first source", "copy survives")

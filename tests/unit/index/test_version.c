@@ -228,6 +228,29 @@ main(void)
     r = list(a, "", "/", "a/", NULL, 1000);
     ASSERT_UEQ(r.n_entries, 5);
 
+    /* A page costs O(page): many versions under a common prefix are
+     * skipped with one seek, from the start and from a marker inside it. */
+    for (int i = 0; i < 300; i++) {
+        char k[32];
+        snprintf(k, sizeof(k), "m/%04d", i);
+        put(a, k, 11);
+        put(a, k, 12);
+    }
+    uint64_t r0 = index__reads();
+    r = list(a, "", "/", "k", NULL, 2);
+    ASSERT(r.entries[0].is_prefix && slice_eq(r.entries[0].key, SLICE_LIT("m/")));
+    ASSERT(slice_eq(r.entries[1].key, SLICE_LIT("z")));
+    ASSERT(index__reads() - r0 < 40);
+    r0 = index__reads();
+    r = list(a, "", "/", "m/0150", NULL, 2);
+    ASSERT(slice_eq(r.entries[0].key, SLICE_LIT("z")));
+    ASSERT(index__reads() - r0 < 40);
+    r0 = index__reads();
+    r = list(a, "m/", "", "m/0200", NULL, 10);
+    ASSERT_UEQ(r.n_entries, 10);
+    ASSERT(slice_eq(r.entries[0].key, SLICE_LIT("m/0201")) && r.entries[0].is_latest);
+    ASSERT(index__reads() - r0 < 40);
+
     /* Object Lock: a version under retention cannot be removed. */
     struct index_op l1 = put(a, "locked", 10);
     struct index_object *lk = arena_calloc(a, 1, sizeof(*lk));
