@@ -53,7 +53,9 @@ bench() { # bench OP BUCKET ARGS...: one `shard bench` run, its RESULT line
   echo "$out" | grep "^RESULT op=$op " || die "shard bench $op failed: $out"
 }
 
-ss_launch "$W/ss" ""
+# Small volumes: the machine's disk is shared (the versioned bucket keeps every PUT).
+printf 'volume_size = 768M\nmax_volumes = 2\n' > "$W/ss.conf"
+ss_launch "$W/ss" "$W/ss.conf"
 ss_curl -f -X PUT "$SS_EP/unver" -o /dev/null || die "create bucket"
 ss_curl -f -X PUT "$SS_EP/ver" -o /dev/null || die "create bucket"
 ss_curl -f -X PUT "$SS_EP/ver?versioning=" -o /dev/null \
@@ -88,10 +90,56 @@ if ! skip get; then
   echo "RESULT metric=get_single_stream unversioned_MBps=$(f1 "$gu") versioned_MBps=$(f1 "$gv") ratio=$(ratio "$gv" "$gu") runs_unversioned=$(csv ${G[unver]}) runs_versioned=$(csv ${G[ver]})"
 fi
 
+# s3.py PORT AK SK put BUCKET KEY N | count BUCKET PREFIX | list BUCKET: signed requests on
+# one keep-alive connection (botocore's signer), for what `shard bench` does not do.
+cat > "$W/s3.py" <<'PY'
+import http.client, re, sys, time, urllib.parse
+from botocore.auth import SigV4Auth
+from botocore.awsrequest import AWSRequest
+from botocore.credentials import Credentials
+port, ak, sk, what = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4]
+creds = Credentials(ak, sk)
+conn = http.client.HTTPConnection("127.0.0.1", port)
+def call(method, path, q, body=b""):
+    qs = urllib.parse.urlencode(q, quote_via=urllib.parse.quote, safe="")
+    url = "http://127.0.0.1:%d%s%s" % (port, path, "?" + qs if qs else "")
+    req = AWSRequest(method=method, url=url, data=body, headers={"x-amz-content-sha256": "UNSIGNED-PAYLOAD"})
+    SigV4Auth(creds, "s3", "us-east-1").add_auth(req)
+    conn.request(method, url[len("http://127.0.0.1:%d" % port):], body=body, headers=dict(req.headers))
+    r = conn.getresponse()
+    data = r.read()
+    assert r.status in (200, 204), (r.status, data[:300])
+    return data
+def versions(bucket, prefix):
+    n, km, vm = 0, None, None
+    while True:
+        q = {"versions": "", "max-keys": "1000", "prefix": prefix}
+        if km is not None:
+            q["key-marker"], q["version-id-marker"] = km, vm
+        body = call("GET", "/" + bucket, q)
+        n += body.count(b"<Version>") + body.count(b"<DeleteMarker>")
+        if b"<IsTruncated>true</IsTruncated>" not in body:
+            return n
+        km = re.search(rb"<NextKeyMarker>(.*?)</NextKeyMarker>", body).group(1).decode()
+        vm = re.search(rb"<NextVersionIdMarker>(.*?)</NextVersionIdMarker>", body).group(1).decode()
+if what == "put":
+    for i in range(int(sys.argv[7])):
+        call("PUT", "/%s/%s" % (sys.argv[5], sys.argv[6]), {}, b"v" * 4096)
+elif what == "count":
+    print(versions(sys.argv[5], sys.argv[6]))
+else:
+    t0 = time.monotonic()
+    n = versions(sys.argv[5], "")
+    secs = time.monotonic() - t0
+    print("RESULT entries=%d secs=%.3f entries_per_s=%.0f" % (n, secs, n / secs))
+PY
+s3py() { python3 "$W/s3.py" "$SS_PORT" "$AK" "$SK" "$@"; }
+
 if ! skip deep; then
-  bench put ver --prefix deep/ --size 4096 --objects 1 --count 1000 --concurrency 8 >/dev/null
-  bench put ver --prefix shallow/ --size 4096 --objects 1 --count 1 >/dev/null
-  n=$(ss_curl -f "$SS_EP/ver?versions=&prefix=deep%2F" | grep -o '<Version>' | wc -l)
+  # shard bench names its keys PREFIX%010u: key 0 of deep/ gets 1000 versions, of shallow/ 1.
+  s3py put ver deep/0000000000 1000 || die "PUTs of the deep key failed"
+  s3py put ver shallow/0000000000 1 || die "PUT of the shallow key failed"
+  n=$(s3py count ver deep/) || die "listing the deep key failed"
   [ "$n" = 1000 ] || die "deep key has $n versions, not 1000"
   quiet deep
   declare -A D=()
@@ -113,39 +161,10 @@ if ! skip list; then
   echo "$out" | grep '^LOAD' | while read -r l; do log "$l"; done
   runs=$(echo "$out" | grep '^RESULT' | while read -r l; do kv entries_per_s "$l"; done)
   echo "RESULT metric=list_versions_index entries=1000000 keys=100000 entries_per_s=$(echo $runs | median) runs=$(csv $runs)"
-  ss_launch "$W/vs" ""
-  cat > "$W/list.py" <<'PY'
-import http.client, re, sys, time, urllib.parse
-from botocore.auth import SigV4Auth
-from botocore.awsrequest import AWSRequest
-from botocore.credentials import Credentials
-port, ak, sk = int(sys.argv[1]), sys.argv[2], sys.argv[3]
-creds = Credentials(ak, sk)
-conn = http.client.HTTPConnection("127.0.0.1", port)
-n, km, vm, t0 = 0, None, None, time.monotonic()
-while True:
-    q = {"versions": "", "max-keys": "1000"}
-    if km is not None:
-        q["key-marker"], q["version-id-marker"] = km, vm
-    qs = urllib.parse.urlencode(q, quote_via=urllib.parse.quote, safe="")
-    url = "http://127.0.0.1:%d/versions?%s" % (port, qs)
-    req = AWSRequest(method="GET", url=url, headers={"x-amz-content-sha256": "UNSIGNED-PAYLOAD"})
-    SigV4Auth(creds, "s3", "us-east-1").add_auth(req)
-    conn.request("GET", "/versions?" + qs, headers=dict(req.headers))
-    r = conn.getresponse()
-    body = r.read()
-    assert r.status == 200, (r.status, body[:300])
-    n += body.count(b"<Version>") + body.count(b"<DeleteMarker>")
-    if b"<IsTruncated>true</IsTruncated>" not in body:
-        break
-    km = re.search(rb"<NextKeyMarker>(.*?)</NextKeyMarker>", body).group(1).decode()
-    vm = re.search(rb"<NextVersionIdMarker>(.*?)</NextVersionIdMarker>", body).group(1).decode()
-secs = time.monotonic() - t0
-print("RESULT entries=%d secs=%.3f entries_per_s=%.0f" % (n, secs, n / secs))
-PY
+  ss_launch "$W/vs" "$W/ss.conf"
   runs=""
   for i in $(seq 1 "$RUNS"); do
-    out=$(python3 "$W/list.py" "$SS_PORT" "$AK" "$SK") || die "HTTP listing failed: $out"
+    out=$(s3py list versions) || die "HTTP listing failed: $out"
     log "list over HTTP run $i: ${out#RESULT }"
     [ "$(kv entries "$out")" = 1000000 ] || die "HTTP listing: $out"
     runs="$runs $(kv entries_per_s "$out")"
