@@ -93,19 +93,21 @@ fi
 # s3.py PORT AK SK put BUCKET KEY N | count BUCKET PREFIX | list BUCKET: signed requests on
 # one keep-alive connection (botocore's signer), for what `shard bench` does not do.
 cat > "$W/s3.py" <<'PY'
-import http.client, re, sys, time, urllib.parse
+import http.client, re, socket, sys, time, urllib.parse
 from botocore.auth import SigV4Auth
 from botocore.awsrequest import AWSRequest
 from botocore.credentials import Credentials
 port, ak, sk, what = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4]
 creds = Credentials(ak, sk)
 conn = http.client.HTTPConnection("127.0.0.1", port)
+conn.connect()
+conn.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # no Nagle stalls
 def call(method, path, q, body=b""):
     qs = urllib.parse.urlencode(q, quote_via=urllib.parse.quote, safe="")
     url = "http://127.0.0.1:%d%s%s" % (port, path, "?" + qs if qs else "")
     req = AWSRequest(method=method, url=url, data=body, headers={"x-amz-content-sha256": "UNSIGNED-PAYLOAD"})
     SigV4Auth(creds, "s3", "us-east-1").add_auth(req)
-    conn.request(method, url[len("http://127.0.0.1:%d" % port):], body=body, headers=dict(req.headers))
+    conn.request(method, url[len("http://127.0.0.1:%d" % port):], body=body or None, headers=dict(req.headers))
     r = conn.getresponse()
     data = r.read()
     assert r.status in (200, 204), (r.status, data[:300])
