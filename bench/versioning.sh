@@ -11,7 +11,8 @@
 #              ending in a delete marker), built by bench/version_speed through the index
 #              API: entries/s in the index (pages of 1000), then over HTTP from a
 #              shardstore started on the same data (signed GETs on one keep-alive
-#              connection, the XML counted but not parsed)
+#              connection, the XML counted but not parsed); version_speed also times the
+#              index's share of a PUT (batches of 16 overwrites, no fsync), both buckets
 # Medians of BENCH_RUNS runs (all listed). Prints RESULT lines; ratios are versioned /
 # unversioned (goal >= 0.9), the list figure's goal is >= 500,000 entries/s.
 #
@@ -157,11 +158,17 @@ fi
 ss_stop
 
 if ! skip list; then
+  declare -A IP=() IPR=()
   [ -x "$VSPEED" ] || die "bench/version_speed not found next to $BIN; set VERSION_SPEED_BIN"
   quiet list
   out=$("$VSPEED" "$W/vs" 100000 10 "$RUNS") || die "version_speed failed: $out"
   echo "$out" | grep '^LOAD' | while read -r l; do log "$l"; done
-  runs=$(echo "$out" | grep '^RESULT' | while read -r l; do kv entries_per_s "$l"; done)
+  for b in unversioned versioned; do
+    r=$(echo "$out" | grep "^RESULT op=index_put bucket=$b " | while read -r l; do kv ops_per_s "$l"; done)
+    IP[$b]=$(echo $r | median); IPR[$b]=$(csv $r)
+  done
+  echo "RESULT metric=index_put_share unversioned_ops_s=${IP[unversioned]} versioned_ops_s=${IP[versioned]} ratio=$(ratio "${IP[versioned]}" "${IP[unversioned]}") runs_unversioned=${IPR[unversioned]} runs_versioned=${IPR[versioned]}"
+  runs=$(echo "$out" | grep '^RESULT op=list_versions' | while read -r l; do kv entries_per_s "$l"; done)
   echo "RESULT metric=list_versions_index entries=1000000 keys=100000 entries_per_s=$(echo $runs | median) runs=$(csv $runs)"
   ss_launch "$W/vs" "$W/ss.conf"
   runs=""
