@@ -8,9 +8,10 @@
  * batches of 1000 ops without fsync, then lists every version in pages of
  * 1000 RUNS times and prints one line per run:
  *   RESULT op=list_versions entries=N secs=S entries_per_s=X
- * Before the listing it times the index's share of a PUT: RUNS rounds of
- * 50,000 overwrites (batches of 16) in an unversioned and a versioned
- * bucket: RESULT op=index_put bucket=... ops_per_s=X.
+ * Before the listing it times the index's share of a PUT, in a second
+ * index (DIR/put-index): RUNS rounds of 50,000 overwrites (batches of 16)
+ * in an unversioned and a versioned bucket: RESULT op=index_put
+ * bucket=... ops_per_s=X.
  * A shardstore started on DIR serves the same bucket (bench/versioning.sh).
  */
 #include "index/index.h"
@@ -78,13 +79,21 @@ main(int argc, char **argv)
     /* The index's share of a PUT: batches of 16 overwrites of 5000 keys
      * (as group commit makes them), unversioned and versioned buckets
      * alternated, without fsync. */
+    /* In an index of its own (DIR/put-index): its made-up extents must not
+     * reach the data dir's index, which a shardstore opens afterwards. */
     struct index_bucket bu, bv;
     struct index_extent ext = {.volume = 0, .offset = 0, .len = 4096};
     struct index_object po = {.size = 4096, .n_extents = 1, .extents = &ext};
-    if (index_bucket_create(ix, SLICE_LIT("put-unver"), "", 0, &bu) != 0 ||
-        index_bucket_create(ix, SLICE_LIT("put-ver"), "", 0, &bv) != 0 ||
-        index_versioning_put(ix, bv.id, INDEX_VERSIONING_ENABLED, false) != 0)
+    struct index *pix = NULL;
+    char *pdir = arena_sprintf(arena_create(4096), "%s/put-index", argv[1]);
+    mkdir(pdir, 0755);
+    if (index_open(&pix, pdir, 1ULL << 30, true) != 0 ||
+        index_bucket_create(pix, SLICE_LIT("put-unver"), "", 0, &bu) != 0 ||
+        index_bucket_create(pix, SLICE_LIT("put-ver"), "", 0, &bv) != 0 ||
+        index_versioning_put(pix, bv.id, INDEX_VERSIONING_ENABLED, false) != 0) {
+        index_close(pix);
         goto out;
+    }
     for (int r = 0; r < runs; r++) {
         for (int which = 0; which < 2; which++) {
             uint64_t bid = which ? bv.id : bu.id;
@@ -99,14 +108,17 @@ main(int argc, char **argv)
                                                .object = &po,
                                                .arena = a};
                 }
-                if (index_commit(ix, ops, 16) != 0)
+                if (index_commit(pix, ops, 16) != 0) {
+                    index_close(pix);
                     goto out;
+                }
             }
             double secs = (double)(clock_mono_ns() - t0) / 1e9;
             printf("RESULT op=index_put bucket=%s ops=50000 secs=%.3f ops_per_s=%.0f\n",
                    which ? "versioned" : "unversioned", secs, 50000 / secs);
         }
     }
+    index_close(pix);
 
     for (int r = 0; r < runs; r++) {
         struct index_version_list_params p = {.bucket_id = b.id, .max_keys = PAGE};
