@@ -1,5 +1,5 @@
 # Benchmarks of the running server (bench/core.sh drives them; asserts nothing).
-EXTRA_DIST += bench/core.sh bench/lib.sh
+EXTRA_DIST += bench/core.sh bench/lib.sh bench/versioning.sh
 # Multipart (checkpoint) upload client: bench/mpload -e ENDPOINT -b BUCKET -k KEY -f FILE -z PARTSIZE ...
 noinst_PROGRAMS += bench/mpload
 bench_mpload_SOURCES = bench/mpload.c

@@ -199,12 +199,12 @@ index_bucket_delete(struct index *ix, struct slice name, uint64_t expected_id)
         goto fail;
     }
 
-    /* Empty means no object key and no upload key starts with the
-     * bucket id: one seek in each database. */
+    /* Empty means no object key, no upload key and no version (a delete
+     * marker too) starts with the bucket id: one seek in each database. */
     uint8_t idkey[8];
     index__put_be64(idkey, b.id);
-    const MDB_dbi dbis[2] = {ix->dbi_objects, ix->dbi_bucketuploads};
-    for (size_t i = 0; i < 2; i++) {
+    const MDB_dbi dbis[3] = {ix->dbi_objects, ix->dbi_bucketuploads, ix->dbi_versions};
+    for (size_t i = 0; i < 3; i++) {
         if ((rc = index__iter_begin(&it, txn, dbis[i], idkey, sizeof(idkey))) != 0 ||
             (rc = index__iter_next(&it)) != 0) {
             if (rc == 1)

@@ -178,7 +178,8 @@ index_open(struct index **out, const char *dir, uint64_t map_size, bool is_nosyn
         (rc = index__err(open_dbi(txn, "grants", &ix->dbi_grants))) != 0 ||
         (rc = index__err(open_dbi(txn, "members", &ix->dbi_members))) != 0 ||
         (rc = index__err(open_dbi(txn, "bucketconfig", &ix->dbi_bucketconfig))) != 0 ||
-        (rc = index__err(open_dbi(txn, "uploadsdone", &ix->dbi_uploadsdone))) != 0)
+        (rc = index__err(open_dbi(txn, "uploadsdone", &ix->dbi_uploadsdone))) != 0 ||
+        (rc = index__err(open_dbi(txn, "versions", &ix->dbi_versions))) != 0)
         goto fail;
     rc = index__err(mdb_dbi_open(txn, "keytree", 0, &ix->dbi_tree));
     if (rc == -ENOENT) {

@@ -78,6 +78,24 @@ struct index_extent {
     uint64_t len;    /* logical bytes of object data in this extent */
 };
 
+/* Version ids are 16 raw bytes (32 lower-case hex chars in the API): the
+ * commit time in ns (8, BE) then a sequence number (8, BE), so byte order
+ * is commit order within a key. The all-zero id names the "null" version
+ * in calls that take an id. */
+#define INDEX_VERSION_ID_LEN 16
+#define INDEX_VERSION_HAS_ID 1u /* the record is a version of a versioned bucket */
+#define INDEX_VERSION_NULL                                                                         \
+    2u                          /* ... whose id is "null" (written while unversioned or            \
+                                   suspended) */
+#define INDEX_VERSION_MARKER 4u /* ... a delete marker (no data) */
+
+/* Object Lock retention modes (stable on disk). */
+enum index_lock_mode {
+    INDEX_LOCK_NONE = 0,
+    INDEX_LOCK_GOVERNANCE = 1,
+    INDEX_LOCK_COMPLIANCE = 2,
+};
+
 struct index_object {
     uint64_t size;
     int64_t mtime_ns;
@@ -95,6 +113,15 @@ struct index_object {
     /* Small objects may be stored inline instead of in extents (n_extents 0). */
     const uint8_t *inline_data;
     size_t inline_len;
+    /* Versioning (version.c). In an unversioned bucket all zero. In a
+     * versioned one index/ assigns 'version_flags' and 'version_id' on
+     * every write (what the caller sets is ignored) and fills them on
+     * reads; the Object Lock fields are the caller's on a PUT. */
+    uint32_t version_flags;                   /* INDEX_VERSION_* */
+    uint8_t version_id[INDEX_VERSION_ID_LEN]; /* raw; time-ordered */
+    int64_t retain_until_ns;                  /* Object Lock retention; 0: none */
+    uint8_t lock_mode;                        /* INDEX_LOCK_* */
+    bool has_legal_hold;
 };
 
 /* Looks up 'key' in bucket 'bucket_id'. Returns 0 and fills 'out' (all
@@ -103,6 +130,9 @@ int index_object_get(struct index *ix, uint64_t bucket_id, struct slice key, str
                      struct index_object *out);
 
 /* ---- write batches (group commit) -------------------------------------- */
+
+#define INDEX_SET_RETENTION 1u
+#define INDEX_SET_LEGAL_HOLD 2u
 
 enum index_op_kind {
     INDEX_OP_PUT,             /* insert or replace the object */
@@ -113,6 +143,7 @@ enum index_op_kind {
     INDEX_OP_UPLOAD_COMPLETE, /* publish 'object' made of 'parts_used' ('upload_id') */
     INDEX_OP_MEMBERS_PUT,     /* attach 'members' to the object at 'key' (index_member below) */
     INDEX_OP_SET_META,        /* replace the metadata blob of an object (below) */
+    INDEX_OP_SET_LOCK,        /* change retention or legal hold of a version (below) */
 };
 
 /* ---- multipart uploads -------------------------------------------------- */
@@ -230,9 +261,42 @@ struct index_op {
      * object->mtime_ns, -ESTALE and nothing changes (a concurrent
      * overwrite is never clobbered); an absent key is -ENOENT. Only
      * 'object's etag, mtime_ns, meta and meta_len are read. */
+    /* Versions (version.c; see "versions" below). In a versioned bucket
+     * a PUT or UPLOAD_COMPLETE adds a version and a DELETE without
+     * 'has_version_id' adds a delete marker; while suspended both replace
+     * the "null" version instead. 'has_version_id' with 'version_id'
+     * (all zero: the null version) makes DELETE remove that one version
+     * for good (absent: result 0, nothing happens; freed = its extents
+     * unless another version or copy holds them) and SET_META and
+     * SET_LOCK act on that version instead of the latest. In an
+     * unversioned bucket only the null version exists. 'now_ns' is the
+     * clock Object Lock retention is compared with: removing a version
+     * under retention (COMPLIANCE, or GOVERNANCE without
+     * 'bypass_governance') or a legal hold gives -EACCES.
+     * 'share_version_id' (with 'has_share_version_id') names the version
+     * of 'share_key' a shared copy reads. */
+    bool has_version_id;
+    uint8_t version_id[INDEX_VERSION_ID_LEN];
+    bool has_share_version_id;
+    uint8_t share_version_id[INDEX_VERSION_ID_LEN];
+    int64_t now_ns;
+    bool bypass_governance;
+    /* INDEX_OP_SET_LOCK: 'lock_what' (INDEX_SET_RETENTION and/or
+     * INDEX_SET_LEGAL_HOLD) says which of object->retain_until_ns,
+     * lock_mode and has_legal_hold to store on the version. A COMPLIANCE
+     * retention in force can only be kept or extended, a GOVERNANCE one
+     * shortened, removed or changed only with 'bypass_governance':
+     * otherwise -EACCES. A delete marker or absent version: -ENOENT;
+     * an unversioned bucket: -EINVAL. */
+    unsigned lock_what;
     /* Results, filled by index_commit: */
     int result; /* 0, -ENOENT (bucket gone or id 0), -EEXIST, -ESTALE,
-                   -ENOSPC */
+                   -ENOSPC, -EACCES (Object Lock) */
+    /* The version the op made (PUT, UPLOAD_COMPLETE, DELETE adding a
+     * marker) or removed (DELETE with an id): INDEX_VERSION_* flags (0 in
+     * an unversioned bucket, or when nothing was removed) and its id. */
+    uint32_t result_version_flags;
+    uint8_t result_version_id[INDEX_VERSION_ID_LEN];
     /* (has_if_match on an absent key gives -ESTALE; an empty or too long
      * key, a NULL 'arena', or a PUT without a consistent 'object' gives
      * -EINVAL; -EIO marks a 128-bit hash collision between two keys of
@@ -374,6 +438,88 @@ int index_bucket_count(struct index *ix, uint64_t bucket_id, uint64_t *n_objects
  * 'max_objects' keys. Returns 0 or -errno. */
 int index_bucket_usage(struct index *ix, uint64_t bucket_id, uint64_t max_objects,
                        uint64_t *n_objects, uint64_t *n_bytes, bool *is_truncated);
+
+/* ---- versions (version.c) ------------------------------------------------ */
+
+/* A bucket's versioning state (stable on disk). A bucket starts OFF and
+ * never returns to it. */
+enum index_versioning {
+    INDEX_VERSIONING_OFF = 0,
+    INDEX_VERSIONING_ENABLED = 1,
+    INDEX_VERSIONING_SUSPENDED = 2,
+};
+
+/* Reads the versioning state of bucket 'bucket_id' ('*has_object_lock':
+ * Object Lock is enabled). A bucket never configured is OFF. Returns 0 or
+ * -errno. */
+int index_versioning_get(struct index *ix, uint64_t bucket_id, enum index_versioning *state,
+                         bool *has_object_lock);
+/*
+ * Sets the versioning state of bucket 'bucket_id' to 'state' (ENABLED or
+ * SUSPENDED), and turns Object Lock on when 'enable_object_lock' (it
+ * stays on). Leaving OFF makes every existing object the "null" version
+ * of its key, in the same transaction (once; it costs one write per
+ * object). Returns 0, -ENOENT (no such bucket), -EINVAL (state OFF, or
+ * Object Lock on a bucket that is not ENABLED by this call or before),
+ * -EPERM (suspending a bucket with Object Lock) or -errno.
+ */
+int index_versioning_put(struct index *ix, uint64_t bucket_id, enum index_versioning state,
+                         bool enable_object_lock);
+
+/*
+ * Reads version 'version_id' (all zero: the "null" version; NULL: the
+ * newest version, which may be a delete marker) of 'key' in bucket
+ * 'bucket_id' into 'a'. A bucket that was never versioned has only its
+ * null versions (the objects). Returns 0, -ENOENT or -errno. A delete
+ * marker comes back with INDEX_VERSION_MARKER set and no data.
+ */
+int index_object_version_get(struct index *ix, uint64_t bucket_id, struct slice key,
+                             const uint8_t *version_id, struct arena *a, struct index_object *out);
+
+struct index_version_list_params {
+    uint64_t bucket_id;
+    struct slice prefix;
+    struct slice delimiter;
+    struct slice key_marker;                         /* after this key's versions, or ... */
+    bool has_version_id_marker;                      /* ... after this version of key_marker */
+    uint8_t version_id_marker[INDEX_VERSION_ID_LEN]; /* all zero: "null" */
+    uint32_t max_keys; /* 0..1000 (clamped); versions + markers + prefixes */
+};
+
+struct index_version_entry {
+    bool is_prefix;   /* a CommonPrefix: only 'key' is set */
+    struct slice key; /* in the arena */
+    bool is_latest;
+    uint32_t version_flags; /* INDEX_VERSION_* */
+    uint8_t version_id[INDEX_VERSION_ID_LEN];
+    uint64_t size;
+    int64_t mtime_ns;
+    uint8_t etag[16];
+    uint32_t parts_count;
+};
+
+struct index_version_list_result {
+    struct index_version_entry *entries; /* in the arena: key order, newest first */
+    uint32_t n_entries;
+    bool is_truncated;
+    /* When truncated: the last entry returned (key, and its version when
+     * it is a version: 'next_has_version_id'). */
+    struct slice next_key_marker;
+    bool next_has_version_id;
+    uint32_t next_version_flags;
+    uint8_t next_version_id[INDEX_VERSION_ID_LEN];
+};
+
+/*
+ * ListObjectVersions of a versioned bucket (one that was never versioned
+ * has no versions here: list its objects instead). Keys in byte order
+ * (keys whose escaped form exceeds 464 bytes and shares those bytes with
+ * another key's list in a fixed but arbitrary order among themselves),
+ * newest version first. One seek to the markers and one per common
+ * prefix skipped: O(page). Returns 0 or -errno.
+ */
+int index_version_list(struct index *ix, const struct index_version_list_params *p, struct arena *a,
+                       struct index_version_list_result *out);
 
 /* ---- tar member indexes (member.c) --------------------------------------- */
 
@@ -552,6 +698,10 @@ enum index_bucket_config_kind {
     INDEX_BUCKET_CONFIG_ENCRYPTION = 7, /* server/sse_bucket.c's default encryption */
     INDEX_BUCKET_CONFIG_CORS = 10, /* numbered apart from other kinds being added meanwhile */
     INDEX_BUCKET_CONFIG_LOGGING = 11,
+    /* Written by index_versioning_put only (2 bytes: state, flags bit 0
+     * Object Lock): never put it with index_bucket_config_put. */
+    INDEX_BUCKET_CONFIG_VERSIONING = 12,
+    INDEX_BUCKET_CONFIG_OBJECT_LOCK = 13, /* the default retention (server/) */
 };
 /* Largest configuration value (a 1,000-rule lifecycle fits easily). */
 #define INDEX_BUCKET_CONFIG_MAX (4u << 20)

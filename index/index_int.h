@@ -32,6 +32,8 @@ struct index {
     MDB_dbi dbi_members;      /* tar member indexes (member.c) */
     MDB_dbi dbi_bucketconfig; /* per-bucket configuration (bucket_config.c) */
     MDB_dbi dbi_uploadsdone;  /* completed uploads (upload.c) */
+    MDB_dbi dbi_versions;     /* versions of versioned buckets (version.c) */
+    uint64_t version_seq;     /* low half of the next version id (writer only) */
     bool is_nosync;
     /* Reset read transactions ready for mdb_txn_renew (see env.c). */
     pthread_mutex_t pool_mu;
@@ -100,6 +102,32 @@ int index__bucket_check(struct index *ix, MDB_txn *txn, uint64_t bucket_id, uint
  * extents; returns 0, or -errno when the txn failed and must be aborted.
  */
 int index__object_write(struct index *ix, MDB_txn *txn, struct index_op *op, bool is_delete);
+/* Sets '*is_same' when the copy source of 'op' (share_key, and
+ * share_version_id when has_share_version_id) still exists and holds
+ * exactly the extents of op->object. Returns 0 or -errno. */
+int index__share_check(struct index *ix, MDB_txn *txn, const struct index_op *op, bool *is_same);
+
+/* ---- versions (version.c) ------------------------------------------------ */
+
+/* Reads the versioning state of 'bucket_id' inside 'txn'. Returns 0 or
+ * -errno. */
+int index__versioning_read(struct index *ix, MDB_txn *txn, uint64_t bucket_id,
+                           enum index_versioning *state, bool *has_object_lock);
+/*
+ * The versioned counterpart of index__object_write (same contract) for a
+ * bucket in 'state' (ENABLED or SUSPENDED): PUT, UPLOAD_COMPLETE and
+ * DELETE as index.h describes under "Versions".
+ */
+int index__version_write(struct index *ix, MDB_txn *txn, struct index_op *op, bool is_delete,
+                         enum index_versioning state);
+/* INDEX_OP_SET_META on a given version, INDEX_OP_SET_LOCK (index.h).
+ * Same return convention. */
+int index__version_set_meta(struct index *ix, MDB_txn *txn, struct index_op *op);
+int index__version_set_lock(struct index *ix, MDB_txn *txn, struct index_op *op);
+/* Finds the version 'share_version_id' of the copy source of 'op' and
+ * sets '*is_same' when it holds exactly op->object's extents. */
+int index__version_share_check(struct index *ix, MDB_txn *txn, const struct index_op *op,
+                               bool *is_same);
 
 /* ---- tar member indexes (member.c) --------------------------------------- */
 

@@ -60,6 +60,24 @@
  *                same transaction, and written only with the object (PUT)
  *                or after checking it still has the head's etag
  *                (MEMBERS_PUT); the etag in the head is checked on reads.
+ *   "versions"   every version of every key of a versioned bucket
+ *                (version.c), newest first within a key:
+ *                key: bid (8, BE) | esc(K) | 00 00 | ~id   when esc(K) is at
+ *                       most 464 bytes (<= 490 bytes), else
+ *                     bid | esc(K)[0..464) | XXH3-128(K) | ~id   (504)
+ *                     where esc is the key-tree escape (below) and ~id the
+ *                     version id (16 raw bytes) with every bit inverted,
+ *                     so that the newest version of a key comes first
+ *                val: object record with the version trailer and the full
+ *                     key always stored (key_len = len(K)). A delete
+ *                     marker is a record of size 0 with no data.
+ *                The latest version, unless it is a delete marker, is also
+ *                in "objects" (same record and trailer; its key_len as
+ *                always there), so GET and ListObjects read "objects"
+ *                alone. The "versions" record holds the extents (extent
+ *                scans skip "objects" records with the trailer). Keys
+ *                whose escaped forms exceed 464 bytes and share those 464
+ *                bytes sort by hash among themselves.
  *   "grants"     key: user id (64 chars) | bucket id (8, BE)
  *                val: grant record (below). Keyed by bucket id, never by
  *                     name: ids are never reused, so a bucket deleted and
@@ -178,7 +196,8 @@
  * Object record, version 1 (little-endian, no padding):
  *   off  len
  *     0    1  version (1)
- *     1    1  flags (0; reserved)
+ *     1    1  flags: bit 0 "versioned": the 32-byte version trailer below
+ *             follows the head; other bits 0
  *     2    2  key_len: length of the full S3 key stored below (0 for a
  *             direct key, whose full key is the LMDB key after bid)
  *     4    8  size
@@ -189,7 +208,13 @@
  *    44    4  sums_len
  *    48    4  meta_len
  *    52    4  inline_len
- *    56       key_len bytes: full key
+ *    56       (flag bit 0 only) version trailer, 32 bytes:
+ *               0 16 version id (raw, see index.h)
+ *              16  8 retain-until (ns, signed; 0: none)
+ *              24  1 lock mode (0 none, 1 GOVERNANCE, 2 COMPLIANCE)
+ *              25  1 bit 0 null version, bit 1 delete marker, bit 2 legal hold
+ *              26  6 reserved (0)
+ *             key_len bytes: full key
  *             n_extents * 24 bytes: { u32 volume, u32 flags, u64 offset, u64 len }
  *             sums_len bytes, meta_len bytes, inline_len bytes
  *   The record length must equal the sum exactly; anything else is
@@ -255,6 +280,13 @@
 
 #define INDEX_RECORD_VERSION 1
 #define INDEX_RECORD_HEAD_LEN 56
+/* Record flag bit 0: a 32-byte version trailer follows the head. */
+#define INDEX_RECORD_FLAG_VERSION 1u
+#define INDEX_RECORD_VERSION_LEN 32
+/* "versions" keys: an escaped key up to this long is stored whole. */
+#define INDEX_VKEY_DIRECT_MAX 464
+/* Longest "versions" key: bid | 464 escaped bytes | hash | id. */
+#define INDEX_VKEY_MAX (INDEX_BID_LEN + INDEX_VKEY_DIRECT_MAX + INDEX_HASH_LEN + 16)
 #define INDEX_EXTENT_REC_LEN 24
 #define INDEX_BUCKET_VERSION 1
 

@@ -91,14 +91,14 @@ index__bucket_check(struct index *ix, MDB_txn *txn, uint64_t bucket_id, uint64_t
     return rc;
 }
 
-/* Sets '*is_same' when the copy source of 'op' still exists and holds
- * exactly the extents of op->object. Returns 0 or -errno. */
-static int
-share_source_check(struct index *ix, MDB_txn *txn, const struct index_op *op, bool *is_same)
+int
+index__share_check(struct index *ix, MDB_txn *txn, const struct index_op *op, bool *is_same)
 {
     struct index__record src;
     struct index_extent e;
     *is_same = false;
+    if (op->has_share_version_id)
+        return index__version_share_check(ix, txn, op, is_same);
     int rc = object_lookup(ix, txn, op->share_bucket_id, op->share_key, &src);
     if (rc == -ENOENT)
         return 0;
@@ -143,7 +143,21 @@ int
 index__object_write(struct index *ix, MDB_txn *txn, struct index_op *op, bool is_delete)
 {
     struct index__record old;
+    enum index_versioning vstate;
+    bool has_lock;
     int rc;
+
+    /* A versioned bucket keeps every version (version.c); in the others
+     * only the null version exists. */
+    if ((rc = index__versioning_read(ix, txn, op->bucket_id, &vstate, &has_lock)) != 0)
+        return rc;
+    if (vstate != INDEX_VERSIONING_OFF)
+        return index__version_write(ix, txn, op, is_delete, vstate);
+    if (is_delete && op->has_version_id) {
+        static const uint8_t null_id[INDEX_VERSION_ID_LEN];
+        if (memcmp(op->version_id, null_id, INDEX_VERSION_ID_LEN) != 0)
+            return 0;
+    }
 
     uint8_t lkey[INDEX_LKEY_MAX];
     MDB_val k = {index__objkey_encode(lkey, op->bucket_id, op->key), lkey}, v;
@@ -194,7 +208,7 @@ index__object_write(struct index *ix, MDB_txn *txn, struct index_op *op, bool is
     }
     if (!is_delete && op->share_key.len) {
         bool is_same;
-        if ((rc = share_source_check(ix, txn, op, &is_same)) != 0)
+        if ((rc = index__share_check(ix, txn, op, &is_same)) != 0)
             return rc;
         if (!is_same) {
             op->result = -ESTALE;
@@ -223,12 +237,19 @@ index__object_write(struct index *ix, MDB_txn *txn, struct index_op *op, bool is
     if (is_delete)
         return index__err(mdb_del(txn, ix->dbi_objects, &k, NULL));
 
+    /* Version and lock fields (say, of a copy's versioned source) have no
+     * place in an unversioned bucket. */
+    struct index_object o = *op->object;
+    o.version_flags = 0;
+    o.retain_until_ns = 0;
+    o.lock_mode = INDEX_LOCK_NONE;
+    o.has_legal_hold = false;
     size_t key_len = op->key.len > INDEX_DIRECT_MAX ? op->key.len : 0;
-    v.mv_size = index__record_len(op->object, key_len);
+    v.mv_size = index__record_len(&o, key_len);
     v.mv_data = NULL;
     if ((rc = index__err(mdb_put(txn, ix->dbi_objects, &k, &v, MDB_RESERVE))) != 0)
         return rc;
-    index__record_format(v.mv_data, op->object, op->key.ptr, key_len);
+    index__record_format(v.mv_data, &o, op->key.ptr, key_len);
     if (op->members)
         return index__members_write(ix, txn, op->bucket_id, op->key, op->object->etag, op->members);
     return 0;
@@ -263,7 +284,19 @@ object_set_meta(struct index *ix, MDB_txn *txn, struct index_op *op)
 {
     struct index__record old;
     struct index_object o;
-    int rc = object_lookup(ix, txn, op->bucket_id, op->key, &old);
+    enum index_versioning vstate;
+    bool has_lock;
+    int rc = index__versioning_read(ix, txn, op->bucket_id, &vstate, &has_lock);
+    if (rc != 0)
+        return rc;
+    if (vstate != INDEX_VERSIONING_OFF)
+        return index__version_set_meta(ix, txn, op);
+    static const uint8_t null_id[INDEX_VERSION_ID_LEN];
+    if (op->has_version_id && memcmp(op->version_id, null_id, INDEX_VERSION_ID_LEN) != 0) {
+        op->result = -ENOENT;
+        return 0;
+    }
+    rc = object_lookup(ix, txn, op->bucket_id, op->key, &old);
     if (rc == -ENOENT) {
         op->result = -ENOENT;
         return 0;
@@ -303,6 +336,8 @@ apply_op(struct index *ix, MDB_txn *txn, struct index_op *op, uint64_t *checked_
     op->result = 0;
     op->freed = NULL;
     op->n_freed = 0;
+    op->result_version_flags = 0;
+    memset(op->result_version_id, 0, sizeof(op->result_version_id));
     if (!op->arena) {
         op->result = -EINVAL;
         return 0;
@@ -312,6 +347,7 @@ apply_op(struct index *ix, MDB_txn *txn, struct index_op *op, uint64_t *checked_
     case INDEX_OP_DELETE:
     case INDEX_OP_MEMBERS_PUT:
     case INDEX_OP_SET_META:
+    case INDEX_OP_SET_LOCK:
         break;
     case INDEX_OP_UPLOAD_CREATE:
     case INDEX_OP_PART_PUT:
@@ -323,7 +359,8 @@ apply_op(struct index *ix, MDB_txn *txn, struct index_op *op, uint64_t *checked_
         return 0;
     }
     if (!index__key_is_valid(op->key) ||
-        ((op->kind == INDEX_OP_PUT || op->kind == INDEX_OP_SET_META) &&
+        ((op->kind == INDEX_OP_PUT || op->kind == INDEX_OP_SET_META ||
+          op->kind == INDEX_OP_SET_LOCK) &&
          !index__object_is_valid(op->object))) {
         op->result = -EINVAL;
         return 0;
@@ -343,6 +380,17 @@ apply_op(struct index *ix, MDB_txn *txn, struct index_op *op, uint64_t *checked_
     }
     if (op->kind == INDEX_OP_SET_META)
         return object_set_meta(ix, txn, op);
+    if (op->kind == INDEX_OP_SET_LOCK) {
+        enum index_versioning vstate;
+        bool has_lock;
+        if ((rc = index__versioning_read(ix, txn, op->bucket_id, &vstate, &has_lock)) != 0)
+            return rc;
+        if (vstate == INDEX_VERSIONING_OFF) {
+            op->result = -EINVAL;
+            return 0;
+        }
+        return index__version_set_lock(ix, txn, op);
+    }
     return index__object_write(ix, txn, op, op->kind == INDEX_OP_DELETE);
 }
 
@@ -397,6 +445,9 @@ extents_scan_dbi(struct index *ix, MDB_txn *txn, MDB_dbi dbi, bool check_shared,
     while ((rc = index__iter_next(&it)) == 1) {
         if ((rc = index__record_parse(it.v.mv_data, it.v.mv_size, &r)) != 0)
             goto fail;
+        /* The latest version's copy in "objects": "versions" holds them. */
+        if (dbi == ix->dbi_objects && (r.obj.version_flags & INDEX_VERSION_HAS_ID))
+            continue;
         for (uint32_t i = 0; i < r.obj.n_extents; i++) {
             index__record_extent(&r, i, &e);
             bool shared = false;
@@ -424,6 +475,7 @@ index_extents_scan(struct index *ix, index_extent_fn fn, void *ctx)
      * the extrefs table (only objects share; parts never do). */
     if ((rc = index__read_begin(ix, &txn)) == 0 &&
         (rc = extents_scan_dbi(ix, txn, ix->dbi_objects, true, fn, ctx)) == 0 &&
+        (rc = extents_scan_dbi(ix, txn, ix->dbi_versions, true, fn, ctx)) == 0 &&
         (rc = extents_scan_dbi(ix, txn, ix->dbi_parts, false, fn, ctx)) == 0)
         rc = index__extrefs_scan(ix, txn, fn, ctx);
     index__read_end(ix, txn);

@@ -12,7 +12,8 @@
 size_t
 index__record_len(const struct index_object *o, size_t key_len)
 {
-    return INDEX_RECORD_HEAD_LEN + key_len + (size_t)o->n_extents * INDEX_EXTENT_REC_LEN +
+    size_t trailer = (o->version_flags & INDEX_VERSION_HAS_ID) ? INDEX_RECORD_VERSION_LEN : 0;
+    return INDEX_RECORD_HEAD_LEN + trailer + key_len + (size_t)o->n_extents * INDEX_EXTENT_REC_LEN +
            o->sums_len + o->meta_len + o->inline_len;
 }
 
@@ -30,7 +31,7 @@ index__record_format(uint8_t *out, const struct index_object *o, const char *key
     assert(key_len <= INDEX_MAX_KEY);
     uint8_t *p = out;
     p[0] = INDEX_RECORD_VERSION;
-    p[1] = 0;
+    p[1] = (o->version_flags & INDEX_VERSION_HAS_ID) ? INDEX_RECORD_FLAG_VERSION : 0;
     index__put_le16(p + 2, (uint16_t)key_len);
     index__put_le64(p + 4, o->size);
     index__put_le64(p + 12, (uint64_t)o->mtime_ns);
@@ -41,6 +42,16 @@ index__record_format(uint8_t *out, const struct index_object *o, const char *key
     index__put_le32(p + 48, (uint32_t)o->meta_len);
     index__put_le32(p + 52, (uint32_t)o->inline_len);
     p += INDEX_RECORD_HEAD_LEN;
+    if (o->version_flags & INDEX_VERSION_HAS_ID) {
+        memcpy(p, o->version_id, INDEX_VERSION_ID_LEN);
+        index__put_le64(p + 16, (uint64_t)o->retain_until_ns);
+        p[24] = o->lock_mode;
+        p[25] = (uint8_t)(((o->version_flags & INDEX_VERSION_NULL) ? 1 : 0) |
+                          ((o->version_flags & INDEX_VERSION_MARKER) ? 2 : 0) |
+                          (o->has_legal_hold ? 4 : 0));
+        memset(p + 26, 0, INDEX_RECORD_VERSION_LEN - 26);
+        p += INDEX_RECORD_VERSION_LEN;
+    }
     p = put_bytes(p, key, key_len);
     for (uint32_t i = 0; i < o->n_extents; i++) {
         const struct index_extent *e = &o->extents[i];
@@ -76,13 +87,27 @@ index__record_parse(const uint8_t *p, size_t len, struct index__record *out)
     o->inline_len = index__get_le32(p + 52);
     if (key_len > INDEX_MAX_KEY)
         return CORRUPT_BKPT("object record: key too long");
+    if (p[1] & ~INDEX_RECORD_FLAG_VERSION)
+        return CORRUPT_BKPT("object record: unknown flags");
+    size_t trailer = (p[1] & INDEX_RECORD_FLAG_VERSION) ? INDEX_RECORD_VERSION_LEN : 0;
     /* Every term is < 2^32 * 24, so the uint64_t sum cannot overflow. */
-    uint64_t want = (uint64_t)INDEX_RECORD_HEAD_LEN + key_len +
+    uint64_t want = (uint64_t)INDEX_RECORD_HEAD_LEN + trailer + key_len +
                     (uint64_t)o->n_extents * INDEX_EXTENT_REC_LEN + o->sums_len + o->meta_len +
                     o->inline_len;
     if (want != len)
         return CORRUPT_BKPT("object record: lengths do not add up");
     const uint8_t *q = p + INDEX_RECORD_HEAD_LEN;
+    if (trailer) {
+        if (q[24] > INDEX_LOCK_COMPLIANCE || (q[25] & ~7u))
+            return CORRUPT_BKPT("object record: bad version trailer");
+        o->version_flags = INDEX_VERSION_HAS_ID | ((q[25] & 1) ? INDEX_VERSION_NULL : 0) |
+                           ((q[25] & 2) ? INDEX_VERSION_MARKER : 0);
+        memcpy(o->version_id, q, INDEX_VERSION_ID_LEN);
+        o->retain_until_ns = (int64_t)index__get_le64(q + 16);
+        o->lock_mode = q[24];
+        o->has_legal_hold = (q[25] & 4) != 0;
+        q += trailer;
+    }
     out->full_key = (struct slice){(const char *)q, key_len};
     q += key_len;
     out->extents_raw = q;

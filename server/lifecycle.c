@@ -31,6 +31,7 @@
 #include "index/index.h"
 #include "server/commit.h"
 #include "server/lifecycle.h"
+#include "server/lifecycle_versions.h"
 #include "server/lifecycle_xml.h"
 #include "server/meta.h"
 #include "server/server.h"
@@ -90,6 +91,12 @@ is_stopping(struct lifecycle *lc)
     bool stop = lc->is_stopping;
     pthread_mutex_unlock(&lc->mu);
     return stop || atomic_load(&lc->srv->is_stopping);
+}
+
+static bool
+stop_cb(void *ctx)
+{
+    return is_stopping(ctx);
 }
 
 /* ------------------------------------------------------------------ */
@@ -594,6 +601,8 @@ run_pass(struct lifecycle *lc, uint64_t only_id, struct lifecycle_stats *st)
         }
         if (config_has_expiration(&cfg))
             expire_objects(lc, l.items[i].bucket_id, &cfg, st);
+        lifecycle_expire_versions(lc->srv, l.items[i].bucket_id, &cfg, clock_now_ns() / 1000000000,
+                                  day_s(lc), stop_cb, lc, st);
         abort_uploads(lc, l.items[i].bucket_id, &cfg, st);
         arena_destroy(a);
     }

@@ -13,6 +13,8 @@ shardstore_SOURCES = server/main.c server/server.h server/conf.h server/config.c
 	server/op_versions.c server/admin_cli.c server/admin_cli.h server/reserve.h server/reserve.c \
 	server/extents.h server/extents.c server/guard.h server/guard.c \
 	server/unsupported.h server/unsupported.c \
+	server/versioning.h server/versioning.c \
+	server/lifecycle_versions.h server/lifecycle_versions.c \
 	server/lifecycle.h server/lifecycle.c server/op_lifecycle.c \
 	server/tls.h server/tls.c server/sse.h server/sse.c server/sse_bucket.c \
 	server/metrics.h server/metrics.c server/access_log.h server/access_log.c \

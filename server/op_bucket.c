@@ -158,6 +158,13 @@ create_bucket_end(struct s3_req *r)
                          "public-read are supported");
         return;
     }
+    struct slice lock = s3_req_header(r, "x-amz-bucket-object-lock-enabled");
+    bool is_locked = slice_eq_nocase(lock, "true");
+    if (lock.ptr && !is_locked && !slice_eq_nocase(lock, "false")) {
+        s3_respond_error(r, S3_ERR_INVALID_ARGUMENT,
+                         "x-amz-bucket-object-lock-enabled must be true or false");
+        return;
+    }
     struct index_bucket bk;
     int rc = index_bucket_create(r->srv->index, r->bucket, r->user_id, clock_now_ns(), &bk);
     if (rc == -EEXIST) {
@@ -176,6 +183,9 @@ create_bucket_end(struct s3_req *r)
     }
     if (rc == 0 && acl == 1)
         rc = index_bucket_set_public(r->srv->index, r->bucket, true);
+    /* Object Lock turns versioning on for good (it cannot be suspended). */
+    if (rc == 0 && is_locked)
+        rc = index_versioning_put(r->srv->index, bk.id, INDEX_VERSIONING_ENABLED, true);
     if (rc < 0) {
         s3_respond_error(r, s3_error_from_errno(rc), NULL);
         return;
@@ -252,18 +262,6 @@ op_get_bucket_location(struct s3_req *r)
     buf_append_str(&b, "</LocationConstraint>");
     s3_respond_body(r, 200, "application/xml", b.ptr, b.len);
     buf_cleanup(&b);
-}
-
-void
-op_get_bucket_versioning(struct s3_req *r)
-{
-    struct index_bucket bk;
-    if (!s3_bucket_lookup(r, &bk))
-        return;
-    static const char body[] =
-        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<VersioningConfiguration "
-        "xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\"/>";
-    s3_respond_body(r, 200, "application/xml", body, sizeof(body) - 1);
 }
 
 void

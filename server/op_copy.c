@@ -33,6 +33,7 @@
 #include "server/server.h"
 #include "server/sse.h"
 #include "server/util.h"
+#include "server/versioning.h"
 #include "server/xml_out.h"
 #include "storage/storage.h"
 
@@ -42,15 +43,23 @@
 
 #define COPY_BUF_LEN (1u << 20)
 
-/* Splits "/bucket/key?versionId=..." (URL-encoded) into bucket and key. */
+/* Splits "/bucket/key?versionId=..." (URL-encoded) into bucket, key and
+ * the version ('*has_vid', 'vid'). */
 static bool
-parse_copy_source(struct s3_req *r, struct slice src, struct slice *bucket, struct slice *key)
+parse_copy_source(struct s3_req *r, struct slice src, struct slice *bucket, struct slice *key,
+                  bool *has_vid, uint8_t vid[INDEX_VERSION_ID_LEN])
 {
     const char *q = memchr(src.ptr, '?', src.len);
+    *has_vid = false;
     if (q) {
-        struct slice vid = {q + 1, src.len - (size_t)(q - src.ptr) - 1};
-        if (!slice_eq(vid, SLICE_LIT("versionId=null")))
+        struct slice v = {q + 1, src.len - (size_t)(q - src.ptr) - 1};
+        if (!slice_has_prefix(v, SLICE_LIT("versionId=")))
             return false;
+        v.ptr += 10;
+        v.len -= 10;
+        if (!s3_version_id_parse(v, vid))
+            return false;
+        *has_vid = true;
         src.len = (size_t)(q - src.ptr);
     }
     struct slice dec;
@@ -150,7 +159,9 @@ s3_copy_source_lookup(struct s3_req *r, struct index_bucket *src_bk, struct slic
                       struct index_object *src)
 {
     struct slice sb;
-    if (!parse_copy_source(r, s3_req_header(r, "x-amz-copy-source"), &sb, src_key)) {
+    bool has_vid;
+    uint8_t vid[INDEX_VERSION_ID_LEN];
+    if (!parse_copy_source(r, s3_req_header(r, "x-amz-copy-source"), &sb, src_key, &has_vid, vid)) {
         s3_respond_error(r, S3_ERR_INVALID_ARGUMENT, "Invalid copy source");
         return false;
     }
@@ -167,9 +178,20 @@ s3_copy_source_lookup(struct s3_req *r, struct index_bucket *src_bk, struct slic
     s3_req_unpin(r);
     if (!s3_req_pin(r))
         return false;
-    int rc = index_object_get(r->srv->index, src_bk->id, *src_key, r->arena, src);
+    int rc = has_vid
+                 ? index_object_version_get(r->srv->index, src_bk->id, *src_key, vid, r->arena, src)
+                 : index_object_get(r->srv->index, src_bk->id, *src_key, r->arena, src);
+    if (rc == 0 && (src->version_flags & INDEX_VERSION_MARKER)) {
+        s3_respond_error(r, S3_ERR_INVALID_REQUEST,
+                         "The source of a copy request may not specifically refer to a delete "
+                         "marker by version id.");
+        return false;
+    }
     if (rc < 0) {
-        s3_respond_error(r, rc == -ENOENT ? S3_ERR_NO_SUCH_KEY : S3_ERR_INTERNAL_ERROR, NULL);
+        s3_respond_error(r,
+                         rc == -ENOENT ? (has_vid ? S3_ERR_NO_SUCH_VERSION : S3_ERR_NO_SUCH_KEY)
+                                       : S3_ERR_INTERNAL_ERROR,
+                         NULL);
         return false;
     }
     struct storage_extent *se = arena_calloc(r->arena, src->n_extents + 1, sizeof(*se));
@@ -211,7 +233,11 @@ copy_once(struct s3_req *r, const struct index_bucket *dst_bk, const struct inde
     if (!sse_for_read(r, &src_meta, true, src_sse) || !sse_for_write(r, dst_bk, dst_sse))
         return 1;
     bool is_shared = sse_copy_shares(src_sse, dst_sse);
-    if (!is_replace && is_shared && src_bk->id == dst_bk->id && slice_eq(sk, r->key)) {
+    /* Copying a named version onto its own key restores it (S3 allows it). */
+    struct slice cs = s3_req_header(r, "x-amz-copy-source");
+    bool is_versioned_src = cs.ptr && memmem(cs.ptr, cs.len, "?versionId=", 11) != NULL;
+    if (!is_replace && is_shared && !is_versioned_src && src_bk->id == dst_bk->id &&
+        slice_eq(sk, r->key)) {
         s3_respond_error(r, S3_ERR_INVALID_REQUEST,
                          "This copy request is illegal because it is trying to copy an object to "
                          "itself without changing the object's metadata, storage class, website "
@@ -241,7 +267,7 @@ copy_once(struct s3_req *r, const struct index_bucket *dst_bk, const struct inde
         return 1;
     int rc;
     if (!is_shared) {
-        rc = sse_copy_object(r, dst_bk->id, src, &src_meta, src_sse, &new_meta, dst_sse, out);
+        rc = sse_copy_object(r, dst_bk, src, &src_meta, src_sse, &new_meta, dst_sse, out);
         goto done;
     }
 
@@ -250,6 +276,12 @@ copy_once(struct s3_req *r, const struct index_bucket *dst_bk, const struct inde
     *out = *src;
     out->mtime_ns = clock_now_ns();
     meta_encode(r->arena, &new_meta, &out->meta, &out->meta_len);
+    const char *lock_msg;
+    enum s3_error le = s3_lock_for_write(r, dst_bk, out, out->mtime_ns, false, &lock_msg);
+    if (le != S3_OK) {
+        s3_respond_error(r, le, lock_msg);
+        return 1;
+    }
     struct index_op op = {
         .kind = INDEX_OP_PUT,
         .bucket_id = dst_bk->id,
@@ -260,8 +292,16 @@ copy_once(struct s3_req *r, const struct index_bucket *dst_bk, const struct inde
     if (src->n_extents) {
         op.share_bucket_id = src_bk->id;
         op.share_key = sk;
+        /* The very version read, latest or not (null: all zero). */
+        if (src->version_flags & INDEX_VERSION_HAS_ID) {
+            op.has_share_version_id = true;
+            if (!(src->version_flags & INDEX_VERSION_NULL))
+                memcpy(op.share_version_id, src->version_id, INDEX_VERSION_ID_LEN);
+        }
     }
     rc = committer_run(r->srv->committer, &op, 1);
+    out->version_flags = op.result_version_flags;
+    memcpy(out->version_id, op.result_version_id, INDEX_VERSION_ID_LEN);
     if (rc == 0)
         rc = op.result;
 
@@ -282,6 +322,7 @@ op_copy_object(struct s3_req *r)
     struct sse_obj src_sse = {.mode = SSE_NONE}, dst_sse = {.mode = SSE_NONE};
     if (!s3_bucket_lookup(r, &dst_bk))
         return;
+    memset(&src, 0, sizeof(src));
     /* A source overwritten between our read and the commit: read it again.
      * Each round is a fresh, complete copy of one consistent version. */
     int rc = -ESTALE;
@@ -308,9 +349,21 @@ op_copy_object(struct s3_req *r)
     xml_elem_str(&b, "ETag", etag);
     buf_append_str(&b, "</CopyObjectResult>");
     struct MHD_Response *resp =
-        MHD_create_response_from_buffer(b.len, b.ptr, MHD_RESPMEM_MUST_FREE);
+        MHD_create_response_from_buffer(b.len, b.ptr, MHD_RESPMEM_MUST_COPY);
+    buf_cleanup(&b);
+    if (!resp) {
+        s3_respond_error(r, S3_ERR_INTERNAL_ERROR, NULL);
+        goto done;
+    }
     s3_resp_header(resp, "Content-Type", "application/xml");
     sse_resp_headers(resp, &dst_sse);
+    s3_version_result_headers(r, resp, obj.version_flags, obj.version_id);
+    if (src.version_flags & INDEX_VERSION_HAS_ID) {
+        char vid[S3_VERSION_ID_MAX + 1];
+        s3_version_id_format(src.version_flags, src.version_id, vid);
+        s3_resp_header(resp, "x-amz-copy-source-version-id",
+                       arena_strndup(r->arena, vid, strlen(vid)));
+    }
     s3_respond(r, 200, resp);
 
 done:

@@ -19,6 +19,7 @@
 #include "server/req.h"
 #include "server/server.h"
 #include "server/util.h"
+#include "server/versioning.h"
 #include "server/xml_in.h"
 #include "server/xml_out.h"
 
@@ -164,6 +165,9 @@ delete_objects_end(struct s3_req *r)
      * some keys, so each key is decided on its own. */
     bool *is_denied = arena_calloc(r->arena, req.n_objects + 1, sizeof(*is_denied));
     bool *is_bad = arena_calloc(r->arena, req.n_objects + 1, sizeof(*is_bad));
+    bool *is_bad_vid = arena_calloc(r->arena, req.n_objects + 1, sizeof(*is_bad_vid));
+    bool bypass = s3_bypass_governance(r);
+    int64_t now_ns = clock_now_ns();
     size_t n_ops = 0;
     for (size_t i = 0; i < req.n_objects; i++) {
         struct slice k = req.objects[i].key;
@@ -173,11 +177,23 @@ delete_objects_end(struct s3_req *r)
             is_denied[i] = true;
             continue;
         }
-        ops[n_ops] = (struct index_op){
-            .kind = INDEX_OP_DELETE, .bucket_id = bk.id, .key = k, .arena = r->arena};
-        if (!delete_conditions(&req.objects[i], &ops[n_ops])) {
+        struct index_op *op = &ops[n_ops];
+        *op = (struct index_op){.kind = INDEX_OP_DELETE,
+                                .bucket_id = bk.id,
+                                .key = k,
+                                .now_ns = now_ns,
+                                .bypass_governance = bypass,
+                                .arena = r->arena};
+        if (!delete_conditions(&req.objects[i], op)) {
             is_bad[i] = true;
             continue;
+        }
+        if (req.objects[i].version_id.ptr) {
+            if (!s3_version_id_parse(req.objects[i].version_id, op->version_id)) {
+                is_bad_vid[i] = true;
+                continue;
+            }
+            op->has_version_id = true;
         }
         n_ops++;
     }
@@ -189,6 +205,7 @@ delete_objects_end(struct s3_req *r)
     for (size_t i = 0; i < req.n_objects; i++) {
         struct slice key = req.objects[i].key;
         const char *code = NULL, *msg = NULL;
+        const struct index_op *done = NULL;
         if (key.len == 0 || key.len > INDEX_MAX_KEY) {
             code = key.len ? "KeyTooLongError" : "InvalidArgument";
             msg = key.len ? "Your key is too long" : "Empty key";
@@ -198,10 +215,17 @@ delete_objects_end(struct s3_req *r)
         } else if (is_bad[i]) {
             code = "InvalidArgument";
             msg = "Invalid ETag, LastModifiedTime or Size condition";
+        } else if (is_bad_vid[i]) {
+            code = "NoSuchVersion";
+            msg = "The specified version does not exist.";
         } else {
             int res = rc < 0 ? rc : ops[k].result;
+            done = &ops[k];
             k++;
-            if (res == -ENOENT) {
+            if (res == -EACCES) {
+                code = "AccessDenied";
+                msg = "Access Denied because object protected by object lock.";
+            } else if (res == -ENOENT) {
                 code = "NoSuchBucket";
                 msg = "The specified bucket does not exist";
             } else if (res == -ENODATA) {
@@ -226,6 +250,13 @@ delete_objects_end(struct s3_req *r)
             xml_elem(&b, "Key", key);
             if (req.objects[i].version_id.len)
                 xml_elem(&b, "VersionId", req.objects[i].version_id);
+            if (done && (done->result_version_flags & INDEX_VERSION_MARKER)) {
+                /* A marker added (no id asked) or removed (its id). */
+                char vid[S3_VERSION_ID_MAX + 1];
+                s3_version_id_format(done->result_version_flags, done->result_version_id, vid);
+                xml_elem_str(&b, "DeleteMarker", "true");
+                xml_elem_str(&b, "DeleteMarkerVersionId", vid);
+            }
             buf_append_str(&b, "</Deleted>");
         }
     }

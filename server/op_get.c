@@ -28,6 +28,7 @@
 #include "server/server.h"
 #include "server/sse.h"
 #include "server/util.h"
+#include "server/versioning.h"
 #include "server/xml_out.h"
 #include "storage/storage.h"
 
@@ -281,13 +282,10 @@ get_or_head(struct s3_req *r, bool is_head)
     if (!s3_bucket_lookup(r, &bk) || !s3_req_pin(r))
         return;
     struct index_object obj;
-    int rc = index_object_get(r->srv->index, bk.id, r->key, r->arena, &obj);
-    if (rc == -ENOENT) {
-        s3_respond_error(r, S3_ERR_NO_SUCH_KEY, NULL);
+    if (!s3_object_lookup(r, &bk, &obj))
         goto unpin;
-    }
     struct meta m;
-    if (rc < 0 || !meta_decode(r->arena, obj.meta, obj.meta_len, &m)) {
+    if (!meta_decode(r->arena, obj.meta, obj.meta_len, &m)) {
         s3_respond_error(r, S3_ERR_INTERNAL_ERROR, NULL);
         goto unpin;
     }
@@ -354,6 +352,7 @@ get_or_head(struct s3_req *r, bool is_head)
     }
     object_headers(r, resp, &obj, &m, status == 200);
     sse_resp_headers(resp, &sse);
+    s3_version_headers(r, resp, &obj);
     s3_tagging_count_header(r, resp, &m);
     char expiration[LIFECYCLE_HEADER_MAX];
     struct s3_tag *tags;

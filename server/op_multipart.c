@@ -31,6 +31,7 @@
 #include "server/server.h"
 #include "server/sse.h"
 #include "server/util.h"
+#include "server/versioning.h"
 #include "server/xml_in.h"
 #include "server/xml_out.h"
 #include "storage/storage.h"
@@ -81,6 +82,9 @@ s3_multipart_lookup(struct s3_req *r, const struct index_bucket *bk, struct inde
 /* ======================================================================
  * CreateMultipartUpload
  * ====================================================================== */
+
+/* The upload's metadata entry carrying the Object Lock to apply. */
+#define MULTIPART_LOCK_META META_INTERNAL_PREFIX "lock"
 
 static void
 meta_push(struct s3_req *r, struct meta *m, const char *name, struct slice value)
@@ -146,6 +150,20 @@ op_create_multipart(struct s3_req *r)
         meta_push(r, &m, "x-amz-checksum-algorithm", slice_from_cstr(auth_checksum_name(algo)));
         meta_push(r, &m, "x-amz-checksum-type", slice_from_cstr(type_name));
     }
+    /* Object Lock asked for now applies at completion: kept with the
+     * upload as "mode until_ns hold". */
+    struct index_object lk;
+    const char *lock_msg;
+    memset(&lk, 0, sizeof(lk));
+    e = s3_lock_for_write(r, &bk, &lk, clock_now_ns(), false, &lock_msg);
+    if (e != S3_OK) {
+        s3_respond_error(r, e, lock_msg);
+        return;
+    }
+    if (lk.lock_mode || lk.has_legal_hold)
+        meta_push(r, &m, MULTIPART_LOCK_META,
+                  slice_from_cstr(arena_sprintf(r->arena, "%u %" PRId64 " %d", lk.lock_mode,
+                                                lk.retain_until_ns, lk.has_legal_hold ? 1 : 0)));
 
     /* Time-ordered id: 8 bytes of initiation time, 8 random bytes. */
     struct index_upload up;
@@ -471,10 +489,11 @@ complete_checksum_check(struct s3_req *r, enum auth_checksum_algo algo, struct s
 
 /* Answers a completion: the CompleteMultipartUploadResult of 'etag' and,
  * when 'ck' is set, the object's checksum of 'algo'; the encryption
- * headers of 'sse' when it is not NULL. */
+ * headers of 'sse' and the version ('vflags', 'vid') when not NULL. */
 static void
 complete_respond_xml(struct s3_req *r, struct slice etag, struct slice ck_name, struct slice ck,
-                     struct slice ck_type, const struct sse_obj *sse)
+                     struct slice ck_type, const struct sse_obj *sse, uint32_t vflags,
+                     const uint8_t *vid)
 {
     struct buf b;
     buf_init(&b);
@@ -504,6 +523,8 @@ complete_respond_xml(struct s3_req *r, struct slice etag, struct slice ck_name, 
     MHD_add_response_header(resp, "Content-Type", "application/xml");
     if (sse)
         sse_resp_headers(resp, sse);
+    if (vid)
+        s3_version_result_headers(r, resp, vflags, vid);
     r->resp_bytes = b.len;
     s3_respond(r, 200, resp);
     buf_cleanup(&b);
@@ -518,11 +539,12 @@ complete_respond_xml(struct s3_req *r, struct slice etag, struct slice ck_name, 
 
 static void
 complete_respond(struct s3_req *r, const char *etag, enum auth_checksum_algo algo, struct slice ck,
-                 bool is_full, const struct sse_obj *sse)
+                 bool is_full, const struct sse_obj *sse, uint32_t vflags, const uint8_t *vid)
 {
     struct slice ck_name = ck.len ? slice_from_cstr(auth_checksum_name(algo)) : SLICE_NULL;
     complete_respond_xml(r, slice_from_cstr(etag), ck_name, ck,
-                         is_full ? SLICE_LIT("FULL_OBJECT") : SLICE_LIT("COMPOSITE"), sse);
+                         is_full ? SLICE_LIT("FULL_OBJECT") : SLICE_LIT("COMPOSITE"), sse, vflags,
+                         vid);
 }
 
 /* Encodes the completion record the index keeps with the completion. */
@@ -564,7 +586,7 @@ complete_repeated(struct s3_req *r, const struct index_bucket *bk)
         !meta_decode(r->arena, done.result, done.result_len, &m) || !meta_get(&m, DONE_ETAG).len)
         return false;
     complete_respond_xml(r, meta_get(&m, DONE_ETAG), meta_get(&m, DONE_CK_NAME),
-                         meta_get(&m, DONE_CK), meta_get(&m, DONE_CK_TYPE), NULL);
+                         meta_get(&m, DONE_CK), meta_get(&m, DONE_CK_TYPE), NULL, 0, NULL);
     return true;
 }
 
@@ -686,8 +708,22 @@ complete_end(struct s3_req *r)
     fm.n = 0;
     for (size_t i = 0; i < um.n; i++)
         if (!slice_eq(um.entries[i].name, SLICE_LIT("x-amz-checksum-algorithm")) &&
-            !slice_eq(um.entries[i].name, SLICE_LIT("x-amz-checksum-type")))
+            !slice_eq(um.entries[i].name, SLICE_LIT("x-amz-checksum-type")) &&
+            !slice_eq(um.entries[i].name, SLICE_LIT(MULTIPART_LOCK_META)))
             fm.entries[fm.n++] = um.entries[i];
+    struct slice lock = meta_get(&um, MULTIPART_LOCK_META);
+    if (lock.len) {
+        unsigned mode = 0;
+        int64_t until = 0;
+        int hold = 0;
+        char tmp[64];
+        snprintf(tmp, sizeof(tmp), "%.*s", (int)lock.len, lock.ptr);
+        if (sscanf(tmp, "%u %" SCNd64 " %d", &mode, &until, &hold) == 3 && mode <= 2) {
+            obj.lock_mode = (uint8_t)mode;
+            obj.retain_until_ns = until;
+            obj.has_legal_hold = hold != 0;
+        }
+    }
     struct slice ck = SLICE_NULL;
     if (algo != AUTH_CK_NONE) {
         ck = object_checksum(r, algo, is_full, used, n_used);
@@ -756,7 +792,8 @@ complete_end(struct s3_req *r)
         s3_respond_error(r, e, NULL);
         return;
     }
-    complete_respond(r, etag, algo, ck, is_full, &sse);
+    complete_respond(r, etag, algo, ck, is_full, &sse, op.result_version_flags,
+                     op.result_version_id);
 }
 
 void

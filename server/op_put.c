@@ -33,6 +33,7 @@
 #include "server/server.h"
 #include "server/sse.h"
 #include "server/util.h"
+#include "server/versioning.h"
 #include "storage/storage.h"
 
 #include <errno.h>
@@ -376,6 +377,12 @@ put_end(struct s3_req *r)
     } else {
         writer_extents(r, c->writer, &obj.extents, &obj.n_extents, &obj.sums, &obj.sums_len);
     }
+    const char *lock_msg;
+    enum s3_error le = s3_lock_for_write(r, &c->bucket, &obj, obj.mtime_ns, true, &lock_msg);
+    if (le != S3_OK) {
+        s3_respond_error(r, le, lock_msg);
+        return; /* cleanup destroys the writer uncommitted */
+    }
     struct index_op op = {
         .kind = INDEX_OP_PUT,
         .bucket_id = c->bucket.id,
@@ -412,6 +419,7 @@ put_end(struct s3_req *r)
     s3_format_etag(etag, 0, etag_s);
     struct MHD_Response *resp = MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT);
     s3_resp_header(resp, "ETag", etag_s);
+    s3_version_result_headers(r, resp, op.result_version_flags, op.result_version_id);
     if (ck_b64.len) {
         s3_resp_header(resp, auth_checksum_header(c->ck_algo),
                        arena_strndup(r->arena, ck_b64.ptr, ck_b64.len));
@@ -611,27 +619,37 @@ void
 op_delete_object(struct s3_req *r)
 {
     struct index_bucket bk;
-    /* Buckets are unversioned: the only version of an object is "null". */
-    const struct s3_param *vid = s3_req_param(r, "versionId");
-    if (vid && !slice_eq(vid->value, SLICE_LIT("null"))) {
-        s3_respond_error(r, S3_ERR_INVALID_ARGUMENT, "Invalid version id specified");
-        return;
-    }
-    if (!s3_bucket_lookup(r, &bk))
-        return;
     struct index_op op = {
         .kind = INDEX_OP_DELETE,
-        .bucket_id = bk.id,
         .key = r->key,
+        .now_ns = clock_now_ns(),
         .arena = r->arena,
     };
+    if (!s3_req_version_id(r, &op.has_version_id, op.version_id))
+        return;
+    if (!s3_bucket_lookup(r, &bk))
+        return;
+    op.bucket_id = bk.id;
+    op.bypass_governance = s3_bypass_governance(r);
     int rc = committer_run(r->srv->committer, &op, 1);
     if (rc == 0)
         rc = op.result;
-    if (rc == -ENOENT)
+    if (rc == -ENOENT) {
         s3_respond_error(r, S3_ERR_NO_SUCH_BUCKET, NULL);
-    else if (rc < 0)
+    } else if (rc == -EACCES) {
+        s3_respond_error(r, S3_ERR_ACCESS_DENIED, NULL);
+    } else if (rc < 0) {
         s3_respond_error(r, s3_error_from_errno(rc), NULL);
-    else
-        s3_respond_empty(r, 204);
+    } else {
+        struct MHD_Response *resp =
+            MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT);
+        if (op.has_version_id && !op.result_version_flags) {
+            /* Nothing removed: S3 echoes the id asked for. */
+            s3_resp_header(resp, "x-amz-version-id",
+                           arena_strndup(r->arena, s3_req_param_value(r, "versionId").ptr,
+                                         s3_req_param_value(r, "versionId").len));
+        }
+        s3_version_result_headers(r, resp, op.result_version_flags, op.result_version_id);
+        s3_respond(r, 204, resp);
+    }
 }

@@ -23,6 +23,7 @@
 #include "server/req.h"
 #include "server/server.h"
 #include "server/tags.h"
+#include "server/versioning.h"
 #include "server/xml_in.h"
 #include "server/xml_out.h"
 
@@ -57,10 +58,17 @@ tags_replace(struct s3_req *r, const struct index_bucket *bk, const struct s3_ta
              int status)
 {
     int rc = -ESTALE;
+    bool has_vid;
+    uint8_t vid[INDEX_VERSION_ID_LEN];
+    if (!s3_req_version_id(r, &has_vid, vid))
+        return;
     for (int attempt = 0; attempt < TAGGING_RETRIES && rc == -ESTALE; attempt++) {
         struct index_object obj;
         struct meta m, nm;
-        rc = index_object_get(r->srv->index, bk->id, r->key, r->arena, &obj);
+        rc = has_vid ? index_object_version_get(r->srv->index, bk->id, r->key, vid, r->arena, &obj)
+                     : index_object_get(r->srv->index, bk->id, r->key, r->arena, &obj);
+        if (rc == 0 && (obj.version_flags & INDEX_VERSION_MARKER))
+            rc = -ENOENT;
         if (rc != 0)
             break;
         if (!meta_decode(r->arena, obj.meta, obj.meta_len, &m)) {
@@ -73,13 +81,15 @@ tags_replace(struct s3_req *r, const struct index_bucket *bk, const struct s3_ta
                               .bucket_id = bk->id,
                               .key = r->key,
                               .object = &obj,
+                              .has_version_id = has_vid,
                               .arena = r->arena};
+        memcpy(op.version_id, vid, INDEX_VERSION_ID_LEN);
         rc = committer_run(r->srv->committer, &op, 1);
         if (rc == 0)
             rc = op.result;
     }
     if (rc == -ENOENT)
-        s3_respond_error(r, S3_ERR_NO_SUCH_KEY, NULL);
+        s3_respond_error(r, has_vid ? S3_ERR_NO_SUCH_VERSION : S3_ERR_NO_SUCH_KEY, NULL);
     else if (rc < 0)
         s3_respond_error(r, s3_error_from_errno(rc), NULL);
     else
@@ -138,16 +148,11 @@ op_get_object_tagging(struct s3_req *r)
     struct meta m;
     struct s3_tag *tags;
     size_t n;
-    if (!s3_bucket_lookup(r, &bk))
+    if (!s3_bucket_lookup(r, &bk) || !s3_object_lookup(r, &bk, &obj))
         return;
-    int rc = index_object_get(r->srv->index, bk.id, r->key, r->arena, &obj);
-    if (rc == -ENOENT) {
-        s3_respond_error(r, S3_ERR_NO_SUCH_KEY, NULL);
-        return;
-    }
-    if (rc < 0 || !meta_decode(r->arena, obj.meta, obj.meta_len, &m) ||
+    if (!meta_decode(r->arena, obj.meta, obj.meta_len, &m) ||
         !meta_tags_get(&m, r->arena, &tags, &n)) {
-        s3_respond_error(r, rc < 0 ? s3_error_from_errno(rc) : S3_ERR_INTERNAL_ERROR, NULL);
+        s3_respond_error(r, S3_ERR_INTERNAL_ERROR, NULL);
         return;
     }
     struct buf b;

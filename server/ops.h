@@ -40,7 +40,6 @@ void op_create_bucket(struct s3_req *r);
 void op_head_bucket(struct s3_req *r);
 void op_delete_bucket(struct s3_req *r);
 void op_get_bucket_location(struct s3_req *r);
-void op_get_bucket_versioning(struct s3_req *r);
 void op_list_objects(struct s3_req *r);
 void op_delete_objects(struct s3_req *r);
 void op_put_object(struct s3_req *r);

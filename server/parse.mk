@@ -6,7 +6,8 @@ noinst_LTLIBRARIES += %D%/libs3parse.la
 	%D%/key.h \
 	%D%/tags.c %D%/tags.h \
 	%D%/lifecycle_xml.c %D%/lifecycle_xml.h \
-	%D%/tar.c %D%/tar.h
+	%D%/tar.c %D%/tar.h \
+	%D%/lock_xml.c %D%/lock_xml.h
 %C%_libs3parse_la_SOURCES += %D%/cors.c %D%/cors.h
 %C%_libs3parse_la_CFLAGS = $(AM_CFLAGS) $(EXPAT_CFLAGS)
 %C%_libs3parse_la_LIBADD = common/libcommon.la $(EXPAT_LIBS)

@@ -22,6 +22,7 @@
 #include "server/server.h"
 #include "server/sse.h"
 #include "server/util.h"
+#include "server/versioning.h"
 
 #include <string.h>
 #include <strings.h>
@@ -134,6 +135,20 @@ static const struct route routes[] = {
      op_get_bucket_location, "GetBucketLocation"},
     {"GET", LEVEL_BUCKET, "versioning", NULL, AUTH_ACTION_BUCKET_INFO, RKEY_NONE, 0,
      op_get_bucket_versioning, "GetBucketVersioning"},
+    {"PUT", LEVEL_BUCKET, "versioning", NULL, AUTH_ACTION_BUCKET_ADMIN, RKEY_NONE, BODY_END,
+     op_put_bucket_versioning, "PutBucketVersioning"},
+    {"GET", LEVEL_BUCKET, "object-lock", NULL, AUTH_ACTION_BUCKET_INFO, RKEY_NONE, 0,
+     op_get_object_lock_config, "GetObjectLockConfiguration"},
+    {"PUT", LEVEL_BUCKET, "object-lock", NULL, AUTH_ACTION_BUCKET_ADMIN, RKEY_NONE, BODY_END,
+     op_put_object_lock_config, "PutObjectLockConfiguration"},
+    {"GET", LEVEL_OBJECT, "retention", NULL, AUTH_ACTION_READ, RKEY_OBJECT, 0,
+     op_get_object_retention, "GetObjectRetention"},
+    {"PUT", LEVEL_OBJECT, "retention", NULL, AUTH_ACTION_WRITE, RKEY_OBJECT, BODY_END,
+     op_put_object_retention, "PutObjectRetention"},
+    {"GET", LEVEL_OBJECT, "legal-hold", NULL, AUTH_ACTION_READ, RKEY_OBJECT, 0,
+     op_get_object_legal_hold, "GetObjectLegalHold"},
+    {"PUT", LEVEL_OBJECT, "legal-hold", NULL, AUTH_ACTION_WRITE, RKEY_OBJECT, BODY_END,
+     op_put_object_legal_hold, "PutObjectLegalHold"},
     {"GET", LEVEL_BUCKET, "acl", NULL, AUTH_ACTION_READ_ACP, RKEY_NONE, 0, op_get_bucket_acl,
      "GetBucketAcl"},
     {"PUT", LEVEL_BUCKET, "acl", NULL, AUTH_ACTION_BUCKET_ADMIN, RKEY_NONE, BODY_END,

@@ -33,6 +33,7 @@
 #include "server/req.h"
 #include "server/server.h"
 #include "server/sse.h"
+#include "server/versioning.h"
 #include "storage/storage.h"
 
 #include <errno.h>
@@ -1034,7 +1035,7 @@ fail:
 }
 
 int
-sse_copy_object(struct s3_req *r, uint64_t bucket_id, const struct index_object *src,
+sse_copy_object(struct s3_req *r, const struct index_bucket *bk, const struct index_object *src,
                 const struct meta *src_meta, const struct sse_obj *src_sse,
                 const struct meta *new_meta, const struct sse_obj *dst, struct index_object *out)
 {
@@ -1068,9 +1069,16 @@ sse_copy_object(struct s3_req *r, uint64_t bucket_id, const struct index_object 
     out->extents = extents_to_index(r->arena, se, n);
     out->n_extents = (uint32_t)n;
     out->sums = storage_writer_sums(w, &out->sums_len);
+    const char *lock_msg;
+    enum s3_error le = s3_lock_for_write(r, bk, out, out->mtime_ns, false, &lock_msg);
+    if (le != S3_OK) {
+        s3_respond_error(r, le, lock_msg);
+        rc = 1;
+        goto fail;
+    }
     struct index_op op = {
         .kind = INDEX_OP_PUT,
-        .bucket_id = bucket_id,
+        .bucket_id = bk->id,
         .key = r->key,
         .object = out,
         .arena = r->arena,
@@ -1078,6 +1086,8 @@ sse_copy_object(struct s3_req *r, uint64_t bucket_id, const struct index_object 
     rc = committer_run(r->srv->committer, &op, 1);
     if (rc == 0)
         rc = op.result;
+    out->version_flags = op.result_version_flags;
+    memcpy(out->version_id, op.result_version_id, INDEX_VERSION_ID_LEN);
 
 fail:
     storage_writer_destroy(w, rc == 0);

@@ -171,10 +171,12 @@ int sse_copy_range(struct s3_req *r, const struct index_object *src, const struc
  * plaintext of 'src' re-encrypted under 'dst' (or decrypted, SSE_NONE) into
  * new extents, with metadata 'new_meta' (its part sizes, composite
  * checksums and old record dropped: the copy is one segment), and
- * publishes it as the request's key in 'bucket_id'. Fills '*out' (the
- * record published). Returns 0 or -errno (not answered).
+ * publishes it as the request's key in bucket 'bk' (Object Lock fields
+ * from the request or the bucket's default). Fills '*out' (the record
+ * published, with the version the commit made). Returns 0 or -errno (not
+ * answered), or 1 after answering an Object Lock error.
  */
-int sse_copy_object(struct s3_req *r, uint64_t bucket_id, const struct index_object *src,
+int sse_copy_object(struct s3_req *r, const struct index_bucket *bk, const struct index_object *src,
                     const struct meta *src_meta, const struct sse_obj *src_sse,
                     const struct meta *new_meta, const struct sse_obj *dst,
                     struct index_object *out);

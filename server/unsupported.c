@@ -43,13 +43,6 @@ object_acl_is_honoured(struct s3_req *r, struct slice v)
     return slice_eq(v, SLICE_LIT("private")) || slice_eq(v, SLICE_LIT("bucket-owner-full-control"));
 }
 
-static bool
-is_false(struct s3_req *r, struct slice v)
-{
-    (void)r;
-    return slice_eq_nocase(v, "false");
-}
-
 struct refused_header {
     const char *name; /* lower case; a prefix when it ends with '-' */
     unsigned scope;
@@ -60,8 +53,6 @@ struct refused_header {
 /* Order matters only for the message: the first matching row names the
  * feature. (Server-side encryption headers are implemented: sse.c.) */
 static const struct refused_header refused[] = {
-    {"x-amz-object-lock-", SCOPE_OBJECT_WRITE, NULL, "object lock"},
-    {"x-amz-bucket-object-lock-enabled", SCOPE_BUCKET_WRITE, is_false, "object lock"},
     {"x-amz-grant-", SCOPE_ANY, NULL, "ACL grants (x-amz-grant-*)"},
     {"x-amz-acl", SCOPE_OBJECT_WRITE, object_acl_is_honoured,
      "object ACLs (an object is as readable as its bucket: use the bucket's canned ACL)"},

@@ -19,8 +19,9 @@
 #include <expat.h>
 #include <stdlib.h>
 
-/* Deepest element of any schema below, plus one. */
-#define XML_IN_DEPTH_MAX 4
+/* Deepest element of any schema below (xml_parse_fields's paths reach
+ * depth 4: root/Rule/DefaultRetention/Mode), plus one. */
+#define XML_IN_DEPTH_MAX 5
 /* expat takes an int length; feed large bodies in pieces no larger than this. */
 #define XML_IN_CHUNK_LEN (1u << 20)
 
@@ -1009,5 +1010,101 @@ xml_parse_batch(const char *body, size_t len, struct arena *a, struct xml_batch_
     }
     free(st.entries);
     free(ctx);
+    return status;
+}
+
+/* ------------------------------------------------------------------ */
+/* Small fixed documents (xml_parse_fields)                           */
+/* ------------------------------------------------------------------ */
+
+#define XML_FIELDS_NODES_MAX 16
+
+struct xml_fields_state {
+    struct xml_field *fields;
+    size_t n;
+    int field_node[XML_FIELDS_MAX]; /* node id of each field's text element */
+};
+
+static void
+xml_fields_start(struct xml_ctx *ctx, int node)
+{
+    (void)ctx;
+    (void)node;
+}
+
+static void
+xml_fields_end(struct xml_ctx *ctx, int node, uint32_t seen, struct slice text)
+{
+    struct xml_fields_state *st = ctx->doc;
+    (void)seen;
+    for (size_t i = 0; i < st->n; i++)
+        if (st->field_node[i] == node) {
+            if (st->fields[i].value.ptr) {
+                /* The same path twice under repeated containers. */
+                xml_fail(ctx, XML_IN_MALFORMED);
+                return;
+            }
+            st->fields[i].value = xml_dup(ctx, xml_trim(text));
+        }
+}
+
+/* Finds or adds the node 'name' (of 'len' bytes) under 'parent'. Returns its
+ * id, or -1 when the table is full. */
+static int
+xml_fields_node(struct xml_node *nodes, char (*names)[64], size_t *n_nodes, int parent,
+                const char *name, size_t len, bool is_text)
+{
+    for (size_t i = 1; i < *n_nodes; i++)
+        if (nodes[i].parent == parent && strlen(nodes[i].name) == len &&
+            memcmp(nodes[i].name, name, len) == 0 && nodes[i].is_text == is_text)
+            return (int)i;
+    if (*n_nodes == XML_FIELDS_NODES_MAX || len >= 64)
+        return -1;
+    memcpy(names[*n_nodes], name, len);
+    names[*n_nodes][len] = 0;
+    nodes[*n_nodes] = (struct xml_node){names[*n_nodes], parent, is_text, false};
+    return (int)(*n_nodes)++;
+}
+
+enum xml_in_status
+xml_parse_fields(const char *body, size_t len, const char *root, struct xml_field *fields,
+                 size_t n_fields, struct arena *a)
+{
+    struct xml_node nodes[XML_FIELDS_NODES_MAX];
+    char names[XML_FIELDS_NODES_MAX][64];
+    struct xml_fields_state st = {.fields = fields, .n = n_fields};
+    size_t n_nodes = 1;
+    enum xml_in_status status = XML_IN_MALFORMED;
+    struct xml_ctx *ctx = NULL;
+
+    assert(n_fields <= XML_FIELDS_MAX);
+    nodes[0] = (struct xml_node){root, -1, false, false};
+    for (size_t i = 0; i < n_fields; i++) {
+        const char *p = fields[i].path;
+        int parent = 0;
+        fields[i].value = SLICE_NULL;
+        for (;;) {
+            const char *slash = strchr(p, '/');
+            size_t l = slash ? (size_t)(slash - p) : strlen(p);
+            parent = xml_fields_node(nodes, names, &n_nodes, parent, p, l, !slash);
+            assert(parent >= 0);
+            if (!slash)
+                break;
+            p = slash + 1;
+        }
+        st.field_node[i] = parent;
+    }
+    ctx = xcalloc(1, sizeof(*ctx));
+    ctx->a = a;
+    ctx->nodes = nodes;
+    ctx->n_nodes = n_nodes;
+    ctx->on_start = xml_fields_start;
+    ctx->on_end = xml_fields_end;
+    ctx->doc = &st;
+    status = xml_run(ctx, body, len);
+    free(ctx);
+    if (status != XML_IN_OK)
+        for (size_t i = 0; i < n_fields; i++)
+            fields[i].value = SLICE_NULL;
     return status;
 }

@@ -223,4 +223,24 @@ struct xml_batch_request {
 enum xml_in_status xml_parse_batch(const char *body, size_t len, struct arena *a,
                                    struct xml_batch_request *out);
 
+/* A text element of a small fixed document, by its path of local names
+ * under the root ("Rule/DefaultRetention/Mode"). */
+#define XML_FIELDS_MAX 8
+struct xml_field {
+    const char *path;   /* in: '/'-separated, each name under 64 bytes */
+    struct slice value; /* out: trimmed text, {NULL, 0} when absent */
+};
+
+/*
+ * Parses a document with root element 'root' whose only interesting
+ * content is the text elements 'fields' (at most XML_FIELDS_MAX, with
+ * together at most 15 distinct elements): VersioningConfiguration,
+ * ObjectLockConfiguration, Retention, LegalHold. Unknown elements are
+ * skipped; a field given twice is MALFORMED. The caller validates the
+ * values. Returns XML_IN_OK (values filled) or XML_IN_MALFORMED (all
+ * values cleared).
+ */
+enum xml_in_status xml_parse_fields(const char *body, size_t len, const char *root,
+                                    struct xml_field *fields, size_t n_fields, struct arena *a);
+
 #endif

@@ -14,14 +14,18 @@
 SERVER_FUZZ_SAN = -fsanitize=fuzzer,address,undefined
 
 check_PROGRAMS += %D%/replay_range %D%/replay_xml_delete %D%/replay_xml_complete \
-	%D%/replay_xml_tagging %D%/replay_lifecycle %D%/replay_tar %D%/replay_xml_encryption %D%/replay_xml_batch
+	%D%/replay_xml_tagging %D%/replay_lifecycle %D%/replay_tar %D%/replay_xml_encryption %D%/replay_xml_batch %D%/replay_lock_xml
 TESTS += %D%/replay_range %D%/replay_xml_delete %D%/replay_xml_complete %D%/replay_xml_tagging \
-	%D%/replay_lifecycle %D%/replay_tar %D%/replay_xml_encryption %D%/replay_xml_batch
+	%D%/replay_lifecycle %D%/replay_tar %D%/replay_xml_encryption %D%/replay_xml_batch %D%/replay_lock_xml
 
 %C%_replay_xml_encryption_SOURCES = %D%/replay.c %D%/fuzz_xml_encryption.c %D%/xml_check.h
 %C%_replay_xml_encryption_CPPFLAGS = $(AM_CPPFLAGS) \
 	-DFUZZ_CORPUS_DIR='"$(srcdir)/%D%/corpus/xml_encryption"'
 %C%_replay_xml_encryption_LDADD = server/libs3parse.la
+
+%C%_replay_lock_xml_SOURCES = %D%/replay.c %D%/fuzz_lock_xml.c %D%/xml_check.h
+%C%_replay_lock_xml_CPPFLAGS = $(AM_CPPFLAGS) -DFUZZ_CORPUS_DIR='"$(srcdir)/%D%/corpus/lock_xml"'
+%C%_replay_lock_xml_LDADD = server/libs3parse.la
 
 %C%_replay_tar_SOURCES = %D%/replay.c %D%/fuzz_tar.c
 %C%_replay_tar_CPPFLAGS = $(AM_CPPFLAGS) -DFUZZ_CORPUS_DIR='"$(srcdir)/%D%/corpus/tar"'
@@ -56,13 +60,19 @@ TESTS += %D%/replay_range %D%/replay_xml_delete %D%/replay_xml_complete %D%/repl
 
 if FUZZING
 noinst_PROGRAMS += %D%/fuzz_range %D%/fuzz_xml_delete %D%/fuzz_xml_complete %D%/fuzz_xml_tagging \
-	%D%/fuzz_lifecycle %D%/fuzz_tar %D%/fuzz_xml_encryption %D%/fuzz_xml_batch
+	%D%/fuzz_lifecycle %D%/fuzz_tar %D%/fuzz_xml_encryption %D%/fuzz_xml_batch %D%/fuzz_lock_xml
 
 %C%_fuzz_xml_encryption_SOURCES = %D%/fuzz_xml_encryption.c %D%/xml_check.h \
 	server/xml_in.c server/xml_in.h
 %C%_fuzz_xml_encryption_CFLAGS = $(AM_CFLAGS) $(EXPAT_CFLAGS) $(SERVER_FUZZ_SAN)
 %C%_fuzz_xml_encryption_LDFLAGS = $(AM_LDFLAGS) $(SERVER_FUZZ_SAN)
 %C%_fuzz_xml_encryption_LDADD = common/libcommon.la $(EXPAT_LIBS)
+
+%C%_fuzz_lock_xml_SOURCES = %D%/fuzz_lock_xml.c %D%/xml_check.h server/xml_in.c server/xml_in.h \
+	server/lock_xml.c server/lock_xml.h
+%C%_fuzz_lock_xml_CFLAGS = $(AM_CFLAGS) $(EXPAT_CFLAGS) $(SERVER_FUZZ_SAN)
+%C%_fuzz_lock_xml_LDFLAGS = $(AM_LDFLAGS) $(SERVER_FUZZ_SAN)
+%C%_fuzz_lock_xml_LDADD = common/libcommon.la $(EXPAT_LIBS)
 
 %C%_fuzz_tar_SOURCES = %D%/fuzz_tar.c server/tar.c server/tar.h
 %C%_fuzz_tar_CFLAGS = $(AM_CFLAGS) $(SERVER_FUZZ_SAN)
@@ -105,7 +115,7 @@ endif
 EXTRA_DIST += %D%/range.dict %D%/xml_delete.dict %D%/xml_complete.dict %D%/xml_tagging.dict \
 	%D%/lifecycle.dict %D%/tar.dict %D%/xml_encryption.dict %D%/corpus/xml_encryption %D%/corpus/range %D%/corpus/xml_delete %D%/corpus/xml_complete \
 	%D%/corpus/xml_tagging %D%/corpus/lifecycle %D%/corpus/tar %D%/xml_batch.dict \
-	%D%/corpus/xml_batch
+	%D%/corpus/xml_batch %D%/lock_xml.dict %D%/corpus/lock_xml
 
 # Bucket CORS configurations (server/cors.c, issue 13).
 check_PROGRAMS += %D%/replay_cors

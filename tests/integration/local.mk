@@ -11,7 +11,11 @@ TESTS += \
 	%D%/test_concurrency.py \
 	%D%/test_event_loop.py \
 	%D%/test_tagging.py \
-	%D%/test_tar_members.py
+	%D%/test_tar_members.py \
+	%D%/test_versioning.py \
+	%D%/test_object_lock.py \
+	%D%/test_versioning_model.py \
+	%D%/test_versioning_crash.py
 
 EXTRA_DIST += \
 	%D%/harness.py \
@@ -24,7 +28,11 @@ EXTRA_DIST += \
 	%D%/test_concurrency.py \
 	%D%/test_event_loop.py \
 	%D%/test_tagging.py \
-	%D%/test_tar_members.py
+	%D%/test_tar_members.py \
+	%D%/test_versioning.py \
+	%D%/test_object_lock.py \
+	%D%/test_versioning_model.py \
+	%D%/test_versioning_crash.py
 
 check_PROGRAMS += %D%/test_curl
 TESTS += %D%/test_curl
