@@ -19,6 +19,7 @@
 #include "common/common.h"
 #include "index/index.h"
 #include "server/access.h"
+#include "server/bucket_access.h"
 #include "server/errors.h"
 #include "server/metrics.h"
 #include "server/req.h"
@@ -284,19 +285,40 @@ s3_owner_name(struct s3_req *r, const char *owner, char *out, size_t cap)
         snprintf(out, cap, "%s", owner);
 }
 
-/* Looks up the request's bucket and the caller's grant on it once. */
+/* Looks up the request's bucket, the caller's grant on it and the
+ * bucket's access configuration once. */
 static void
 load_bucket_facts(struct s3_req *r)
 {
     if (r->has_bucket || r->bucket.len == 0)
         return;
+    bucket_access_release(r->access);
+    r->access = NULL;
     if (index_bucket_get(r->srv->index, r->bucket, &r->bucket_rec) != 0)
         return;
     r->has_bucket = true;
+    r->access = bucket_access_get(r->srv->access, r->bucket_rec.id);
     if (!r->principal.is_anonymous && !r->principal.is_root &&
         index_grant_get(r->srv->index, slice_from_cstr(r->user_id), r->bucket_rec.id, &r->grant) ==
             0)
         r->has_grant = true;
+}
+
+/* Whether the bucket's public-read flag counts: not when Public Access
+ * Block ignores public ACLs or Object Ownership turned ACLs off. */
+static bool
+public_read_counts(const struct bucket_access *ba)
+{
+    return !ba || (!ba->ignore_public_acls && ba->ownership != OWNERSHIP_BUCKET_OWNER_ENFORCED);
+}
+
+/* Whether 'action' addresses the bucket itself (its IAM resource is the
+ * bucket ARN, whatever key the route checks). */
+static bool
+is_bucket_resource(enum auth_action action)
+{
+    return action == AUTH_ACTION_LIST || action == AUTH_ACTION_BUCKET_INFO ||
+           action == AUTH_ACTION_READ_ACP || action == AUTH_ACTION_BUCKET_ADMIN;
 }
 
 bool
@@ -304,7 +326,8 @@ s3_is_allowed(struct s3_req *r, enum auth_action action, struct slice key)
 {
     load_bucket_facts(r);
     struct auth_bucket_view bv = {.owner = r->bucket_rec.owner,
-                                  .is_public_read = r->bucket_rec.is_public_read};
+                                  .is_public_read = r->bucket_rec.is_public_read &&
+                                                    public_read_counts(r->access)};
     struct auth_grant_view gv = {.level = r->has_grant ? (int)r->grant.level : 0,
                                  .prefix = slice_from_cstr(r->grant.prefix)};
     bool is_bucket_action = action != AUTH_ACTION_SERVICE && action != AUTH_ACTION_CREATE_BUCKET &&
@@ -313,12 +336,17 @@ s3_is_allowed(struct s3_req *r, enum auth_action action, struct slice key)
     if (r->principal.is_read_only && auth_action_is_write(action))
         return false;
     if (is_bucket_action && !r->has_bucket) {
-        /* No such bucket: a signed caller learns that from the handler
-         * (NoSuchBucket); an anonymous one is simply denied. */
-        return !r->principal.is_anonymous;
+        /* No such bucket: the handler answers NoSuchBucket, to anonymous
+         * callers too, as S3 does (a name's existence is public). */
+        return true;
     }
-    return auth_policy_allows(&r->principal, is_bucket_action ? &bv : NULL,
-                              r->has_grant ? &gv : NULL, action, key, r->srv->owner_id);
+    bool base = auth_policy_allows(&r->principal, is_bucket_action ? &bv : NULL,
+                                   r->has_grant ? &gv : NULL, action, key, r->srv->owner_id);
+    if (!r->access || !is_bucket_action)
+        return base;
+    return bucket_access_decide(r, r->access, base, bucket_access_iam_action(r),
+                                is_bucket_resource(action) ? SLICE_NULL : key,
+                                bucket_access_acl_need(r));
 }
 
 bool
@@ -339,11 +367,28 @@ s3_authorize_bucket(struct s3_req *r, const struct index_bucket *bk, enum auth_a
     struct index_grant g;
     bool has_grant = !r->principal.is_anonymous && !r->principal.is_root &&
                      index_grant_get(r->srv->index, slice_from_cstr(r->user_id), bk->id, &g) == 0;
-    struct auth_bucket_view bv = {.owner = bk->owner, .is_public_read = bk->is_public_read};
+    struct bucket_access *ba = bucket_access_get(r->srv->access, bk->id);
+    struct auth_bucket_view bv = {.owner = bk->owner,
+                                  .is_public_read = bk->is_public_read && public_read_counts(ba)};
     struct auth_grant_view gv = {.level = has_grant ? (int)g.level : 0,
                                  .prefix = has_grant ? slice_from_cstr(g.prefix) : SLICE_NULL};
-    if (auth_policy_allows(&r->principal, &bv, has_grant ? &gv : NULL, action, key,
-                           r->srv->owner_id))
+    bool is_allowed = auth_policy_allows(&r->principal, &bv, has_grant ? &gv : NULL, action, key,
+                                         r->srv->owner_id);
+    if (ba) {
+        /* The policy is the source bucket's, and speaks of its name. */
+        struct index_bucket saved = r->bucket_rec;
+        bool had_bucket = r->has_bucket;
+        r->bucket_rec = *bk;
+        r->has_bucket = true;
+        is_allowed = bucket_access_decide(r, ba, is_allowed,
+                                          action == AUTH_ACTION_READ ? "s3:GetObject"
+                                                                     : bucket_access_iam_action(r),
+                                          key, action == AUTH_ACTION_READ ? 0 : ACL_WRITE);
+        r->bucket_rec = saved;
+        r->has_bucket = had_bucket;
+        bucket_access_release(ba);
+    }
+    if (is_allowed)
         return true;
     s3_respond_error(r, S3_ERR_ACCESS_DENIED, NULL);
     return false;

@@ -22,6 +22,7 @@ struct committer;
 struct guard;
 struct index;
 struct lifecycle;
+struct bucket_access_cache;
 struct listener;
 struct offload;
 struct reserve_table;
@@ -63,6 +64,7 @@ struct server {
     struct guard *guard;            /* slow-client rules (guard.c) */
     struct reserve_table *reserves; /* what each principal's uploads hold */
     struct lifecycle *lifecycle;    /* the lifecycle worker (lifecycle.c) */
+    struct bucket_access_cache *access; /* compiled policies, ACLs (bucket_access.c) */
     char access_key[129];
     char secret_key[129];
     char owner_id[65]; /* canonical user id of the root user */

@@ -11,7 +11,8 @@ TESTS += \
 	%D%/test_concurrency.py \
 	%D%/test_event_loop.py \
 	%D%/test_tagging.py \
-	%D%/test_tar_members.py
+	%D%/test_tar_members.py \
+	%D%/test_access_control.py
 
 EXTRA_DIST += \
 	%D%/harness.py \
@@ -24,7 +25,8 @@ EXTRA_DIST += \
 	%D%/test_concurrency.py \
 	%D%/test_event_loop.py \
 	%D%/test_tagging.py \
-	%D%/test_tar_members.py
+	%D%/test_tar_members.py \
+	%D%/test_access_control.py
 
 check_PROGRAMS += %D%/test_curl
 TESTS += %D%/test_curl
