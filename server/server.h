@@ -64,7 +64,8 @@ struct server {
     struct guard *guard;            /* slow-client rules (guard.c) */
     struct reserve_table *reserves; /* what each principal's uploads hold */
     struct lifecycle *lifecycle;    /* the lifecycle worker (lifecycle.c) */
-    struct bucket_access_cache *access; /* compiled policies, ACLs (bucket_access.c) */
+    /* Compiled bucket policies, ACLs, ownership, PAB (bucket_access.c). */
+    struct bucket_access_cache *access;
     char access_key[129];
     char secret_key[129];
     char owner_id[65]; /* canonical user id of the root user */
