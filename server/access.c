@@ -19,6 +19,7 @@
 #include "common/common.h"
 #include "index/index.h"
 #include "server/access.h"
+#include "server/acl.h"
 #include "server/bucket_access.h"
 #include "server/errors.h"
 #include "server/metrics.h"
@@ -315,10 +316,11 @@ public_read_counts(const struct bucket_access *ba)
 /* Whether 'action' addresses the bucket itself (its IAM resource is the
  * bucket ARN, whatever key the route checks). */
 static bool
-is_bucket_resource(enum auth_action action)
+is_bucket_resource(const struct s3_req *r, enum auth_action action)
 {
     return action == AUTH_ACTION_LIST || action == AUTH_ACTION_BUCKET_INFO ||
-           action == AUTH_ACTION_READ_ACP || action == AUTH_ACTION_BUCKET_ADMIN;
+           ((action == AUTH_ACTION_READ_ACP || action == AUTH_ACTION_BUCKET_ADMIN) &&
+            r->key.len == 0);
 }
 
 bool
@@ -342,11 +344,19 @@ s3_is_allowed(struct s3_req *r, enum auth_action action, struct slice key)
     }
     bool base = auth_policy_allows(&r->principal, is_bucket_action ? &bv : NULL,
                                    r->has_grant ? &gv : NULL, action, key, r->srv->owner_id);
-    if (!r->access || !is_bucket_action)
+    if (!is_bucket_action)
         return base;
-    return bucket_access_decide(r, r->access, base, bucket_access_iam_action(r),
-                                is_bucket_resource(action) ? SLICE_NULL : key,
-                                bucket_access_acl_need(r));
+    bool is_bucket_res = is_bucket_resource(r, action);
+    int verdict = r->access ? bucket_access_decide(r, r->access, base, bucket_access_iam_action(r),
+                                                   is_bucket_res ? SLICE_NULL : key,
+                                                   bucket_access_acl_need(r))
+                            : base;
+    if (verdict != 0)
+        return verdict > 0;
+    /* Denied so far, but not explicitly: the object's own ACL may allow
+     * (read only when the request would otherwise fail). */
+    unsigned need = bucket_access_object_acl_need(r);
+    return need && !is_bucket_res && s3_object_acl_allows(r, key, need);
 }
 
 bool
@@ -383,7 +393,7 @@ s3_authorize_bucket(struct s3_req *r, const struct index_bucket *bk, enum auth_a
         is_allowed = bucket_access_decide(r, ba, is_allowed,
                                           action == AUTH_ACTION_READ ? "s3:GetObject"
                                                                      : bucket_access_iam_action(r),
-                                          key, action == AUTH_ACTION_READ ? 0 : ACL_WRITE);
+                                          key, action == AUTH_ACTION_READ ? 0 : ACL_WRITE) > 0;
         r->bucket_rec = saved;
         r->has_bucket = had_bucket;
         bucket_access_release(ba);

@@ -342,53 +342,54 @@ static const struct {
     const char *op;
     const char *action;
     unsigned acl;
+    unsigned object_acl; /* the object ACL permission that grants it */
 } op_actions[] = {
-    {"GetObject", "s3:GetObject", 0},
-    {"HeadObject", "s3:GetObject", 0},
-    {"GetObjectMember", "s3:GetObject", 0},
-    {"HeadObjectMember", "s3:GetObject", 0},
-    {"ListObjectMembers", "s3:GetObject", 0},
-    {"PutObject", "s3:PutObject", ACL_WRITE},
-    {"CopyObject", "s3:PutObject", ACL_WRITE},
-    {"PostObject", "s3:PutObject", ACL_WRITE},
-    {"CreateMultipartUpload", "s3:PutObject", ACL_WRITE},
-    {"UploadPart", "s3:PutObject", ACL_WRITE},
-    {"UploadPartCopy", "s3:PutObject", ACL_WRITE},
-    {"CompleteMultipartUpload", "s3:PutObject", ACL_WRITE},
-    {"AbortMultipartUpload", "s3:AbortMultipartUpload", ACL_WRITE},
-    {"ListParts", "s3:ListMultipartUploadParts", ACL_WRITE},
-    {"DeleteObject", "s3:DeleteObject", ACL_WRITE},
-    {"DeleteObjects", "s3:DeleteObject", ACL_WRITE},
-    {"PutObjectTagging", "s3:PutObjectTagging", 0},
-    {"GetObjectTagging", "s3:GetObjectTagging", 0},
-    {"DeleteObjectTagging", "s3:DeleteObjectTagging", 0},
-    {"GetObjectAcl", "s3:GetObjectAcl", 0},
-    {"PutObjectAcl", "s3:PutObjectAcl", 0},
-    {"ListObjects", "s3:ListBucket", ACL_READ},
-    {"ListObjectVersions", "s3:ListBucketVersions", ACL_READ},
-    {"ListMultipartUploads", "s3:ListBucketMultipartUploads", ACL_READ},
-    {"HeadBucket", "s3:ListBucket", ACL_READ},
-    {"GetBucketLocation", "s3:GetBucketLocation", 0},
-    {"GetBucketVersioning", "s3:GetBucketVersioning", 0},
-    {"GetBucketAcl", "s3:GetBucketAcl", ACL_READ_ACP},
-    {"PutBucketAcl", "s3:PutBucketAcl", ACL_WRITE_ACP},
-    {"DeleteBucket", "s3:DeleteBucket", 0},
-    {"GetBucketPolicy", "s3:GetBucketPolicy", 0},
-    {"PutBucketPolicy", "s3:PutBucketPolicy", 0},
-    {"DeleteBucketPolicy", "s3:DeleteBucketPolicy", 0},
-    {"GetBucketPolicyStatus", "s3:GetBucketPolicyStatus", 0},
-    {"GetBucketOwnershipControls", "s3:GetBucketOwnershipControls", 0},
-    {"PutBucketOwnershipControls", "s3:PutBucketOwnershipControls", 0},
-    {"DeleteBucketOwnershipControls", "s3:PutBucketOwnershipControls", 0},
-    {"GetPublicAccessBlock", "s3:GetBucketPublicAccessBlock", 0},
-    {"PutPublicAccessBlock", "s3:PutBucketPublicAccessBlock", 0},
-    {"DeletePublicAccessBlock", "s3:PutBucketPublicAccessBlock", 0},
-    {"GetBucketLifecycleConfiguration", "s3:GetLifecycleConfiguration", 0},
-    {"PutBucketLifecycleConfiguration", "s3:PutLifecycleConfiguration", 0},
-    {"DeleteBucketLifecycle", "s3:PutLifecycleConfiguration", 0},
-    {"GetBucketTagging", "s3:GetBucketTagging", 0},
-    {"PutBucketTagging", "s3:PutBucketTagging", 0},
-    {"DeleteBucketTagging", "s3:PutBucketTagging", 0},
+    {"GetObject", "s3:GetObject", 0, ACL_READ},
+    {"HeadObject", "s3:GetObject", 0, ACL_READ},
+    {"GetObjectMember", "s3:GetObject", 0, ACL_READ},
+    {"HeadObjectMember", "s3:GetObject", 0, ACL_READ},
+    {"ListObjectMembers", "s3:GetObject", 0, ACL_READ},
+    {"PutObject", "s3:PutObject", ACL_WRITE, 0},
+    {"CopyObject", "s3:PutObject", ACL_WRITE, 0},
+    {"PostObject", "s3:PutObject", ACL_WRITE, 0},
+    {"CreateMultipartUpload", "s3:PutObject", ACL_WRITE, 0},
+    {"UploadPart", "s3:PutObject", ACL_WRITE, 0},
+    {"UploadPartCopy", "s3:PutObject", ACL_WRITE, 0},
+    {"CompleteMultipartUpload", "s3:PutObject", ACL_WRITE, 0},
+    {"AbortMultipartUpload", "s3:AbortMultipartUpload", ACL_WRITE, 0},
+    {"ListParts", "s3:ListMultipartUploadParts", ACL_WRITE, 0},
+    {"DeleteObject", "s3:DeleteObject", ACL_WRITE, 0},
+    {"DeleteObjects", "s3:DeleteObject", ACL_WRITE, 0},
+    {"PutObjectTagging", "s3:PutObjectTagging", 0, 0},
+    {"GetObjectTagging", "s3:GetObjectTagging", 0, 0},
+    {"DeleteObjectTagging", "s3:DeleteObjectTagging", 0, 0},
+    {"GetObjectAcl", "s3:GetObjectAcl", 0, ACL_READ_ACP},
+    {"PutObjectAcl", "s3:PutObjectAcl", 0, ACL_WRITE_ACP},
+    {"ListObjects", "s3:ListBucket", ACL_READ, 0},
+    {"ListObjectVersions", "s3:ListBucketVersions", ACL_READ, 0},
+    {"ListMultipartUploads", "s3:ListBucketMultipartUploads", ACL_READ, 0},
+    {"HeadBucket", "s3:ListBucket", ACL_READ, 0},
+    {"GetBucketLocation", "s3:GetBucketLocation", 0, 0},
+    {"GetBucketVersioning", "s3:GetBucketVersioning", 0, 0},
+    {"GetBucketAcl", "s3:GetBucketAcl", ACL_READ_ACP, 0},
+    {"PutBucketAcl", "s3:PutBucketAcl", ACL_WRITE_ACP, 0},
+    {"DeleteBucket", "s3:DeleteBucket", 0, 0},
+    {"GetBucketPolicy", "s3:GetBucketPolicy", 0, 0},
+    {"PutBucketPolicy", "s3:PutBucketPolicy", 0, 0},
+    {"DeleteBucketPolicy", "s3:DeleteBucketPolicy", 0, 0},
+    {"GetBucketPolicyStatus", "s3:GetBucketPolicyStatus", 0, 0},
+    {"GetBucketOwnershipControls", "s3:GetBucketOwnershipControls", 0, 0},
+    {"PutBucketOwnershipControls", "s3:PutBucketOwnershipControls", 0, 0},
+    {"DeleteBucketOwnershipControls", "s3:PutBucketOwnershipControls", 0, 0},
+    {"GetPublicAccessBlock", "s3:GetBucketPublicAccessBlock", 0, 0},
+    {"PutPublicAccessBlock", "s3:PutBucketPublicAccessBlock", 0, 0},
+    {"DeletePublicAccessBlock", "s3:PutBucketPublicAccessBlock", 0, 0},
+    {"GetBucketLifecycleConfiguration", "s3:GetLifecycleConfiguration", 0, 0},
+    {"PutBucketLifecycleConfiguration", "s3:PutLifecycleConfiguration", 0, 0},
+    {"DeleteBucketLifecycle", "s3:PutLifecycleConfiguration", 0, 0},
+    {"GetBucketTagging", "s3:GetBucketTagging", 0, 0},
+    {"PutBucketTagging", "s3:PutBucketTagging", 0, 0},
+    {"DeleteBucketTagging", "s3:PutBucketTagging", 0, 0},
 };
 
 static int
@@ -414,6 +415,13 @@ bucket_access_acl_need(const struct s3_req *r)
 {
     int i = op_index(r);
     return i >= 0 ? op_actions[i].acl : 0;
+}
+
+unsigned
+bucket_access_object_acl_need(const struct s3_req *r)
+{
+    int i = op_index(r);
+    return i >= 0 ? op_actions[i].object_acl : 0;
 }
 
 /* ======================================================================
@@ -641,7 +649,7 @@ is_policy_admin(const char *action)
            !strcmp(action, "s3:DeleteBucketPolicy");
 }
 
-bool
+int
 bucket_access_decide(struct s3_req *r, const struct bucket_access *ba, bool base,
                      const char *iam_action, struct slice key, unsigned acl_need)
 {
@@ -668,7 +676,7 @@ bucket_access_decide(struct s3_req *r, const struct bucket_access *ba, bool base
         };
         enum auth_iam_effect eff = auth_iam_evaluate(ba->policy, &rq);
         if (eff == AUTH_IAM_DENY)
-            return r->principal.is_root && is_policy_admin(iam_action);
+            return r->principal.is_root && is_policy_admin(iam_action) ? 1 : -1;
         if (eff == AUTH_IAM_ALLOW)
             is_allowed = true;
     }
@@ -676,5 +684,5 @@ bucket_access_decide(struct s3_req *r, const struct bucket_access *ba, bool base
         ba->ownership != OWNERSHIP_BUCKET_OWNER_ENFORCED &&
         (acl_perms_for(&ba->acl, r, ba->ignore_public_acls) & acl_need) == acl_need)
         is_allowed = true;
-    return is_allowed;
+    return is_allowed ? 1 : 0;
 }

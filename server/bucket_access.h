@@ -106,15 +106,19 @@ unsigned acl_perms_for(const struct acl *acl, const struct s3_req *r, bool ignor
  * The bucket-configuration part of a decision for request 'r' on its
  * bucket: 'base' is what shardstore's own rules (owner, grants, public
  * flag) said; 'iam_action' the IAM action ("s3:GetObject") and 'key' the
- * object key (SLICE_NULL for a bucket resource). Returns the final verdict:
- * a policy Deny wins over everything, then any Allow (policy, ACL, base).
+ * object key (SLICE_NULL for a bucket resource), 'acl_need' the bucket ACL
+ * permission that would grant it. Returns -1 for an explicit policy Deny
+ * (final), 1 when allowed (policy, bucket ACL or base), 0 when nothing
+ * allows (an object ACL may still).
  */
-bool bucket_access_decide(struct s3_req *r, const struct bucket_access *ba, bool base,
-                          const char *iam_action, struct slice key, unsigned acl_need);
+int bucket_access_decide(struct s3_req *r, const struct bucket_access *ba, bool base,
+                         const char *iam_action, struct slice key, unsigned acl_need);
 /* The IAM action of the request's route (from its S3 operation name). */
 const char *bucket_access_iam_action(const struct s3_req *r);
 /* The ACL permission that route's operation needs on the bucket (0: none
  * gives it). */
 unsigned bucket_access_acl_need(const struct s3_req *r);
+/* The object ACL permission that grants the route's operation (0: none). */
+unsigned bucket_access_object_acl_need(const struct s3_req *r);
 
 #endif

@@ -19,6 +19,7 @@
 #include "common/common.h"
 #include "index/index.h"
 #include "server/access.h"
+#include "server/acl.h"
 #include "server/commit.h"
 #include "server/errors.h"
 #include "server/extents.h"
@@ -227,7 +228,7 @@ copy_once(struct s3_req *r, const struct index_bucket *dst_bk, const struct inde
     } else {
         new_meta = src_meta;
     }
-    if (!s3_tagging_for_copy(r, &new_meta))
+    if (!s3_tagging_for_copy(r, &new_meta) || !s3_acl_from_request(r, &new_meta))
         return 1;
 
     /* Same extents, same sums, same ETag (a multipart source keeps its

@@ -21,6 +21,7 @@
 #include "common/common.h"
 #include "index/index.h"
 #include "server/access.h"
+#include "server/acl.h"
 #include "server/body.h"
 #include "server/commit.h"
 #include "server/errors.h"
@@ -105,7 +106,7 @@ op_create_multipart(struct s3_req *r)
         s3_respond_error(r, e, NULL);
         return;
     }
-    if (!s3_tagging_from_request(r, &m))
+    if (!s3_tagging_from_request(r, &m) || !s3_acl_from_request(r, &m))
         return;
     struct slice alg = s3_req_header(r, "x-amz-checksum-algorithm");
     struct slice type = s3_req_header(r, "x-amz-checksum-type");

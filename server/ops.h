@@ -146,5 +146,8 @@ void op_delete_public_access_block(struct s3_req *r);
 void op_put_bucket_ownership(struct s3_req *r);
 void op_get_bucket_ownership(struct s3_req *r);
 void op_delete_bucket_ownership(struct s3_req *r);
+/* acl.c: object ACLs (the bucket's are op_get_bucket_acl/op_put_bucket_acl) */
+void op_get_object_acl(struct s3_req *r);
+void op_put_object_acl(struct s3_req *r);
 
 #endif

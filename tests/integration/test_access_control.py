@@ -273,6 +273,146 @@ def test_ownership_controls(srv):
         s3.get_bucket_ownership_controls(Bucket=b)
 
 
+ALL_USERS = "http://acs.amazonaws.com/groups/global/AllUsers"
+AUTH_USERS = "http://acs.amazonaws.com/groups/global/AuthenticatedUsers"
+
+
+def grants_of(resp):
+    out = set()
+    for g in resp["Grants"]:
+        ge = g["Grantee"]
+        out.add((ge.get("URI") or ge.get("ID"), g["Permission"]))
+    return out
+
+
+def test_bucket_acls(srv):
+    s3 = srv.client()
+    b = "acl-bucket"
+    s3.create_bucket(Bucket=b, ACL="authenticated-read")
+    s3.put_object(Bucket=b, Key="k", Body=b"k")
+    carol = user_client(srv, "acl-carol", email="carol@example.com")
+    carol_id = admin_user(srv, "acl-carol")["id"]
+    owner = s3.get_bucket_acl(Bucket=b)["Owner"]["ID"]
+    h.eq(grants_of(s3.get_bucket_acl(Bucket=b)), {(owner, "FULL_CONTROL"), (AUTH_USERS, "READ")},
+         "authenticated-read at create")
+    # Bucket READ lists; it does not read objects.
+    h.eq(carol.list_objects_v2(Bucket=b)["KeyCount"], 1, "authenticated user lists")
+    with h.client_error("AccessDenied", 403):
+        carol.get_object(Bucket=b, Key="k")
+    h.eq(anon(srv, "GET", b).status, 403, "anonymous cannot list")
+    # public-read: anonymous list and read (the bucket's public-read flag).
+    s3.put_bucket_acl(Bucket=b, ACL="public-read")
+    h.eq(anon(srv, "GET", b, "k").status, 200, "public-read bucket serves objects")
+    h.eq(grants_of(s3.get_bucket_acl(Bucket=b)), {(owner, "FULL_CONTROL"), (ALL_USERS, "READ")}, "public-read")
+    s3.put_bucket_acl(Bucket=b, ACL="private")
+    h.eq(anon(srv, "GET", b, "k").status, 403, "private again")
+    with h.client_error("AccessDenied", 403):
+        carol.list_objects_v2(Bucket=b)
+    # An AccessControlPolicy body: grants by id and by e-mail address.
+    s3.put_bucket_acl(Bucket=b, AccessControlPolicy={
+        "Owner": {"ID": owner},
+        "Grants": [{"Grantee": {"Type": "AmazonCustomerByEmail", "EmailAddress": "carol@example.com"},
+                    "Permission": "WRITE"},
+                   {"Grantee": {"Type": "CanonicalUser", "ID": carol_id}, "Permission": "READ_ACP"}]})
+    h.eq(grants_of(s3.get_bucket_acl(Bucket=b)),
+         {(owner, "FULL_CONTROL"), (carol_id, "WRITE"), (carol_id, "READ_ACP")}, "XML grants")
+    carol.put_object(Bucket=b, Key="by-carol", Body=b"c")
+    carol.get_bucket_acl(Bucket=b)
+    with h.client_error("AccessDenied", 403):
+        carol.put_bucket_acl(Bucket=b, ACL="public-read")
+    # x-amz-grant-* headers.
+    s3.put_bucket_acl(Bucket=b, GrantRead='uri="%s"' % AUTH_USERS, GrantWriteACP='id="%s"' % carol_id)
+    carol.put_bucket_acl(Bucket=b, ACL="private")
+    # Unknown grantees.
+    with h.client_error("UnresolvableGrantByEmailAddress", 400):
+        s3.put_bucket_acl(Bucket=b, GrantRead='emailAddress="nobody@example.com"')
+    with h.client_error("InvalidArgument", 400):
+        s3.put_bucket_acl(Bucket=b, GrantRead='id="%s"' % ("0" * 64))
+    with h.client_error("InvalidArgument", 400):
+        s3.put_bucket_acl(Bucket=b, GrantRead='uri="http://example.com/group"')
+    with h.client_error("InvalidArgument", 400):
+        s3.put_bucket_acl(Bucket=b, ACL="wide-open")
+
+
+def admin_user(srv, name):
+    r = srv.request("GET", "/_/admin/users")
+    for u in json.loads(r.body)["users"]:
+        if u["name"] == name:
+            return u
+    raise h.Failure("no user %s" % name)
+
+
+def test_object_acls(srv):
+    s3 = srv.client()
+    b = "acl-object"
+    s3.create_bucket(Bucket=b)
+    dave = user_client(srv, "acl-dave", email="dave@example.com")
+    s3.put_object(Bucket=b, Key="pub", Body=b"p", ACL="public-read")
+    s3.put_object(Bucket=b, Key="priv", Body=b"q")
+    h.eq(anon(srv, "GET", b, "pub").status, 200, "public-read object")
+    h.eq(anon(srv, "GET", b, "priv").status, 403, "private object")
+    h.check((ALL_USERS, "READ") in grants_of(s3.get_object_acl(Bucket=b, Key="pub")), "object ACL shows AllUsers")
+    s3.put_object_acl(Bucket=b, Key="pub", ACL="private")
+    h.eq(anon(srv, "GET", b, "pub").status, 403, "made private")
+    s3.put_object_acl(Bucket=b, Key="priv", GrantRead='emailAddress="dave@example.com"')
+    h.eq(dave.get_object(Bucket=b, Key="priv")["Body"].read(), b"q", "grant by e-mail")
+    with h.client_error("AccessDenied", 403):
+        dave.get_object_acl(Bucket=b, Key="priv")
+    with h.client_error("NoSuchKey", 404):
+        s3.get_object_acl(Bucket=b, Key="missing")
+    # CopyObject and multipart uploads take ACLs too.
+    s3.copy_object(Bucket=b, Key="copy", CopySource={"Bucket": b, "Key": "priv"}, ACL="public-read")
+    h.eq(anon(srv, "GET", b, "copy").status, 200, "copy with public-read")
+    mp = s3.create_multipart_upload(Bucket=b, Key="mp", ACL="public-read")
+    part = s3.upload_part(Bucket=b, Key="mp", UploadId=mp["UploadId"], PartNumber=1, Body=b"m" * 10)
+    s3.complete_multipart_upload(Bucket=b, Key="mp", UploadId=mp["UploadId"],
+                                 MultipartUpload={"Parts": [{"PartNumber": 1, "ETag": part["ETag"]}]})
+    h.eq(anon(srv, "GET", b, "mp").status, 200, "multipart with public-read")
+    # A policy Deny beats the object ACL.
+    s3.put_bucket_policy(Bucket=b, Policy=policy(
+        {"Effect": "Deny", "Principal": "*", "Action": "s3:GetObject", "Resource": "arn:aws:s3:::%s/copy" % b}))
+    h.eq(anon(srv, "GET", b, "copy").status, 403, "deny beats the object ACL")
+    s3.delete_bucket_policy(Bucket=b)
+    # Public Access Block: BlockPublicAcls refuses, IgnorePublicAcls ignores.
+    s3.put_public_access_block(Bucket=b, PublicAccessBlockConfiguration={
+        "BlockPublicAcls": True, "IgnorePublicAcls": False, "BlockPublicPolicy": False,
+        "RestrictPublicBuckets": False})
+    with h.client_error("AccessDenied", 403):
+        s3.put_object(Bucket=b, Key="pub2", Body=b"x", ACL="public-read")
+    with h.client_error("AccessDenied", 403):
+        s3.put_object_acl(Bucket=b, Key="priv", ACL="public-read")
+    s3.put_public_access_block(Bucket=b, PublicAccessBlockConfiguration={
+        "BlockPublicAcls": False, "IgnorePublicAcls": True, "BlockPublicPolicy": False,
+        "RestrictPublicBuckets": False})
+    h.eq(anon(srv, "GET", b, "copy").status, 403, "IgnorePublicAcls")
+    s3.delete_public_access_block(Bucket=b)
+    h.eq(anon(srv, "GET", b, "copy").status, 200, "public again")
+
+
+def test_owner_enforced_turns_acls_off(srv):
+    s3 = srv.client()
+    b = "acl-enforced"
+    s3.create_bucket(Bucket=b, ObjectOwnership="BucketOwnerEnforced")
+    with h.client_error("AccessControlListNotSupported", 400):
+        s3.put_object(Bucket=b, Key="x", Body=b"x", ACL="public-read")
+    with h.client_error("AccessControlListNotSupported", 400):
+        s3.put_bucket_acl(Bucket=b, ACL="public-read")
+    s3.put_object(Bucket=b, Key="x", Body=b"x", ACL="bucket-owner-full-control")
+    s3.put_bucket_ownership_controls(Bucket=b, OwnershipControls={"Rules": [{"ObjectOwnership": "ObjectWriter"}]})
+    s3.put_object(Bucket=b, Key="y", Body=b"y", ACL="public-read")
+    h.eq(anon(srv, "GET", b, "y").status, 200, "ACLs on again")
+    s3.put_bucket_ownership_controls(Bucket=b, OwnershipControls={"Rules": [{"ObjectOwnership": "BucketOwnerEnforced"}]})
+    h.eq(anon(srv, "GET", b, "y").status, 403, "ACLs off: the object ACL decides nothing")
+    # A bucket whose ACL grants others cannot turn ACLs off.
+    b2 = "acl-enforced2"
+    s3.create_bucket(Bucket=b2, ACL="public-read")
+    with h.client_error("InvalidBucketAclWithObjectOwnership", 400):
+        s3.put_bucket_ownership_controls(Bucket=b2, OwnershipControls={
+            "Rules": [{"ObjectOwnership": "BucketOwnerEnforced"}]})
+    with h.client_error("InvalidBucketAclWithObjectOwnership", 400):
+        s3.create_bucket(Bucket="acl-enforced3", ACL="public-read", ObjectOwnership="BucketOwnerEnforced")
+
+
 def test_awscli_policy(srv):
     aws = h.require_tool("aws") if hasattr(h, "require_tool") else None
     del aws
@@ -302,13 +442,15 @@ def test_awscli_policy(srv):
     rc, out, err = cli("get-bucket-policy-status", "--bucket", b)
     h.eq(rc, 0, "get-bucket-policy-status: %s" % err)
     h.eq(json.loads(out)["PolicyStatus"]["IsPublic"], True, "cli policy status")
+    s3.put_object(Bucket=b, Key="o", Body=b"o")
+    rc, out, err = cli("put-object-acl", "--bucket", b, "--key", "o", "--acl", "authenticated-read")
+    h.eq(rc, 0, "put-object-acl: %s" % err)
+    h.check((AUTH_USERS, "READ") in grants_of(s3.get_object_acl(Bucket=b, Key="o")), "cli object ACL")
     rc, out, err = cli("put-public-access-block", "--bucket", b, "--public-access-block-configuration",
                        "BlockPublicAcls=true,IgnorePublicAcls=true,BlockPublicPolicy=true,RestrictPublicBuckets=true")
     h.eq(rc, 0, "put-public-access-block: %s" % err)
-    rc, out, err = cli("get-public-access-block", "--bucket", b)
-    h.eq(json.loads(out)["PublicAccessBlockConfiguration"]["IgnorePublicAcls"], True, "cli PAB")
-    rc, out, err = cli("delete-bucket-policy", "--bucket", b)
-    h.eq(rc, 0, "delete-bucket-policy: %s" % err)
+    h.eq(s3.get_public_access_block(Bucket=b)["PublicAccessBlockConfiguration"]["IgnorePublicAcls"],
+         True, "cli PAB")
 
 
 TESTS = [
@@ -319,6 +461,9 @@ TESTS = [
     test_policy_allows_user_without_grant,
     test_condition_keys,
     test_ownership_controls,
+    test_bucket_acls,
+    test_object_acls,
+    test_owner_enforced_turns_acls_off,
     test_awscli_policy,
 ]
 
