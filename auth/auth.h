@@ -448,7 +448,8 @@ struct auth_iam_policy;
  * Parses and validates policy document 'doc' ('len' bytes) for bucket
  * 'bucket' and compiles it into 'a'. 'exists' (with 'ctx') checks that
  * the users principals name exist. Reloading a stored policy passes
- * SLICE_NULL and NULL to skip both checks (done when it was set). Returns 0 with '*out' set, or -1 with
+ * SLICE_NULL and NULL to skip both checks (done when it was set). Returns 0 with '*out' set, or -1
+ * with
  * '*msg' set to AWS's MalformedPolicy message (static or in 'a').
  */
 int auth_iam_compile(const char *doc, size_t len, struct slice bucket,
@@ -466,8 +467,32 @@ enum auth_iam_effect auth_iam_evaluate(const struct auth_iam_policy *p,
 bool auth_iam_is_public(const struct auth_iam_policy *p);
 /* Glob match ('*' any run, '?' one byte) of 's' against 'pat'. */
 bool auth_iam_glob(struct slice pat, struct slice s, bool is_nocase);
-/* Parses an ISO 8601 date or epoch seconds into Unix seconds. */
-bool auth_iam_date_parse(struct slice s, int64_t *out);
+
+/* ---- POST Object form signatures (post.c) ------------------------------ */
+
+/* The signing fields of a POST form (borrowed). */
+struct auth_post {
+    struct slice policy;     /* the base64 policy document, as sent */
+    struct slice signature;  /* x-amz-signature (hex) or signature (base64, SigV2) */
+    struct slice algorithm;  /* x-amz-algorithm (SigV4) */
+    struct slice credential; /* x-amz-credential: AK/YYYYMMDD/region/s3/aws4_request */
+    struct slice amz_date;   /* x-amz-date: YYYYMMDDTHHMMSSZ */
+    struct slice access_key; /* AWSAccessKeyId (SigV2) */
+    const char *region;      /* the server's region */
+};
+/*
+ * Verifies a SigV4-signed POST form: the signature of 'post->policy' under
+ * the key derived from the credential's secret (looked up with 'lookup'),
+ * day and region. Returns AUTH_OK (with 'out->access_key' set), or
+ * AUTH_MALFORMED, AUTH_UNSUPPORTED (another algorithm), AUTH_BAD_REGION,
+ * AUTH_UNKNOWN_KEY, AUTH_BAD_SIGNATURE. The policy's expiration is the
+ * caller's to check.
+ */
+enum auth_result auth_post_verify_v4(const struct auth_post *post, auth_secret_fn lookup, void *ctx,
+                                     struct auth_verdict *out);
+/* The same for a SigV2-signed form (AWSAccessKeyId, signature). */
+enum auth_result auth_post_verify_v2(const struct auth_post *post, auth_secret_fn lookup, void *ctx,
+                                     struct auth_verdict *out);
 
 /* ---- secrets at rest (secret.c) -------------------------------------- */
 

@@ -326,45 +326,6 @@ number_parse(struct slice s, double *out)
     return *end == '\0' && isfinite(*out);
 }
 
-/* Parses an ISO 8601 date ("2024-05-01", "2024-05-01T12:00:00Z", with
- * optional fractional seconds) or epoch seconds into Unix seconds. */
-bool
-auth_iam_date_parse(struct slice s, int64_t *out)
-{
-    uint64_t epoch;
-    if (s.len && s.len <= 12 && parse_u64(s, UINT64_C(1) << 40, &epoch) == 0) {
-        *out = (int64_t)epoch;
-        return true;
-    }
-    char text[40];
-    if (s.len < 10 || s.len >= sizeof(text))
-        return false;
-    memcpy(text, s.ptr, s.len);
-    text[s.len] = '\0';
-    unsigned y, mo, d, h = 0, mi = 0, sec = 0;
-    int n = 0;
-    if (sscanf(text, "%4u-%2u-%2u%n", &y, &mo, &d, &n) != 3 || n != 10)
-        return false;
-    const char *t = text + 10;
-    if (*t == 'T') {
-        int m = 0;
-        if (sscanf(t, "T%2u:%2u:%2u%n", &h, &mi, &sec, &m) != 3 || m != 9)
-            return false;
-        t += m;
-        if (*t == '.') {
-            t++;
-            while (*t >= '0' && *t <= '9')
-                t++;
-        }
-        if (*t == 'Z')
-            t++;
-    }
-    if (*t || mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || sec > 60)
-        return false;
-    *out = days_from_civil(y, mo, d) * 86400 + (int64_t)h * 3600 + mi * 60 + sec;
-    return true;
-}
-
 /* ======================================================================
  * Compilation
  * ====================================================================== */
@@ -582,7 +543,7 @@ compile_values(struct compiler *c, struct iam_cond *cd, const struct json_value 
     case OP_DATE_GE:
         cd->dates = arena_calloc(c->a, n, sizeof(*cd->dates));
         for (size_t i = 0; i < n; i++)
-            if (!auth_iam_date_parse(cd->values[i], &cd->dates[i]))
+            if (!iso_date_parse(cd->values[i], &cd->dates[i]))
                 return false;
         break;
     case OP_IP:
@@ -974,7 +935,7 @@ value_matches(const struct iam_cond *cd, size_t k, struct slice v)
     case OP_DATE_LE:
     case OP_DATE_GT:
     case OP_DATE_GE:
-        if (!auth_iam_date_parse(v, &date))
+        if (!iso_date_parse(v, &date))
             return false;
         return cd->base == OP_DATE_EQ   ? date == cd->dates[k]
                : cd->base == OP_DATE_LT ? date < cd->dates[k]

@@ -2,7 +2,7 @@
 # OpenSSL (libcrypto) and ISA-L (libisal, the CRCs) are used here and nowhere else.
 noinst_LTLIBRARIES += auth/libauth.la
 auth_libauth_la_SOURCES = auth/auth.h auth/auth_int.h auth/sigv4.c auth/chunked.c \
-	auth/checksum.c auth/md5_mb.c auth/sigv2.c auth/digest.c auth/policy.c auth/secret.c auth/iam.c
+	auth/checksum.c auth/md5_mb.c auth/sigv2.c auth/digest.c auth/policy.c auth/secret.c auth/iam.c auth/post.c
 auth_libauth_la_CFLAGS = $(AM_CFLAGS) $(OPENSSL_CFLAGS) $(ISAL_CFLAGS)
 auth_libauth_la_LIBADD = common/libcommon.la $(OPENSSL_LIBS) $(ISAL_LIBS)
 

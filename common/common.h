@@ -154,6 +154,11 @@ int http_date_parse(struct slice s, int64_t *out_s);
 int amz_date_parse(struct slice s, int64_t *out_s);
 /* Writes "YYYYMMDDTHHMMSSZ" and a NUL for 's' (clamped to 1970..9999). */
 void amz_date_format(int64_t s, char out[17]);
+/* Parses an ISO 8601 date ("2024-05-01", "2024-05-01T12:00:00Z", optional
+ * fractional seconds) or a count of epoch seconds into Unix seconds
+ * (bucket policy Date conditions, POST policy expirations). Returns false
+ * when malformed. */
+bool iso_date_parse(struct slice s, int64_t *out);
 
 /* ---- URI percent-coding (uri.c) ------------------------------------------- */
 

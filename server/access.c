@@ -33,14 +33,8 @@
  * Authentication
  * ====================================================================== */
 
-/*
- * The secret lookup auth/ calls: root's key first, then the index. Fills
- * the request's principal as a side effect ('ctx' is the request). Returns
- * 0 with the secret in 'secret', or -1 (unknown key, its user is gone, or
- * its sealed secret does not open).
- */
-static int
-lookup_secret(void *ctx, struct slice access_key, char *secret, size_t cap)
+int
+s3_lookup_secret(void *ctx, struct slice access_key, char *secret, size_t cap)
 {
     struct s3_req *r = ctx;
     struct server *srv = r->srv;
@@ -159,7 +153,7 @@ authenticate(struct s3_req *r, bool allow_anonymous)
     };
     r->user_id[0] = '\0';
     r->principal = (struct auth_principal){.is_anonymous = true, .user_id = r->user_id};
-    enum auth_result res = auth_sigv4_verify(&ar, lookup_secret, r, &r->auth);
+    enum auth_result res = auth_sigv4_verify(&ar, s3_lookup_secret, r, &r->auth);
     bool is_sigv2 = res == AUTH_UNSUPPORTED && s3_req_param(r, "AWSAccessKeyId") &&
                     s3_req_param(r, "Signature") && !s3_req_has_header(r, "authorization");
     if (is_sigv2) {
@@ -168,7 +162,7 @@ authenticate(struct s3_req *r, bool allow_anonymous)
         if (r->is_virtual_host)
             prefix = slice_from_cstr(
                 arena_sprintf(r->arena, "/%.*s", (int)r->bucket.len, r->bucket.ptr));
-        res = auth_sigv2_verify_query(&ar, prefix, lookup_secret, r, &r->auth);
+        res = auth_sigv2_verify_query(&ar, prefix, s3_lookup_secret, r, &r->auth);
     }
     if (res == AUTH_OK && is_admin && r->auth.is_presigned) {
         /* Refused above already; kept in case auth/ learns another form. */

@@ -14,7 +14,7 @@ shardstore_SOURCES = server/main.c server/server.h server/conf.h server/config.c
 	server/extents.h server/extents.c server/guard.h server/guard.c \
 	server/unsupported.h server/unsupported.c \
 	server/lifecycle.h server/lifecycle.c server/op_lifecycle.c \
-	server/bucket_access.h server/bucket_access.c server/op_access.c server/acl.h server/acl.c \
+	server/bucket_access.h server/bucket_access.c server/op_access.c server/acl.h server/acl.c server/op_post.c \
 	server/tls.h server/tls.c \
 	server/metrics.h server/metrics.c server/access_log.h server/access_log.c
 shardstore_CFLAGS = $(AM_CFLAGS) $(MHD_CFLAGS) $(GNUTLS_CFLAGS) $(EXPAT_CFLAGS)

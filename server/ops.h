@@ -149,5 +149,7 @@ void op_delete_bucket_ownership(struct s3_req *r);
 /* acl.c: object ACLs (the bucket's are op_get_bucket_acl/op_put_bucket_acl) */
 void op_get_object_acl(struct s3_req *r);
 void op_put_object_acl(struct s3_req *r);
+/* op_post.c: POST Object (browser form uploads) */
+void op_post_object(struct s3_req *r);
 
 #endif

@@ -6,6 +6,7 @@ noinst_LTLIBRARIES += %D%/libs3parse.la
 	%D%/key.h \
 	%D%/tags.c %D%/tags.h \
 	%D%/lifecycle_xml.c %D%/lifecycle_xml.h \
-	%D%/tar.c %D%/tar.h
+	%D%/tar.c %D%/tar.h \
+	%D%/form.c %D%/form.h %D%/post_policy.c %D%/post_policy.h
 %C%_libs3parse_la_CFLAGS = $(AM_CFLAGS) $(EXPAT_CFLAGS)
 %C%_libs3parse_la_LIBADD = common/libcommon.la $(EXPAT_LIBS)

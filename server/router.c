@@ -98,6 +98,7 @@ enum route_key {
     RKEY_OBJECT, /* the request's object key */
     RKEY_PREFIX, /* the listing's ?prefix= */
     RKEY_EACH,   /* several keys, each checked by the handler (DeleteObjects) */
+    RKEY_FORM,   /* a POST form: the handler authorizes once the fields are read */
 };
 
 /* A route names the action it needs, so every handler runs authorized, and
@@ -179,6 +180,9 @@ static const struct route routes[] = {
      op_delete_bucket, "DeleteBucket"},
     {"POST", LEVEL_BUCKET, "delete", NULL, AUTH_ACTION_WRITE, RKEY_EACH, BODY_END,
      op_delete_objects, "DeleteObjects"},
+    /* POST Object: the key, the signer and the policy are in the form. */
+    {"POST", LEVEL_BUCKET, NULL, NULL, AUTH_ACTION_WRITE, RKEY_FORM, BODY_END, op_post_object,
+     "PostObject"},
     {"GET", LEVEL_BUCKET, "uploads", NULL, AUTH_ACTION_LIST, RKEY_PREFIX, 0, op_list_uploads,
      "ListMultipartUploads"},
     {"POST", LEVEL_OBJECT, "uploads", NULL, AUTH_ACTION_WRITE, RKEY_OBJECT, BLOCKS,
@@ -245,6 +249,8 @@ route_authorize(struct s3_req *r, const struct route *rt)
         p = s3_req_param(r, "prefix");
         key = p ? p->value : SLICE_NULL;
         break;
+    case RKEY_FORM:
+        break;
     case RKEY_EACH:
         /* Only the level here: the handler checks every key. A prefix
          * grant's own prefix stands in for "some key under it". */
@@ -252,6 +258,8 @@ route_authorize(struct s3_req *r, const struct route *rt)
             key = slice_from_cstr(r->grant.prefix);
         break;
     }
+    if (rt->key == RKEY_FORM)
+        return true;
     r->has_route_action = true;
     r->route_action = rt->action;
     r->route_key = key;

@@ -12,7 +12,8 @@ TESTS += \
 	%D%/test_event_loop.py \
 	%D%/test_tagging.py \
 	%D%/test_tar_members.py \
-	%D%/test_access_control.py
+	%D%/test_access_control.py \
+	%D%/test_post_object.py
 
 EXTRA_DIST += \
 	%D%/harness.py \
@@ -26,7 +27,8 @@ EXTRA_DIST += \
 	%D%/test_event_loop.py \
 	%D%/test_tagging.py \
 	%D%/test_tar_members.py \
-	%D%/test_access_control.py
+	%D%/test_access_control.py \
+	%D%/test_post_object.py
 
 check_PROGRAMS += %D%/test_curl
 TESTS += %D%/test_curl
