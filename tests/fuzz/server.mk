@@ -85,3 +85,21 @@ endif
 EXTRA_DIST += %D%/range.dict %D%/xml_delete.dict %D%/xml_complete.dict %D%/xml_tagging.dict \
 	%D%/lifecycle.dict %D%/tar.dict %D%/corpus/range %D%/corpus/xml_delete %D%/corpus/xml_complete \
 	%D%/corpus/xml_tagging %D%/corpus/lifecycle %D%/corpus/tar
+
+# ---- POST Object: the form parser and the policy document ------------------
+check_PROGRAMS += %D%/replay_post_form
+TESTS += %D%/replay_post_form
+%C%_replay_post_form_SOURCES = %D%/replay.c %D%/fuzz_post_form.c
+%C%_replay_post_form_CPPFLAGS = $(AM_CPPFLAGS) -DFUZZ_CORPUS_DIR='"$(srcdir)/%D%/corpus/post_form"'
+%C%_replay_post_form_LDADD = server/libs3parse.la
+
+if FUZZING
+noinst_PROGRAMS += %D%/fuzz_post_form
+%C%_fuzz_post_form_SOURCES = %D%/fuzz_post_form.c server/form.c server/form.h \
+	server/post_policy.c server/post_policy.h
+%C%_fuzz_post_form_CFLAGS = $(AM_CFLAGS) $(SERVER_FUZZ_SAN)
+%C%_fuzz_post_form_LDFLAGS = $(AM_LDFLAGS) $(SERVER_FUZZ_SAN)
+%C%_fuzz_post_form_LDADD = common/libcommon.la
+endif
+
+EXTRA_DIST += %D%/post_form.dict %D%/corpus/post_form
