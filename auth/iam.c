@@ -79,8 +79,10 @@ struct iam_stmt {
     struct iam_principal *principals;
     size_t n_principals;
     struct slice *actions; /* lower case */
+    uint8_t *action_kinds; /* PAT_* of each, for a fast match */
     size_t n_actions;
     struct slice *resources;
+    uint8_t *resource_kinds;
     size_t n_resources;
     struct iam_cond *conds;
     size_t n_conds;
@@ -266,6 +268,43 @@ auth_iam_glob(struct slice pat, struct slice s, bool is_nocase)
     while (p < pat.len && pat.ptr[p] == '*')
         p++;
     return p == pat.len;
+}
+
+/* How a pattern matches: most are a plain string or a prefix and a final
+ * '*', which a memcmp decides; the rest take the glob. */
+enum { PAT_EXACT, PAT_PREFIX, PAT_GLOB };
+
+static uint8_t
+pattern_kind(struct slice pat)
+{
+    const char *star = memchr(pat.ptr, '*', pat.len);
+    if (memchr(pat.ptr, '?', pat.len))
+        return PAT_GLOB;
+    if (!star)
+        return PAT_EXACT;
+    return star == pat.ptr + pat.len - 1 ? PAT_PREFIX : PAT_GLOB;
+}
+
+static bool
+pattern_match(struct slice pat, uint8_t kind, struct slice s)
+{
+    switch (kind) {
+    case PAT_EXACT:
+        return slice_eq(pat, s);
+    case PAT_PREFIX:
+        return s.len >= pat.len - 1 && memcmp(s.ptr, pat.ptr, pat.len - 1) == 0;
+    default:
+        return auth_iam_glob(pat, s, false);
+    }
+}
+
+static uint8_t *
+pattern_kinds(struct arena *a, const struct slice *pats, size_t n)
+{
+    uint8_t *k = arena_alloc(a, n + 1);
+    for (size_t i = 0; i < n; i++)
+        k[i] = pattern_kind(pats[i]);
+    return k;
 }
 
 /* Parses an IPv4 or IPv6 address with an optional /bits into 'out'. */
@@ -473,6 +512,7 @@ compile_actions(struct compiler *c, const struct json_value *v, struct iam_stmt 
         if (!is_known)
             return false;
     }
+    st->action_kinds = pattern_kinds(c->a, st->actions, st->n_actions);
     return true;
 }
 
@@ -496,6 +536,7 @@ compile_resources(struct compiler *c, const struct json_value *v, struct iam_stm
         if (c->bucket.ptr && !auth_iam_glob(b, c->bucket, false))
             return false;
     }
+    st->resource_kinds = pattern_kinds(c->a, st->resources, st->n_resources);
     return true;
 }
 
@@ -886,11 +927,11 @@ principal_matches(const struct iam_stmt *st, const struct auth_iam_request *rq)
 }
 
 static bool
-action_matches(const struct iam_stmt *st, const struct auth_iam_request *rq)
+action_matches(const struct iam_stmt *st, struct slice action)
 {
     bool is_match = false;
     for (size_t i = 0; i < st->n_actions && !is_match; i++)
-        is_match = auth_iam_glob(st->actions[i], rq->action, true);
+        is_match = pattern_match(st->actions[i], st->action_kinds[i], action);
     return st->is_not_action ? !is_match : is_match;
 }
 
@@ -899,7 +940,7 @@ resource_matches(const struct iam_stmt *st, const struct auth_iam_request *rq)
 {
     bool is_match = false;
     for (size_t i = 0; i < st->n_resources && !is_match; i++)
-        is_match = auth_iam_glob(st->resources[i], rq->resource, false);
+        is_match = pattern_match(st->resources[i], st->resource_kinds[i], rq->resource);
     return st->is_not_resource ? !is_match : is_match;
 }
 
@@ -910,7 +951,6 @@ value_matches(const struct iam_cond *cd, size_t k, struct slice v)
 {
     double num;
     int64_t date;
-    struct iam_cidr ip;
     switch (cd->base) {
     case OP_STRING_EQUALS:
         return slice_eq(cd->values[k], v);
@@ -944,9 +984,7 @@ value_matches(const struct iam_cond *cd, size_t k, struct slice v)
                                         : date >= cd->dates[k];
     case OP_BOOL:
         return slice_casecmp(cd->values[k], v) == 0;
-    case OP_IP:
-        return cidr_parse(v, &ip) && ip.bits == (ip.family == 4 ? 32 : 128) &&
-               cidr_contains(&cd->cidrs[k], &ip);
+    case OP_IP: /* one_value parses the address once */
     case OP_NULL:
         break;
     }
@@ -955,17 +993,37 @@ value_matches(const struct iam_cond *cd, size_t k, struct slice v)
 
 /* Whether request value 'v' satisfies 'cd' (any of its values; negated
  * operators: none of them). */
+/* Per-evaluation memory: the caller's address, parsed on first use. */
+struct eval_ctx {
+    bool has_ip, is_ip;
+    struct slice ip_text;
+    struct iam_cidr ip;
+};
+
 static bool
-one_value(const struct iam_cond *cd, struct slice v)
+one_value(struct eval_ctx *ec, const struct iam_cond *cd, struct slice v)
 {
     bool is_match = false;
+    if (cd->base == OP_IP) {
+        /* The address is parsed once per evaluation. */
+        if (!ec->has_ip || !slice_eq(ec->ip_text, v)) {
+            ec->has_ip = true;
+            ec->ip_text = v;
+            ec->is_ip = cidr_parse(v, &ec->ip) && ec->ip.bits == (ec->ip.family == 4 ? 32 : 128);
+        }
+        bool is_ip = ec->is_ip;
+        const struct iam_cidr ip = ec->ip;
+        for (size_t k = 0; k < cd->n_values && is_ip && !is_match; k++)
+            is_match = cidr_contains(&cd->cidrs[k], &ip);
+        return cd->is_negated ? !is_match : is_match;
+    }
     for (size_t k = 0; k < cd->n_values && !is_match; k++)
         is_match = value_matches(cd, k, v);
     return cd->is_negated ? !is_match : is_match;
 }
 
 static bool
-cond_holds(const struct iam_cond *cd, const struct auth_iam_request *rq)
+cond_holds(struct eval_ctx *ec, const struct iam_cond *cd, const struct auth_iam_request *rq)
 {
     struct slice v;
     bool has_value = rq->value(rq->ctx, cd->key, cd->suffix, 0, &v);
@@ -982,12 +1040,12 @@ cond_holds(const struct iam_cond *cd, const struct auth_iam_request *rq)
     }
     if (cd->set == SET_ALL) {
         for (size_t i = 0; rq->value(rq->ctx, cd->key, cd->suffix, i, &v); i++)
-            if (!one_value(cd, v))
+            if (!one_value(ec, cd, v))
                 return false;
         return true;
     }
     for (size_t i = 0; rq->value(rq->ctx, cd->key, cd->suffix, i, &v); i++)
-        if (one_value(cd, v))
+        if (one_value(ec, cd, v))
             return true;
     return false;
 }
@@ -996,8 +1054,17 @@ enum auth_iam_effect
 auth_iam_evaluate(const struct auth_iam_policy *p, const struct auth_iam_request *rq)
 {
     enum auth_iam_effect eff = AUTH_IAM_NONE;
+    struct eval_ctx ec = {0};
+    char low[96];
     if (!p)
         return eff;
+    /* Actions compare without case: lower the request's once (the
+     * policy's were lowered when compiled). */
+    if (rq->action.len >= sizeof(low))
+        return eff;
+    for (size_t i = 0; i < rq->action.len; i++)
+        low[i] = (char)ascii_lower((unsigned char)rq->action.ptr[i]);
+    struct slice action = {low, rq->action.len};
     for (size_t i = 0; i < p->n_stmts; i++) {
         const struct iam_stmt *st = &p->stmts[i];
         /* A Deny decides; an Allow need not be evaluated once one holds. */
@@ -1005,11 +1072,11 @@ auth_iam_evaluate(const struct auth_iam_policy *p, const struct auth_iam_request
             continue;
         if (rq->skip_public_allows && !st->is_deny && stmt_is_public(st))
             continue;
-        if (!principal_matches(st, rq) || !action_matches(st, rq) || !resource_matches(st, rq))
+        if (!principal_matches(st, rq) || !action_matches(st, action) || !resource_matches(st, rq))
             continue;
         bool is_ok = true;
         for (size_t k = 0; k < st->n_conds && is_ok; k++)
-            is_ok = cond_holds(&st->conds[k], rq);
+            is_ok = cond_holds(&ec, &st->conds[k], rq);
         if (!is_ok)
             continue;
         if (st->is_deny)

@@ -433,6 +433,8 @@ struct value_ctx {
     const struct bucket_access *ba;
     struct slice key;
     char buf[96];
+    char ip[INET6_ADDRSTRLEN]; /* aws:SourceIp, found on first use */
+    bool has_ip;
     /* The object's tags (s3:ExistingObjectTag), read on first use. */
     bool has_read_tags;
     struct s3_tag *tags;
@@ -456,6 +458,11 @@ conn_is_tls(struct MHD_Connection *conn)
 static bool
 source_ip(struct value_ctx *vc, struct slice *out)
 {
+    if (vc->has_ip) {
+        *out = slice_from_cstr(vc->ip);
+        return vc->ip[0] != '\0';
+    }
+    vc->has_ip = true;
     const union MHD_ConnectionInfo *ci =
         vc->r->conn ? MHD_get_connection_info(vc->r->conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS)
                     : NULL;
@@ -463,14 +470,14 @@ source_ip(struct value_ctx *vc, struct slice *out)
         return false;
     const struct sockaddr *sa = ci->client_addr;
     if (sa->sa_family == AF_INET)
-        inet_ntop(AF_INET, &((const struct sockaddr_in *)(const void *)sa)->sin_addr, vc->buf,
-                  sizeof(vc->buf));
+        inet_ntop(AF_INET, &((const struct sockaddr_in *)(const void *)sa)->sin_addr, vc->ip,
+                  sizeof(vc->ip));
     else if (sa->sa_family == AF_INET6)
-        inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)(const void *)sa)->sin6_addr, vc->buf,
-                  sizeof(vc->buf));
+        inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)(const void *)sa)->sin6_addr, vc->ip,
+                  sizeof(vc->ip));
     else
         return false;
-    *out = slice_from_cstr(vc->buf);
+    *out = slice_from_cstr(vc->ip);
     return true;
 }
 
