@@ -374,6 +374,30 @@ bucket_acl_store(struct s3_req *r, const struct index_bucket *bk, const struct a
     return rc;
 }
 
+int
+s3_bucket_public_set(struct s3_req *r, struct slice name, bool is_on)
+{
+    struct index_bucket bk;
+    int rc = index_bucket_get(r->srv->index, name, &bk);
+    if (rc != 0)
+        return rc;
+    struct acl *acl = arena_calloc(r->arena, 1, sizeof(*acl));
+    struct bucket_access *ba = bucket_access_get(r->srv->access, bk.id);
+    if (ba && ba->has_acl)
+        *acl = ba->acl;
+    bucket_access_release(ba);
+    /* Drop AllUsers READ, then add it back when turning public on. */
+    size_t n = 0;
+    for (size_t i = 0; i < acl->n; i++)
+        if (!(acl->grants[i].kind == ACL_GRANTEE_ALL_USERS && acl->grants[i].perm == ACL_READ))
+            acl->grants[n++] = acl->grants[i];
+    acl->n = n;
+    struct acl_error e;
+    if (is_on && !grant_add(acl, ACL_GRANTEE_ALL_USERS, ACL_READ, NULL, &e))
+        return -EINVAL;
+    return bucket_acl_store(r, &bk, acl);
+}
+
 void
 op_get_bucket_acl(struct s3_req *r)
 {
@@ -502,9 +526,26 @@ object_acl_set(struct s3_req *r, const struct meta *m, const char *owner, const 
     out->entries[out->n++] = (struct meta_entry){SLICE_LIT(META_ACL), slice_from_cstr(v)};
 }
 
+/* Whether the request carries x-amz-acl or an x-amz-grant-* header. */
+static bool
+has_acl_headers(const struct s3_req *r)
+{
+    for (size_t i = 0; i < r->n_headers; i++) {
+        struct slice n = r->headers[i].name;
+        if (n.len >= 9 && slice_eq_nocase((struct slice){n.ptr, 9}, "x-amz-acl"))
+            return true;
+        if (n.len > 12 && slice_eq_nocase((struct slice){n.ptr, 12}, "x-amz-grant-"))
+            return true;
+    }
+    return false;
+}
+
 bool
 s3_acl_from_request(struct s3_req *r, struct meta *m)
 {
+    /* The common PUT: no ACL asked for, none inherited (a copy's source). */
+    if (!has_acl_headers(r) && !meta_get(m, META_ACL).ptr)
+        return true;
     struct acl *acl = arena_calloc(r->arena, 1, sizeof(*acl));
     struct acl_error e = {S3_OK, NULL};
     bool has;

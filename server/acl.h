@@ -44,5 +44,9 @@ bool s3_bucket_acl_check_create(struct s3_req *r);
 /* CreateBucket, once bucket 'bk' exists: stores the ACL of its headers.
  * Responds and returns false on failure. */
 bool s3_bucket_acl_after_create(struct s3_req *r, const struct index_bucket *bk);
+/* Turns bucket 'name's public-read on or off (the admin API): its ACL's
+ * AllUsers READ grant and its public-read flag together. Returns 0,
+ * -ENOENT or -errno. */
+int s3_bucket_public_set(struct s3_req *r, struct slice name, bool is_on);
 
 #endif

@@ -28,6 +28,7 @@
 #include "common/common.h"
 #include "index/index.h"
 #include "server/access.h"
+#include "server/acl.h"
 #include "server/errors.h"
 #include "server/ops.h"
 #include "server/req.h"
@@ -525,7 +526,7 @@ buckets(struct s3_req *r, bool is_get, bool is_put)
             s3_respond_error(r, S3_ERR_INVALID_ARGUMENT, "public must be on or off");
             return;
         }
-        int rc = index_bucket_set_public(r->srv->index, bucket, is_on);
+        int rc = s3_bucket_public_set(r, bucket, is_on);
         if (rc != 0) {
             respond_errno(r, rc, "bucket");
             return;

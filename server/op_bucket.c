@@ -228,6 +228,8 @@ op_delete_bucket(struct s3_req *r)
     if (!s3_bucket_lookup(r, &bk))
         return;
     int rc = index_bucket_delete(r->srv->index, r->bucket, bk.id);
+    if (rc == 0) /* its configurations went with it: drop the cached entry */
+        bucket_access_reload(r->srv->access, r->srv->index, bk.id);
     if (rc == 0)
         s3_respond_empty(r, 204);
     else if (rc == -ENOENT)
