@@ -29,6 +29,7 @@
 #include "server/errors.h"
 #include "server/extents.h"
 #include "server/form.h"
+#include "server/key.h"
 #include "server/meta.h"
 #include "server/ops.h"
 #include "server/post_policy.h"
@@ -297,8 +298,9 @@ post_judge(struct s3_req *r, struct post_ctx *c)
     }
     c->key = key_from_field(r, c, key);
     r->key = c->key;
-    if (memchr(c->key.ptr, '\0', c->key.len))
-        return post_fail(c, S3_ERR_INVALID_ARGUMENT, "Object key may not contain NUL.");
+    if (c->key.len && !key_is_writable(c->key))
+        return post_fail(c, S3_ERR_INVALID_ARGUMENT,
+                         "Object keys must be UTF-8 text without NUL characters");
     if (c->key.len == 0 || c->key.len > INDEX_MAX_KEY)
         return post_fail(c, c->key.len ? S3_ERR_KEY_TOO_LONG : S3_ERR_INVALID_ARGUMENT,
                          c->key.len ? NULL : "User key must have a length greater than 0.");
