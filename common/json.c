@@ -273,9 +273,11 @@ parse_value(struct json_parser *jp, struct json_value *v)
 int
 json_parse(const char *in, size_t len, struct arena *a, struct json_value *out)
 {
-    struct json_parser jp = {.p = in, .end = in + len, .a = a};
     memset(out, 0, sizeof(*out));
-    if (!in || !parse_value(&jp, out))
+    if (!in)
+        return -1;
+    struct json_parser jp = {.p = in, .end = in + len, .a = a};
+    if (!parse_value(&jp, out))
         return -1;
     skip_ws(&jp);
     return jp.p == jp.end ? 0 : -1;
