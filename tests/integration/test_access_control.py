@@ -7,7 +7,9 @@ Each case makes its own bucket; users come from the admin API.
 
 import json
 import os
+import subprocess
 import sys
+import tempfile
 import urllib.parse
 
 sys.path.insert(0, os.environ.get("SHARD_SRCDIR", os.path.dirname(__file__)))
@@ -414,10 +416,7 @@ def test_owner_enforced_turns_acls_off(srv):
 
 
 def test_awscli_policy(srv):
-    aws = h.require_tool("aws") if hasattr(h, "require_tool") else None
-    del aws
-    import subprocess
-    import tempfile
+    h.require_tool("aws")
     s3 = srv.client()
     b = "pol-cli"
     s3.create_bucket(Bucket=b)
