@@ -237,7 +237,7 @@ acl_is_owner_only(const struct acl *acl, const char *owner)
 /* The checks of an ACL-setting request against the bucket's Object
  * Ownership and Public Access Block ('ba' may be NULL). */
 static bool
-acl_allowed_by_bucket(struct s3_req *r, const struct bucket_access *ba, const struct acl *acl,
+acl_allowed_by_bucket(const struct bucket_access *ba, const struct acl *acl,
                       const char *bucket_owner, struct acl_error *e)
 {
     if (!ba)
@@ -246,7 +246,6 @@ acl_allowed_by_bucket(struct s3_req *r, const struct bucket_access *ba, const st
         return acl_fail(e, S3_ERR_ACL_NOT_SUPPORTED, NULL);
     if (ba->block_public_acls && acl_is_public(acl))
         return acl_fail(e, S3_ERR_ACCESS_DENIED, NULL);
-    (void)r;
     return true;
 }
 
@@ -431,7 +430,7 @@ put_bucket_acl_end(struct s3_req *r)
     }
     if (!has_headers && !acl_from_xml(r, acl, &e))
         goto fail;
-    if (!acl_allowed_by_bucket(r, r->access, acl, owner, &e))
+    if (!acl_allowed_by_bucket(r->access, acl, owner, &e))
         goto fail;
     int rc = bucket_acl_store(r, &bk, acl);
     if (rc < 0) {
@@ -552,7 +551,7 @@ s3_acl_from_request(struct s3_req *r, struct meta *m)
     struct meta nm;
     const char *bucket_owner = r->has_bucket ? s3_bucket_owner_id(r, &r->bucket_rec) : "";
     if (!acl_from_headers(r, false, bucket_owner, acl, &has, &e) ||
-        (has && !acl_allowed_by_bucket(r, r->access, acl, bucket_owner, &e))) {
+        (has && !acl_allowed_by_bucket(r->access, acl, bucket_owner, &e))) {
         s3_respond_error(r, e.code, e.msg);
         return false;
     }
@@ -629,7 +628,7 @@ object_acl_replace(struct s3_req *r, const struct index_bucket *bk, const struct
         struct index_object obj;
         struct meta m, nm;
         char owner[72];
-        struct acl old;
+        struct acl *old = arena_calloc(r->arena, 1, sizeof(*old));
         rc = index_object_get(r->srv->index, bk->id, r->key, r->arena, &obj);
         if (rc != 0)
             break;
@@ -639,7 +638,7 @@ object_acl_replace(struct s3_req *r, const struct index_bucket *bk, const struct
         }
         struct slice v = meta_get(&m, META_ACL);
         snprintf(owner, sizeof(owner), "%s", s3_bucket_owner_id(r, bk));
-        if (v.ptr && !object_acl_parse(v, owner, &old)) {
+        if (v.ptr && !object_acl_parse(v, owner, old)) {
             rc = -EIO;
             break;
         }
@@ -679,7 +678,7 @@ put_object_acl_end(struct s3_req *r)
     }
     if (!has_headers && !acl_from_xml(r, acl, &e))
         goto fail;
-    if (!acl_allowed_by_bucket(r, r->access, acl, owner, &e))
+    if (!acl_allowed_by_bucket(r->access, acl, owner, &e))
         goto fail;
     int rc = object_acl_replace(r, &bk, acl);
     if (rc == -ENOENT)
