@@ -382,6 +382,118 @@ bool auth_policy_allows(const struct auth_principal *who, const struct auth_buck
 /* Returns true when 'action' changes state (refused to read-only keys). */
 bool auth_action_is_write(enum auth_action action);
 
+/* ---- bucket policies (iam.c) ------------------------------------------- */
+
+/* Bucket policy documents are at most this long (AWS: 20 KiB). */
+#define AUTH_IAM_POLICY_MAX (20 * 1024)
+#define AUTH_IAM_STATEMENTS_MAX 256
+
+/* The condition keys a policy may name. */
+enum auth_iam_key {
+    AUTH_IAM_KEY_SOURCE_IP,
+    AUTH_IAM_KEY_SECURE_TRANSPORT,
+    AUTH_IAM_KEY_CURRENT_TIME,
+    AUTH_IAM_KEY_EPOCH_TIME,
+    AUTH_IAM_KEY_USERNAME,
+    AUTH_IAM_KEY_USERID,
+    AUTH_IAM_KEY_PRINCIPAL_TYPE,
+    AUTH_IAM_KEY_PRINCIPAL_ARN,
+    AUTH_IAM_KEY_REFERER,
+    AUTH_IAM_KEY_USER_AGENT,
+    AUTH_IAM_KEY_PREFIX,
+    AUTH_IAM_KEY_DELIMITER,
+    AUTH_IAM_KEY_MAX_KEYS,
+    AUTH_IAM_KEY_ACL,
+    AUTH_IAM_KEY_SSE,
+    AUTH_IAM_KEY_COPY_SOURCE,
+    AUTH_IAM_KEY_METADATA_DIRECTIVE,
+    AUTH_IAM_KEY_STORAGE_CLASS,
+    AUTH_IAM_KEY_CONTENT_SHA256,
+    AUTH_IAM_KEY_EXISTING_TAG,     /* s3:ExistingObjectTag/<suffix> */
+    AUTH_IAM_KEY_REQUEST_TAG,      /* s3:RequestObjectTag/<suffix> */
+    AUTH_IAM_KEY_REQUEST_TAG_KEYS, /* multi-valued */
+    AUTH_IAM_KEY_SIGNATURE_VERSION,
+    AUTH_IAM_KEY_AUTH_TYPE,
+    AUTH_IAM_KEY_VERSION_ID,
+};
+
+/* Value 'i' (from 0) of condition key 'key' ('suffix': the tag key of the
+ * tag keys) for the request being decided: returns true with it in
+ * '*out' (borrowed for the evaluation), false when the key has no value
+ * 'i' (absent from the request, or no more values). */
+typedef bool (*auth_iam_value_fn)(void *ctx, enum auth_iam_key key, struct slice suffix, size_t i,
+                                  struct slice *out);
+/* Whether a shardstore user named 'name' exists (policy principals). */
+typedef bool (*auth_iam_user_exists_fn)(void *ctx, struct slice name);
+
+/* One request as a policy sees it. Everything is borrowed for the call. */
+struct auth_iam_request {
+    struct slice action;   /* IAM action, e.g. "s3:GetObject" (any case) */
+    struct slice resource; /* "arn:aws:s3:::BUCKET" or "arn:aws:s3:::BUCKET/KEY" */
+    bool is_anonymous;
+    bool is_root;
+    struct slice user_name;  /* the user's name (principal ARN user/NAME) */
+    struct slice user_id;    /* canonical id (CanonicalUser principals) */
+    bool skip_public_allows; /* RestrictPublicBuckets: public Allows do not count */
+    auth_iam_value_fn value;
+    void *ctx;
+};
+
+enum auth_iam_effect { AUTH_IAM_NONE, AUTH_IAM_ALLOW, AUTH_IAM_DENY };
+
+/* A compiled policy (opaque; lives in the arena it was compiled into). */
+struct auth_iam_policy;
+
+/*
+ * Parses and validates policy document 'doc' ('len' bytes) for bucket
+ * 'bucket' and compiles it into 'a'. 'exists' (with 'ctx') checks that
+ * the users principals name exist. Reloading a stored policy passes
+ * SLICE_NULL and NULL to skip both checks (done when it was set). Returns 0 with '*out' set, or -1
+ * with
+ * '*msg' set to AWS's MalformedPolicy message (static or in 'a').
+ */
+int auth_iam_compile(const char *doc, size_t len, struct slice bucket,
+                     auth_iam_user_exists_fn exists, void *ctx, struct arena *a,
+                     const struct auth_iam_policy **out, const char **msg);
+/*
+ * Decides request 'rq' against policy 'p' (NULL: no policy): DENY when a
+ * Deny statement matches, else ALLOW when an Allow does, else NONE. Pure,
+ * allocation-free and thread-safe ('p' is never written after compile).
+ */
+enum auth_iam_effect auth_iam_evaluate(const struct auth_iam_policy *p,
+                                       const struct auth_iam_request *rq);
+/* Whether 'p' lets anyone in (an Allow for "*" not pinned by a
+ * SourceIp/userid/username condition): GetBucketPolicyStatus's IsPublic. */
+bool auth_iam_is_public(const struct auth_iam_policy *p);
+/* Glob match ('*' any run, '?' one byte) of 's' against 'pat'. */
+bool auth_iam_glob(struct slice pat, struct slice s, bool is_nocase);
+
+/* ---- POST Object form signatures (post.c) ------------------------------ */
+
+/* The signing fields of a POST form (borrowed). */
+struct auth_post {
+    struct slice policy;     /* the base64 policy document, as sent */
+    struct slice signature;  /* x-amz-signature (hex) or signature (base64, SigV2) */
+    struct slice algorithm;  /* x-amz-algorithm (SigV4) */
+    struct slice credential; /* x-amz-credential: AK/YYYYMMDD/region/s3/aws4_request */
+    struct slice amz_date;   /* x-amz-date: YYYYMMDDTHHMMSSZ */
+    struct slice access_key; /* AWSAccessKeyId (SigV2) */
+    const char *region;      /* the server's region */
+};
+/*
+ * Verifies a SigV4-signed POST form: the signature of 'post->policy' under
+ * the key derived from the credential's secret (looked up with 'lookup'),
+ * day and region. Returns AUTH_OK (with 'out->access_key' set), or
+ * AUTH_MALFORMED, AUTH_UNSUPPORTED (another algorithm), AUTH_BAD_REGION,
+ * AUTH_UNKNOWN_KEY, AUTH_BAD_SIGNATURE. The policy's expiration is the
+ * caller's to check.
+ */
+enum auth_result auth_post_verify_v4(const struct auth_post *post, auth_secret_fn lookup, void *ctx,
+                                     struct auth_verdict *out);
+/* The same for a SigV2-signed form (AWSAccessKeyId, signature). */
+enum auth_result auth_post_verify_v2(const struct auth_post *post, auth_secret_fn lookup, void *ctx,
+                                     struct auth_verdict *out);
+
 /* ---- secrets at rest (secret.c) -------------------------------------- */
 
 /* An encrypted secret: 12-byte random nonce | ciphertext | 16-byte tag

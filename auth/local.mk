@@ -3,7 +3,7 @@
 noinst_LTLIBRARIES += auth/libauth.la
 auth_libauth_la_SOURCES = auth/auth.h auth/auth_int.h auth/sigv4.c auth/chunked.c \
 	auth/checksum.c auth/md5_mb.c auth/sigv2.c auth/digest.c auth/policy.c auth/secret.c \
-	auth/sse.c
+	auth/sse.c auth/iam.c auth/post.c
 auth_libauth_la_CFLAGS = $(AM_CFLAGS) $(OPENSSL_CFLAGS) $(ISAL_CFLAGS)
 auth_libauth_la_LIBADD = common/libcommon.la $(OPENSSL_LIBS) $(ISAL_LIBS)
 

@@ -10,3 +10,4 @@ EXTRA_DIST += bench/listing.sh
 EXTRA_DIST += bench/sse.sh
 EXTRA_DIST += bench/cors.sh
 EXTRA_DIST += bench/ml.sh
+EXTRA_DIST += bench/policy.sh

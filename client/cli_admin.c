@@ -30,7 +30,7 @@ usage(FILE *f, const char *prog)
 {
     fprintf(f,
             "usage: %s [--endpoint URL] [--region R] [--json] COMMAND\n"
-            "  user add NAME [--admin]       user list          user remove NAME\n"
+            "  user add NAME [EMAIL] [--admin]  user list       user remove NAME\n"
             "  key add USER [--read-only]    key list [USER]    key remove ACCESS_KEY\n"
             "  grant USER BUCKET read|write|admin [--prefix P]  revoke USER BUCKET\n"
             "  grant list [USER]\n"
@@ -97,8 +97,10 @@ admin_req_of(int argc, char **argv, bool is_admin, bool is_read_only, const char
     const char *noun = argv[0], *verb = argv[1];
     int nargs = argc - 2;
     char **args = argv + 2;
-    if (!strcmp(noun, "user") && !strcmp(verb, "add") && nargs == 1) {
+    if (!strcmp(noun, "user") && !strcmp(verb, "add") && (nargs == 1 || nargs == 2)) {
         *r = (struct admin_req){"POST", "/_/admin/users", {{"name", args[0]}}, 1};
+        if (nargs == 2)
+            param_add(r, "email", args[1]);
         if (is_admin)
             param_add(r, "admin", "true");
     } else if (!strcmp(noun, "user") && !strcmp(verb, "list") && nargs == 0) {

@@ -154,6 +154,11 @@ int http_date_parse(struct slice s, int64_t *out_s);
 int amz_date_parse(struct slice s, int64_t *out_s);
 /* Writes "YYYYMMDDTHHMMSSZ" and a NUL for 's' (clamped to 1970..9999). */
 void amz_date_format(int64_t s, char out[17]);
+/* Parses an ISO 8601 date ("2024-05-01", "2024-05-01T12:00:00Z", optional
+ * fractional seconds) or a count of epoch seconds into Unix seconds
+ * (bucket policy Date conditions, POST policy expirations). Returns false
+ * when malformed. */
+bool iso_date_parse(struct slice s, int64_t *out);
 
 /* ---- URI percent-coding (uri.c) ------------------------------------------- */
 
@@ -196,5 +201,31 @@ int dir_sync_parent(const char *path);
 #define MIN(a, b) ((a) < (b) ? (a) : (b))
 #define MAX(a, b) ((a) > (b) ? (a) : (b))
 #define ALIGN_UP(x, a) (((x) + ((a)-1)) & ~((uint64_t)(a)-1))
+
+/*
+ * JSON (json.c): a strict parser for small documents (bucket policies, POST
+ * policy documents). The tree lives in the caller's arena; nesting is at
+ * most JSON_MAX_DEPTH. Strings are decoded UTF-8, NUL-terminated; numbers
+ * keep their source text in 'str'. Arrays and objects chain their members
+ * through 'first'/'next' in document order ('name' set for object members).
+ */
+#define JSON_MAX_DEPTH 16
+enum json_type { JSON_NULL, JSON_BOOL, JSON_NUMBER, JSON_STRING, JSON_ARRAY, JSON_OBJECT };
+struct json_value {
+    enum json_type type;
+    struct slice name;        /* member name inside an object */
+    struct slice str;         /* JSON_STRING (decoded), JSON_NUMBER (text) */
+    bool boolean;             /* JSON_BOOL */
+    struct json_value *first; /* JSON_ARRAY, JSON_OBJECT: the members */
+    struct json_value *next;  /* the next member of the parent */
+    size_t n;                 /* number of members */
+};
+/* Parses 'len' bytes at 'in' into 'out' (allocating in 'a'). Returns 0,
+ * or -1 when the text is not one well-formed JSON value or nests deeper
+ * than JSON_MAX_DEPTH. */
+int json_parse(const char *in, size_t len, struct arena *a, struct json_value *out);
+/* The first member named 'name' of object 'obj' (case-sensitive), or NULL
+ * (also when 'obj' is NULL or not an object). */
+const struct json_value *json_member(const struct json_value *obj, const char *name);
 
 #endif

@@ -7,6 +7,8 @@
  */
 #include "common/common.h"
 
+#include <stdio.h>
+
 void
 civil_from_days(int64_t days, int64_t *y, unsigned *m, unsigned *d)
 {
@@ -294,4 +296,43 @@ amz_date_parse(struct slice text, int64_t *out_s)
         !scan_digits(&sc, 2, &s) || !scan_char(&sc, 'Z') || sc.p != sc.end)
         return -1;
     return to_epoch(y, mo, d, h, mi, s, out_s);
+}
+
+/* Parses an ISO 8601 date ("2024-05-01", "2024-05-01T12:00:00Z", with
+ * optional fractional seconds) or epoch seconds into Unix seconds. */
+bool
+iso_date_parse(struct slice s, int64_t *out)
+{
+    uint64_t epoch;
+    if (s.len && s.len <= 12 && parse_u64(s, UINT64_C(1) << 40, &epoch) == 0) {
+        *out = (int64_t)epoch;
+        return true;
+    }
+    char text[40];
+    if (s.len < 10 || s.len >= sizeof(text))
+        return false;
+    memcpy(text, s.ptr, s.len);
+    text[s.len] = '\0';
+    unsigned y, mo, d, h = 0, mi = 0, sec = 0;
+    int n = 0;
+    if (sscanf(text, "%4u-%2u-%2u%n", &y, &mo, &d, &n) != 3 || n != 10)
+        return false;
+    const char *t = text + 10;
+    if (*t == 'T') {
+        int m = 0;
+        if (sscanf(t, "T%2u:%2u:%2u%n", &h, &mi, &sec, &m) != 3 || m != 9)
+            return false;
+        t += m;
+        if (*t == '.') {
+            t++;
+            while (*t >= '0' && *t <= '9')
+                t++;
+        }
+        if (*t == 'Z')
+            t++;
+    }
+    if (*t || mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || sec > 60)
+        return false;
+    *out = days_from_civil(y, mo, d) * 86400 + (int64_t)h * 3600 + mi * 60 + sec;
+    return true;
 }

@@ -609,6 +609,7 @@ int index_object_scan(struct index *ix, index_object_fn fn, void *ctx);
 
 #define INDEX_USER_ID_LEN 64 /* lower-case hex chars */
 #define INDEX_USER_NAME_MAX 64
+#define INDEX_USER_EMAIL_MAX 128
 #define INDEX_ACCESS_KEY_MAX 128
 #define INDEX_SECRET_BLOB_MAX 512 /* an encrypted secret, opaque to index/ */
 #define INDEX_GRANT_PREFIX_MAX 512
@@ -618,6 +619,7 @@ struct index_user {
     char name[INDEX_USER_NAME_MAX + 1];
     bool is_admin; /* may use the admin API */
     int64_t created_ns;
+    char email[INDEX_USER_EMAIL_MAX + 1]; /* for ACL grants by emailAddress; "" none */
 };
 
 /* Creates user 'u'. Returns 0, -EEXIST (name or id taken) or -EINVAL (empty
@@ -626,6 +628,9 @@ int index_user_create(struct index *ix, const struct index_user *u);
 /* Looks a user up by name or by id. Returns 0 and fills 'out', or -ENOENT. */
 int index_user_get(struct index *ix, struct slice name, struct index_user *out);
 int index_user_get_by_id(struct index *ix, struct slice id, struct index_user *out);
+/* Looks a user up by e-mail address (ASCII case-insensitive; a scan of the
+ * users, who are few). Returns 0 and fills 'out', or -ENOENT. */
+int index_user_get_by_email(struct index *ix, struct slice email, struct index_user *out);
 /* Deletes user 'name' with all its access keys and grants, in one
  * transaction (its keys stop working at the next request). Buckets it owns
  * stay (owned by the id; root can still reach them). Returns 0 or -ENOENT. */

@@ -6,6 +6,8 @@
  * name the same set of users; every key and grant belongs to a user that
  * exists (a user is deleted together with its keys and grants). Secrets
  * arrive already encrypted by the caller: index/ stores an opaque blob.
+ * A user record may end with an e-mail address (u8 length, bytes); records
+ * written before addresses existed simply stop after the name.
  */
 #include "index/index_int.h"
 
@@ -52,8 +54,14 @@ user_parse(const MDB_val *id, const MDB_val *v, struct index_user *out)
     if (v->mv_size < 11 || p[0] != USER_VERSION)
         return CORRUPT_BKPT("user record header");
     size_t name_len = p[10];
-    if (name_len == 0 || name_len > INDEX_USER_NAME_MAX || v->mv_size != 11 + name_len)
+    if (name_len == 0 || name_len > INDEX_USER_NAME_MAX || v->mv_size < 11 + name_len)
         return CORRUPT_BKPT("user record length");
+    if (v->mv_size > 11 + name_len) {
+        size_t email_len = p[11 + name_len];
+        if (email_len > INDEX_USER_EMAIL_MAX || v->mv_size != 12 + name_len + email_len)
+            return CORRUPT_BKPT("user record e-mail length");
+        memcpy(out->email, p + 12 + name_len, email_len);
+    }
     memcpy(out->id, id->mv_data, INDEX_USER_ID_LEN);
     out->is_admin = (p[1] & USER_FLAG_ADMIN) != 0;
     out->created_ns = (int64_t)index__get_le64(p + 2);
@@ -131,17 +139,25 @@ index_user_create(struct index *ix, const struct index_user *u)
 {
     MDB_txn *txn = NULL;
     struct slice id = slice_from_cstr(u->id), name = slice_from_cstr(u->name);
-    uint8_t rec[11 + INDEX_USER_NAME_MAX];
+    struct slice email = slice_from_cstr(u->email);
+    uint8_t rec[12 + INDEX_USER_NAME_MAX + INDEX_USER_EMAIL_MAX];
     int rc;
 
-    if (!user_id_is_valid(id) || !name_is_valid(name, INDEX_USER_NAME_MAX))
+    if (!user_id_is_valid(id) || !name_is_valid(name, INDEX_USER_NAME_MAX) ||
+        email.len > INDEX_USER_EMAIL_MAX)
         return -EINVAL;
     rec[0] = USER_VERSION;
     rec[1] = u->is_admin ? USER_FLAG_ADMIN : 0;
     index__put_le64(rec + 2, (uint64_t)u->created_ns);
     rec[10] = (uint8_t)name.len;
     memcpy(rec + 11, name.ptr, name.len);
-    MDB_val ik = {id.len, (void *)id.ptr}, iv = {11 + name.len, rec};
+    size_t rec_len = 11 + name.len;
+    if (email.len) {
+        rec[rec_len++] = (uint8_t)email.len;
+        memcpy(rec + rec_len, email.ptr, email.len);
+        rec_len += email.len;
+    }
+    MDB_val ik = {id.len, (void *)id.ptr}, iv = {rec_len, rec};
     MDB_val nk = {name.len, (void *)name.ptr}, nv = {id.len, (void *)id.ptr};
     if ((rc = index__err(mdb_txn_begin(ix->env, NULL, 0, &txn))) != 0)
         goto fail;
@@ -257,6 +273,35 @@ fail:
     if (txn)
         mdb_txn_abort(txn);
     return rc;
+}
+
+struct email_find {
+    struct slice email;
+    struct index_user *out;
+    bool is_found;
+};
+
+static int
+email_find_one(void *ctx, const struct index_user *u)
+{
+    struct email_find *f = ctx;
+    if (!u->email[0] || slice_casecmp(slice_from_cstr(u->email), f->email) != 0)
+        return 0;
+    *f->out = *u;
+    f->is_found = true;
+    return 1;
+}
+
+int
+index_user_get_by_email(struct index *ix, struct slice email, struct index_user *out)
+{
+    struct email_find f = {.email = email, .out = out};
+    if (email.len == 0)
+        return -ENOENT;
+    int rc = index_user_list(ix, email_find_one, &f);
+    if (rc < 0)
+        return rc;
+    return f.is_found ? 0 : -ENOENT;
 }
 
 int

@@ -19,6 +19,8 @@
 #include "common/common.h"
 #include "index/index.h"
 #include "server/access.h"
+#include "server/acl.h"
+#include "server/bucket_access.h"
 #include "server/errors.h"
 #include "server/metrics.h"
 #include "server/req.h"
@@ -31,14 +33,8 @@
  * Authentication
  * ====================================================================== */
 
-/*
- * The secret lookup auth/ calls: root's key first, then the index. Fills
- * the request's principal as a side effect ('ctx' is the request). Returns
- * 0 with the secret in 'secret', or -1 (unknown key, its user is gone, or
- * its sealed secret does not open).
- */
-static int
-lookup_secret(void *ctx, struct slice access_key, char *secret, size_t cap)
+int
+s3_lookup_secret(void *ctx, struct slice access_key, char *secret, size_t cap)
 {
     struct s3_req *r = ctx;
     struct server *srv = r->srv;
@@ -171,7 +167,7 @@ authenticate(struct s3_req *r, bool allow_anonymous)
     };
     r->user_id[0] = '\0';
     r->principal = (struct auth_principal){.is_anonymous = true, .user_id = r->user_id};
-    enum auth_result res = auth_sigv4_verify(&ar, lookup_secret, r, &r->auth);
+    enum auth_result res = auth_sigv4_verify(&ar, s3_lookup_secret, r, &r->auth);
     bool is_sigv2 = res == AUTH_UNSUPPORTED && s3_req_param(r, "AWSAccessKeyId") &&
                     s3_req_param(r, "Signature") && !s3_req_has_header(r, "authorization");
     if (is_sigv2) {
@@ -180,7 +176,7 @@ authenticate(struct s3_req *r, bool allow_anonymous)
         if (r->is_virtual_host)
             prefix = slice_from_cstr(
                 arena_sprintf(r->arena, "/%.*s", (int)r->bucket.len, r->bucket.ptr));
-        res = auth_sigv2_verify_query(&ar, prefix, lookup_secret, r, &r->auth);
+        res = auth_sigv2_verify_query(&ar, prefix, s3_lookup_secret, r, &r->auth);
     }
     if (res == AUTH_OK && is_admin && r->auth.is_presigned) {
         /* Refused above already; kept in case auth/ learns another form. */
@@ -309,19 +305,41 @@ s3_owner_name(struct s3_req *r, const char *owner, char *out, size_t cap)
         snprintf(out, cap, "%s", owner);
 }
 
-/* Looks up the request's bucket and the caller's grant on it once. */
+/* Looks up the request's bucket, the caller's grant on it and the
+ * bucket's access configuration once. */
 static void
 load_bucket_facts(struct s3_req *r)
 {
     if (r->has_bucket || r->bucket.len == 0)
         return;
+    bucket_access_release(r->access);
+    r->access = NULL;
     if (index_bucket_get(r->srv->index, r->bucket, &r->bucket_rec) != 0)
         return;
     r->has_bucket = true;
+    r->access = bucket_access_get(r->srv->access, r->bucket_rec.id);
     if (!r->principal.is_anonymous && !r->principal.is_root &&
         index_grant_get(r->srv->index, slice_from_cstr(r->user_id), r->bucket_rec.id, &r->grant) ==
             0)
         r->has_grant = true;
+}
+
+/* Whether the bucket's public-read flag counts: not when Public Access
+ * Block ignores public ACLs or Object Ownership turned ACLs off. */
+static bool
+public_read_counts(const struct bucket_access *ba)
+{
+    return !ba || (!ba->ignore_public_acls && ba->ownership != OWNERSHIP_BUCKET_OWNER_ENFORCED);
+}
+
+/* Whether 'action' addresses the bucket itself (its IAM resource is the
+ * bucket ARN, whatever key the route checks). */
+static bool
+is_bucket_resource(const struct s3_req *r, enum auth_action action)
+{
+    return action == AUTH_ACTION_LIST || action == AUTH_ACTION_BUCKET_INFO ||
+           ((action == AUTH_ACTION_READ_ACP || action == AUTH_ACTION_BUCKET_ADMIN) &&
+            r->key.len == 0);
 }
 
 bool
@@ -329,7 +347,8 @@ s3_is_allowed(struct s3_req *r, enum auth_action action, struct slice key)
 {
     load_bucket_facts(r);
     struct auth_bucket_view bv = {.owner = r->bucket_rec.owner,
-                                  .is_public_read = r->bucket_rec.is_public_read};
+                                  .is_public_read = r->bucket_rec.is_public_read &&
+                                                    public_read_counts(r->access)};
     struct auth_grant_view gv = {.level = r->has_grant ? (int)r->grant.level : 0,
                                  .prefix = slice_from_cstr(r->grant.prefix)};
     bool is_bucket_action = action != AUTH_ACTION_SERVICE && action != AUTH_ACTION_CREATE_BUCKET &&
@@ -338,12 +357,25 @@ s3_is_allowed(struct s3_req *r, enum auth_action action, struct slice key)
     if (r->principal.is_read_only && auth_action_is_write(action))
         return false;
     if (is_bucket_action && !r->has_bucket) {
-        /* No such bucket: a signed caller learns that from the handler
-         * (NoSuchBucket); an anonymous one is simply denied. */
-        return !r->principal.is_anonymous;
+        /* No such bucket: the handler answers NoSuchBucket, to anonymous
+         * callers too, as S3 does (a name's existence is public). */
+        return true;
     }
-    return auth_policy_allows(&r->principal, is_bucket_action ? &bv : NULL,
-                              r->has_grant ? &gv : NULL, action, key, r->srv->owner_id);
+    bool base = auth_policy_allows(&r->principal, is_bucket_action ? &bv : NULL,
+                                   r->has_grant ? &gv : NULL, action, key, r->srv->owner_id);
+    if (!is_bucket_action)
+        return base;
+    bool is_bucket_res = is_bucket_resource(r, action);
+    int verdict = r->access ? bucket_access_decide(r, r->access, base, bucket_access_iam_action(r),
+                                                   is_bucket_res ? SLICE_NULL : key,
+                                                   bucket_access_acl_need(r))
+                            : base;
+    if (verdict != 0)
+        return verdict > 0;
+    /* Denied so far, but not explicitly: the object's own ACL may allow
+     * (read only when the request would otherwise fail). */
+    unsigned need = bucket_access_object_acl_need(r);
+    return need && !is_bucket_res && s3_object_acl_allows(r, key, need);
 }
 
 bool
@@ -364,11 +396,28 @@ s3_authorize_bucket(struct s3_req *r, const struct index_bucket *bk, enum auth_a
     struct index_grant g;
     bool has_grant = !r->principal.is_anonymous && !r->principal.is_root &&
                      index_grant_get(r->srv->index, slice_from_cstr(r->user_id), bk->id, &g) == 0;
-    struct auth_bucket_view bv = {.owner = bk->owner, .is_public_read = bk->is_public_read};
+    struct bucket_access *ba = bucket_access_get(r->srv->access, bk->id);
+    struct auth_bucket_view bv = {.owner = bk->owner,
+                                  .is_public_read = bk->is_public_read && public_read_counts(ba)};
     struct auth_grant_view gv = {.level = has_grant ? (int)g.level : 0,
                                  .prefix = has_grant ? slice_from_cstr(g.prefix) : SLICE_NULL};
-    if (auth_policy_allows(&r->principal, &bv, has_grant ? &gv : NULL, action, key,
-                           r->srv->owner_id))
+    bool is_allowed = auth_policy_allows(&r->principal, &bv, has_grant ? &gv : NULL, action, key,
+                                         r->srv->owner_id);
+    if (ba) {
+        /* The policy is the source bucket's, and speaks of its name. */
+        struct index_bucket saved = r->bucket_rec;
+        bool had_bucket = r->has_bucket;
+        r->bucket_rec = *bk;
+        r->has_bucket = true;
+        is_allowed = bucket_access_decide(r, ba, is_allowed,
+                                          action == AUTH_ACTION_READ ? "s3:GetObject"
+                                                                     : bucket_access_iam_action(r),
+                                          key, action == AUTH_ACTION_READ ? 0 : ACL_WRITE) > 0;
+        r->bucket_rec = saved;
+        r->has_bucket = had_bucket;
+        bucket_access_release(ba);
+    }
+    if (is_allowed)
         return true;
     s3_respond_error(r, S3_ERR_ACCESS_DENIED, NULL);
     return false;

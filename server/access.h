@@ -15,6 +15,14 @@
 struct index_bucket;
 struct s3_req;
 
+/*
+ * The secret lookup auth/ calls (an auth_secret_fn): root's key first, then
+ * the index. Fills the request's principal as a side effect ('ctx' is the
+ * request). Returns 0 with the secret in 'secret', or -1 (unknown key, its
+ * user is gone, or its sealed secret does not open). POST Object forms
+ * verify through it too.
+ */
+int s3_lookup_secret(void *ctx, struct slice access_key, char *secret, size_t cap);
 /* Verifies the request's SigV4 (or SigV2 presigned URL) against the root
  * key and the users' keys in the index, and fills r->principal; on failure
  * (an unsigned request included) responds with the S3 error and returns false. */

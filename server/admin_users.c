@@ -3,7 +3,7 @@
  * with the admin flag; op_admin authorized the request already):
  *
  *   GET    /_/admin/users                          list users
- *   POST   /_/admin/users?name=N[&admin=true]      add a user
+ *   POST   /_/admin/users?name=N[&admin=true][&email=E]  add a user
  *   DELETE /_/admin/users?name=N                   remove it, its keys and grants
  *   GET    /_/admin/keys[?user=N]                  list access keys (never secrets)
  *   POST   /_/admin/keys?user=N[&read_only=true]   new key; the answer holds the
@@ -28,6 +28,7 @@
 #include "common/common.h"
 #include "index/index.h"
 #include "server/access.h"
+#include "server/acl.h"
 #include "server/errors.h"
 #include "server/ops.h"
 #include "server/req.h"
@@ -198,6 +199,8 @@ user_fields(struct out *o, const struct index_user *u)
     out_str(o, "name", slice_from_cstr(u->name));
     out_str(o, "id", slice_from_cstr(u->id));
     out_bool(o, "admin", u->is_admin);
+    if (u->email[0])
+        out_str(o, "email", slice_from_cstr(u->email));
 }
 
 static int
@@ -233,6 +236,17 @@ users(struct s3_req *r, bool is_get, bool is_post, bool is_delete)
             return;
         }
         struct index_user u = {.is_admin = param_true(r, "admin"), .created_ns = clock_now_ns()};
+        struct slice email = param(r, "email");
+        struct index_user other;
+        if (email.len > INDEX_USER_EMAIL_MAX || (email.len && !memchr(email.ptr, '@', email.len))) {
+            s3_respond_error(r, S3_ERR_INVALID_ARGUMENT, "Invalid e-mail address");
+            return;
+        }
+        if (index_user_get_by_email(r->srv->index, email, &other) == 0) {
+            s3_respond_error(r, S3_ERR_INVALID_ARGUMENT, "Another user has this e-mail address");
+            return;
+        }
+        memcpy(u.email, email.ptr ? email.ptr : "", email.len);
         uint8_t id[32];
         if (auth_random_bytes(id, sizeof(id)) != 0) {
             s3_respond_error(r, S3_ERR_INTERNAL_ERROR, NULL);
@@ -512,7 +526,7 @@ buckets(struct s3_req *r, bool is_get, bool is_put)
             s3_respond_error(r, S3_ERR_INVALID_ARGUMENT, "public must be on or off");
             return;
         }
-        int rc = index_bucket_set_public(r->srv->index, bucket, is_on);
+        int rc = s3_bucket_public_set(r, bucket, is_on);
         if (rc != 0) {
             respond_errno(r, rc, "bucket");
             return;

@@ -33,6 +33,7 @@
 #include "server/access.h"
 #include "server/access_log.h"
 #include "server/body.h"
+#include "server/bucket_access.h"
 #include "server/error_ring.h"
 #include "server/errors.h"
 #include "server/http.h"
@@ -457,6 +458,7 @@ on_completed(void *cls, struct MHD_Connection *conn, void **req_cls,
                   r->method.ptr, (int)r->raw_uri.len, r->raw_uri.ptr, r->status,
                   (double)(end_ns - r->start_ns) / 1e6, is_complete ? "" : " (terminated early)");
     buf_cleanup(&r->xml_body);
+    bucket_access_release(r->access);
     atomic_fetch_sub(&srv->in_flight, 1);
     arena_destroy(r->arena);
 }

@@ -16,6 +16,7 @@ shardstore_SOURCES = server/main.c server/server.h server/conf.h server/config.c
 	server/versioning.h server/versioning.c \
 	server/lifecycle_versions.h server/lifecycle_versions.c \
 	server/lifecycle.h server/lifecycle.c server/op_lifecycle.c \
+	server/bucket_access.h server/bucket_access.c server/op_access.c server/acl.h server/acl.c server/op_post.c \
 	server/tls.h server/tls.c server/sse.h server/sse.c server/sse_bucket.c \
 	server/metrics.h server/metrics.c server/access_log.h server/access_log.c \
 	server/error_ring.h server/error_ring.c server/console.h server/console.c

@@ -134,7 +134,7 @@ retention_xml_parse(const char *body, size_t len, struct arena *a, int *mode, in
     *mode = lock_mode_parse(f[0].value);
     if (*mode < 0)
         return LOCK_XML_MALFORMED;
-    if (iso_date_parse(f[1].value, until_ns) != 0)
+    if (lock_date_parse(f[1].value, until_ns) != 0)
         return LOCK_XML_INVALID;
     return LOCK_XML_OK;
 }
@@ -181,7 +181,7 @@ expect(struct slice s, size_t *i, char c)
 }
 
 int
-iso_date_parse(struct slice s, int64_t *ns)
+lock_date_parse(struct slice s, int64_t *ns)
 {
     int64_t y, mo, d, h, mi, sec, frac = 0;
     size_t i = 0;

@@ -73,6 +73,6 @@ const char *lock_mode_name(int mode);
  * fraction (up to 9 digits) and 'Z' or "+00:00", years 1970 to
  * LOCK_DATE_MAX_YEAR (nanoseconds since the epoch fit an int64_t).
  * Returns 0 and sets '*ns', or -1. */
-int iso_date_parse(struct slice s, int64_t *ns);
+int lock_date_parse(struct slice s, int64_t *ns);
 
 #endif

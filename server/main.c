@@ -13,6 +13,7 @@
 #include "common/common.h"
 #include "index/index.h"
 #include "server/access_log.h"
+#include "server/bucket_access.h"
 #include "server/bucket_log.h"
 #include "server/lifecycle.h"
 #include "server/admin_cli.h"
@@ -280,6 +281,9 @@ main(int argc, char **argv)
     if (!srv.committer)
         goto out;
     srv.reserves = reserve_table_create(srv.cfg.reserve_max_per_principal);
+    srv.access = bucket_access_cache_create(srv.index);
+    if (!srv.access)
+        goto out;
     srv.lifecycle = lifecycle_create(&srv);
     if (!srv.lifecycle)
         goto out;
@@ -303,6 +307,7 @@ main(int argc, char **argv)
 out:
     bucket_log_destroy(srv.bucket_log);
     lifecycle_destroy(srv.lifecycle);
+    bucket_access_cache_destroy(srv.access);
     committer_destroy(srv.committer);
     reserve_table_destroy(srv.reserves);
     storage_close(srv.storage);

@@ -10,6 +10,8 @@
 #include "common/common.h"
 #include "index/index.h"
 #include "server/access.h"
+#include "server/acl.h"
+#include "server/bucket_access.h"
 #include "server/body.h"
 #include "server/errors.h"
 #include "server/ops.h"
@@ -126,15 +128,20 @@ op_list_buckets(struct s3_req *r)
     buf_cleanup(&b);
 }
 
-/* Reads x-amz-acl: 0 private (or absent), 1 public-read, -1 unsupported. */
+/* x-amz-object-ownership of CreateBucket: 0 absent, an OWNERSHIP_* value,
+ * or -1 for an unknown one. */
 static int
-canned_acl(struct s3_req *r)
+bucket_ownership_from_header(struct s3_req *r)
 {
-    struct slice acl = s3_req_header(r, "x-amz-acl");
-    if (!acl.ptr || slice_eq(acl, SLICE_LIT("private")))
+    struct slice v = s3_req_header(r, "x-amz-object-ownership");
+    if (!v.ptr)
         return 0;
-    if (slice_eq(acl, SLICE_LIT("public-read")))
-        return 1;
+    if (slice_eq(v, SLICE_LIT("ObjectWriter")))
+        return OWNERSHIP_OBJECT_WRITER;
+    if (slice_eq(v, SLICE_LIT("BucketOwnerPreferred")))
+        return OWNERSHIP_BUCKET_OWNER_PREFERRED;
+    if (slice_eq(v, SLICE_LIT("BucketOwnerEnforced")))
+        return OWNERSHIP_BUCKET_OWNER_ENFORCED;
     return -1;
 }
 
@@ -151,11 +158,11 @@ create_bucket_end(struct s3_req *r)
         s3_respond_error(r, S3_ERR_INVALID_LOCATION_CONSTRAINT, NULL);
         return;
     }
-    int acl = canned_acl(r);
-    if (acl < 0) {
-        s3_respond_error(r, S3_ERR_NOT_IMPLEMENTED,
-                         "Only the canned ACLs private and "
-                         "public-read are supported");
+    if (!s3_bucket_acl_check_create(r))
+        return;
+    int own = bucket_ownership_from_header(r);
+    if (own < 0) {
+        s3_respond_error(r, S3_ERR_INVALID_ARGUMENT, "Invalid x-amz-object-ownership header");
         return;
     }
     struct slice lock = s3_req_header(r, "x-amz-bucket-object-lock-enabled");
@@ -178,11 +185,13 @@ create_bucket_end(struct s3_req *r)
                 NULL);
             return;
         }
-        rc = 0;
-        acl = 0;
+        struct MHD_Response *resp =
+            MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT);
+        s3_resp_header(resp, "Location",
+                       arena_sprintf(r->arena, "/%.*s", (int)r->bucket.len, r->bucket.ptr));
+        s3_respond(r, 200, resp);
+        return;
     }
-    if (rc == 0 && acl == 1)
-        rc = index_bucket_set_public(r->srv->index, r->bucket, true);
     /* Object Lock turns versioning on for good (it cannot be suspended). */
     if (rc == 0 && is_locked)
         rc = index_versioning_put(r->srv->index, bk.id, INDEX_VERSIONING_ENABLED, true);
@@ -190,6 +199,20 @@ create_bucket_end(struct s3_req *r)
         s3_respond_error(r, s3_error_from_errno(rc), NULL);
         return;
     }
+    if (own > 0) {
+        char v = (char)('0' + own);
+        rc = index_bucket_config_put(r->srv->index, bk.id,
+                                     (enum index_bucket_config_kind)BUCKET_ACCESS_KIND_OWNERSHIP,
+                                     &v, 1);
+        if (rc == 0)
+            rc = bucket_access_reload(r->srv->access, r->srv->index, bk.id);
+        if (rc < 0) {
+            s3_respond_error(r, s3_error_from_errno(rc), NULL);
+            return;
+        }
+    }
+    if (!s3_bucket_acl_after_create(r, &bk))
+        return;
     struct MHD_Response *resp = MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT);
     char *loc = arena_sprintf(r->arena, "/%.*s", (int)r->bucket.len, r->bucket.ptr);
     s3_resp_header(resp, "Location", loc);
@@ -234,6 +257,8 @@ op_delete_bucket(struct s3_req *r)
         if (rc == 0)
             rc = index_bucket_delete(r->srv->index, r->bucket, bk.id);
     }
+    if (rc == 0) /* its configurations went with it: drop the cached entry */
+        bucket_access_reload(r->srv->access, r->srv->index, bk.id);
     if (rc == 0)
         s3_respond_empty(r, 204);
     else if (rc == -ENOENT)
@@ -262,65 +287,4 @@ op_get_bucket_location(struct s3_req *r)
     buf_append_str(&b, "</LocationConstraint>");
     s3_respond_body(r, 200, "application/xml", b.ptr, b.len);
     buf_cleanup(&b);
-}
-
-void
-op_get_bucket_acl(struct s3_req *r)
-{
-    struct index_bucket bk;
-    if (!s3_bucket_lookup(r, &bk))
-        return;
-    const char *owner = s3_bucket_owner_id(r, &bk);
-    char name[INDEX_USER_NAME_MAX + 1];
-    s3_owner_name(r, owner, name, sizeof(name));
-    struct buf b;
-    buf_init(&b);
-    xml_begin(&b, "AccessControlPolicy");
-    buf_append_str(&b, "<Owner>");
-    xml_elem_str(&b, "ID", owner);
-    xml_elem_str(&b, "DisplayName", name);
-    buf_append_str(&b, "</Owner><AccessControlList><Grant><Grantee "
-                       "xmlns:xsi=\"http://www.w3.org/2001/XMLSchema-instance\" "
-                       "xsi:type=\"CanonicalUser\">");
-    xml_elem_str(&b, "ID", owner);
-    xml_elem_str(&b, "DisplayName", name);
-    buf_append_str(&b, "</Grantee><Permission>FULL_CONTROL</Permission></Grant>");
-    if (bk.is_public_read)
-        buf_append_str(&b,
-                       "<Grant><Grantee xmlns:xsi=\"http://www.w3.org/2001/XMLSchema-instance\" "
-                       "xsi:type=\"Group\"><URI>http://acs.amazonaws.com/groups/global/AllUsers"
-                       "</URI></Grantee><Permission>READ</Permission></Grant>");
-    buf_append_str(&b, "</AccessControlList>");
-    xml_end(&b, "AccessControlPolicy");
-    s3_respond_body(r, 200, "application/xml", b.ptr, b.len);
-    buf_cleanup(&b);
-}
-
-static void
-put_bucket_acl_end(struct s3_req *r)
-{
-    struct index_bucket bk;
-    if (!s3_bucket_lookup(r, &bk))
-        return;
-    /* Canned ACLs only: an XML AccessControlPolicy body is not supported. */
-    int acl = canned_acl(r);
-    if (acl < 0 || !s3_req_has_header(r, "x-amz-acl") || r->xml_body.len) {
-        s3_respond_error(r, S3_ERR_NOT_IMPLEMENTED,
-                         "Only the x-amz-acl header with private or public-read is supported");
-        return;
-    }
-    int rc = index_bucket_set_public(r->srv->index, r->bucket, acl == 1);
-    if (rc < 0) {
-        s3_respond_error(r, rc == -ENOENT ? S3_ERR_NO_SUCH_BUCKET : S3_ERR_INTERNAL_ERROR, NULL);
-        return;
-    }
-    log_info("bucket %s: acl %s (by %s)", bk.name, acl == 1 ? "public-read" : "private",
-             r->user_name);
-    s3_respond_empty(r, 200);
-}
-
-void
-op_put_bucket_acl(struct s3_req *r)
-{
-    s3_req_expect_xml(r, 64 * 1024, put_bucket_acl_end);
 }

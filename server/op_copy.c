@@ -24,6 +24,7 @@
 #include "common/common.h"
 #include "index/index.h"
 #include "server/access.h"
+#include "server/acl.h"
 #include "server/commit.h"
 #include "server/errors.h"
 #include "server/extents.h"
@@ -263,7 +264,7 @@ copy_once(struct s3_req *r, const struct index_bucket *dst_bk, const struct inde
     } else {
         new_meta = src_meta;
     }
-    if (!s3_tagging_for_copy(r, &new_meta))
+    if (!s3_tagging_for_copy(r, &new_meta) || !s3_acl_from_request(r, &new_meta))
         return 1;
     int rc;
     if (!is_shared) {

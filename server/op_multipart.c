@@ -21,6 +21,7 @@
 #include "common/common.h"
 #include "index/index.h"
 #include "server/access.h"
+#include "server/acl.h"
 #include "server/body.h"
 #include "server/commit.h"
 #include "server/errors.h"
@@ -110,7 +111,7 @@ op_create_multipart(struct s3_req *r)
         s3_respond_error(r, e, NULL);
         return;
     }
-    if (!s3_tagging_from_request(r, &m))
+    if (!s3_tagging_from_request(r, &m) || !s3_acl_from_request(r, &m))
         return;
     /* The upload's data key, wrapped; each part is a segment under it. */
     struct sse_obj sse;

@@ -22,6 +22,7 @@
 #include "common/common.h"
 #include "index/index.h"
 #include "server/access.h"
+#include "server/acl.h"
 #include "server/commit.h"
 #include "server/errors.h"
 #include "server/extents.h"
@@ -551,6 +552,8 @@ put_begin(struct s3_req *r, struct put_ctx *c)
         return;
     }
     if (!c->is_part && !s3_tagging_from_request(r, &c->meta))
+        return;
+    if (!c->is_part && !s3_acl_from_request(r, &c->meta))
         return;
     if (!reserve_has_room(r->srv->reserves, r->user_id)) {
         s3_respond_error(r, S3_ERR_SLOW_DOWN,

@@ -164,4 +164,21 @@ int s3_copy_range(struct server *srv, const struct index_object *src, uint64_t f
 bool s3_copy_source_lookup(struct s3_req *r, struct index_bucket *src_bk, struct slice *src_key,
                            struct index_object *src);
 
+/* op_access.c: bucket policy, Public Access Block, Object Ownership */
+void op_put_bucket_policy(struct s3_req *r);
+void op_get_bucket_policy(struct s3_req *r);
+void op_delete_bucket_policy(struct s3_req *r);
+void op_get_bucket_policy_status(struct s3_req *r);
+void op_put_public_access_block(struct s3_req *r);
+void op_get_public_access_block(struct s3_req *r);
+void op_delete_public_access_block(struct s3_req *r);
+void op_put_bucket_ownership(struct s3_req *r);
+void op_get_bucket_ownership(struct s3_req *r);
+void op_delete_bucket_ownership(struct s3_req *r);
+/* acl.c: object ACLs (the bucket's are op_get_bucket_acl/op_put_bucket_acl) */
+void op_get_object_acl(struct s3_req *r);
+void op_put_object_acl(struct s3_req *r);
+/* op_post.c: POST Object (browser form uploads) */
+void op_post_object(struct s3_req *r);
+
 #endif

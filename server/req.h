@@ -22,6 +22,7 @@ struct MHD_Connection;
 struct MHD_Response;
 struct route;
 struct server;
+struct bucket_access;
 
 struct s3_param {
     struct slice name;  /* decoded */
@@ -82,6 +83,9 @@ struct s3_req {
     struct index_bucket bucket_rec;
     bool has_grant;
     struct index_grant grant;
+    /* The bucket's policy/ACL/ownership/PAB entry (bucket_access.h), a
+     * counted reference dropped when the request ends; NULL: none. */
+    struct bucket_access *access;
     /* The route's action and the key it was authorized for (s3_bucket_lookup
      * re-checks when the bucket changed in between). */
     bool has_route_action;

@@ -101,6 +101,7 @@ enum route_key {
     RKEY_OBJECT, /* the request's object key */
     RKEY_PREFIX, /* the listing's ?prefix= */
     RKEY_EACH,   /* several keys, each checked by the handler (DeleteObjects) */
+    RKEY_FORM,   /* a POST form: the handler authorizes once the fields are read */
 };
 
 /* A route names the action it needs, so every handler runs authorized, and
@@ -153,6 +154,26 @@ static const struct route routes[] = {
      "GetBucketAcl"},
     {"PUT", LEVEL_BUCKET, "acl", NULL, AUTH_ACTION_BUCKET_ADMIN, RKEY_NONE, BODY_END,
      op_put_bucket_acl, "PutBucketAcl"},
+    {"PUT", LEVEL_BUCKET, "policy", NULL, AUTH_ACTION_BUCKET_ADMIN, RKEY_NONE, BODY_END,
+     op_put_bucket_policy, "PutBucketPolicy"},
+    {"GET", LEVEL_BUCKET, "policy", NULL, AUTH_ACTION_BUCKET_ADMIN, RKEY_NONE, 0,
+     op_get_bucket_policy, "GetBucketPolicy"},
+    {"DELETE", LEVEL_BUCKET, "policy", NULL, AUTH_ACTION_BUCKET_ADMIN, RKEY_NONE, BLOCKS,
+     op_delete_bucket_policy, "DeleteBucketPolicy"},
+    {"GET", LEVEL_BUCKET, "policyStatus", NULL, AUTH_ACTION_BUCKET_ADMIN, RKEY_NONE, 0,
+     op_get_bucket_policy_status, "GetBucketPolicyStatus"},
+    {"PUT", LEVEL_BUCKET, "publicAccessBlock", NULL, AUTH_ACTION_BUCKET_ADMIN, RKEY_NONE, BODY_END,
+     op_put_public_access_block, "PutPublicAccessBlock"},
+    {"GET", LEVEL_BUCKET, "publicAccessBlock", NULL, AUTH_ACTION_BUCKET_ADMIN, RKEY_NONE, 0,
+     op_get_public_access_block, "GetPublicAccessBlock"},
+    {"DELETE", LEVEL_BUCKET, "publicAccessBlock", NULL, AUTH_ACTION_BUCKET_ADMIN, RKEY_NONE, BLOCKS,
+     op_delete_public_access_block, "DeletePublicAccessBlock"},
+    {"PUT", LEVEL_BUCKET, "ownershipControls", NULL, AUTH_ACTION_BUCKET_ADMIN, RKEY_NONE, BODY_END,
+     op_put_bucket_ownership, "PutBucketOwnershipControls"},
+    {"GET", LEVEL_BUCKET, "ownershipControls", NULL, AUTH_ACTION_BUCKET_ADMIN, RKEY_NONE, 0,
+     op_get_bucket_ownership, "GetBucketOwnershipControls"},
+    {"DELETE", LEVEL_BUCKET, "ownershipControls", NULL, AUTH_ACTION_BUCKET_ADMIN, RKEY_NONE, BLOCKS,
+     op_delete_bucket_ownership, "DeleteBucketOwnershipControls"},
     {"GET", LEVEL_BUCKET, "lifecycle", NULL, AUTH_ACTION_BUCKET_ADMIN, RKEY_NONE, 0,
      op_get_bucket_lifecycle, "GetBucketLifecycleConfiguration"},
     {"PUT", LEVEL_BUCKET, "lifecycle", NULL, AUTH_ACTION_BUCKET_ADMIN, RKEY_NONE, BODY_END,
@@ -202,6 +223,9 @@ static const struct route routes[] = {
     /* Batch GET: the read grant, checked per entry by the handler. */
     {"POST", LEVEL_BUCKET, "batch", NULL, AUTH_ACTION_READ, RKEY_EACH, BODY_END, op_batch_get,
      "GetObjectBatch"},
+    /* POST Object: the key, the signer and the policy are in the form. */
+    {"POST", LEVEL_BUCKET, NULL, NULL, AUTH_ACTION_WRITE, RKEY_FORM, BODY_END, op_post_object,
+     "PostObject"},
     {"GET", LEVEL_BUCKET, "uploads", NULL, AUTH_ACTION_LIST, RKEY_PREFIX, 0, op_list_uploads,
      "ListMultipartUploads"},
     {"POST", LEVEL_OBJECT, "uploads", NULL, AUTH_ACTION_WRITE, RKEY_OBJECT, BLOCKS,
@@ -217,6 +241,10 @@ static const struct route routes[] = {
      op_abort_multipart, "AbortMultipartUpload"},
     {"GET", LEVEL_OBJECT, "uploadId", NULL, AUTH_ACTION_WRITE, RKEY_OBJECT, 0, op_list_parts,
      "ListParts"},
+    {"GET", LEVEL_OBJECT, "acl", NULL, AUTH_ACTION_READ_ACP, RKEY_OBJECT, 0, op_get_object_acl,
+     "GetObjectAcl"},
+    {"PUT", LEVEL_OBJECT, "acl", NULL, AUTH_ACTION_BUCKET_ADMIN, RKEY_OBJECT, BODY_END,
+     op_put_object_acl, "PutObjectAcl"},
     {"PUT", LEVEL_OBJECT, "tagging", NULL, AUTH_ACTION_WRITE, RKEY_OBJECT, BODY_END,
      op_put_object_tagging, "PutObjectTagging"},
     {"GET", LEVEL_OBJECT, "tagging", NULL, AUTH_ACTION_READ, RKEY_OBJECT, 0, op_get_object_tagging,
@@ -266,6 +294,8 @@ route_authorize(struct s3_req *r, const struct route *rt)
         p = s3_req_param(r, "prefix");
         key = p ? p->value : SLICE_NULL;
         break;
+    case RKEY_FORM:
+        break;
     case RKEY_EACH:
         /* Only the level here: the handler checks every key. A prefix
          * grant's own prefix stands in for "some key under it". */
@@ -273,6 +303,8 @@ route_authorize(struct s3_req *r, const struct route *rt)
             key = slice_from_cstr(r->grant.prefix);
         break;
     }
+    if (rt->key == RKEY_FORM)
+        return true;
     r->has_route_action = true;
     r->route_action = rt->action;
     r->route_key = key;

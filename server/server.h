@@ -23,6 +23,7 @@ struct guard;
 struct index;
 struct lifecycle;
 struct bucket_log;
+struct bucket_access_cache;
 struct listener;
 struct offload;
 struct reserve_table;
@@ -66,6 +67,8 @@ struct server {
     struct reserve_table *reserves; /* what each principal's uploads hold */
     struct lifecycle *lifecycle;    /* the lifecycle worker (lifecycle.c) */
     struct bucket_log *bucket_log;  /* server access logging (bucket_log.c) */
+    /* Compiled bucket policies, ACLs, ownership, PAB (bucket_access.c). */
+    struct bucket_access_cache *access;
     char access_key[129];
     char secret_key[129];
     char owner_id[65]; /* canonical user id of the root user */

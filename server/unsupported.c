@@ -30,17 +30,16 @@ enum {
     SCOPE_ANY = 7,
 };
 
-/* x-amz-acl on an object write: objects have no ACL of their own, they
- * are as readable as their bucket. Honoured when the canned ACL asks for
- * exactly that: public-read in a public-read bucket, private (or the
- * bucket owner's full control, which the owner always has) otherwise. */
+/* x-amz-acl on an object write: object ACLs are kept (acl.c), but a
+ * public-read bucket serves all its objects to anyone (shardstore's
+ * public-read flag), so an object ACL that would take public reading away
+ * there cannot be honoured. */
 static bool
 object_acl_is_honoured(struct s3_req *r, struct slice v)
 {
     bool is_public = r->has_bucket && r->bucket_rec.is_public_read;
-    if (is_public)
-        return slice_eq(v, SLICE_LIT("public-read"));
-    return slice_eq(v, SLICE_LIT("private")) || slice_eq(v, SLICE_LIT("bucket-owner-full-control"));
+    return !is_public || slice_eq(v, SLICE_LIT("public-read")) ||
+           slice_eq(v, SLICE_LIT("public-read-write"));
 }
 
 struct refused_header {
@@ -53,9 +52,8 @@ struct refused_header {
 /* Order matters only for the message: the first matching row names the
  * feature. (Server-side encryption headers are implemented: sse.c.) */
 static const struct refused_header refused[] = {
-    {"x-amz-grant-", SCOPE_ANY, NULL, "ACL grants (x-amz-grant-*)"},
     {"x-amz-acl", SCOPE_OBJECT_WRITE, object_acl_is_honoured,
-     "object ACLs (an object is as readable as its bucket: use the bucket's canned ACL)"},
+     "a private object in a public-read bucket (the bucket serves every object to anyone)"},
     {"x-amz-website-redirect-location", SCOPE_OBJECT_WRITE, NULL, "website redirects"},
 };
 

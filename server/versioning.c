@@ -225,7 +225,7 @@ s3_lock_for_write(struct s3_req *r, const struct index_bucket *bk, struct index_
             *msg = "Unknown wormMode directive.";
             return S3_ERR_INVALID_ARGUMENT;
         }
-        if (iso_date_parse(until, &t) != 0) {
+        if (lock_date_parse(until, &t) != 0) {
             *msg = "The retain until date must be provided in ISO 8601 format";
             return S3_ERR_INVALID_ARGUMENT;
         }

@@ -19,9 +19,9 @@
 #include <expat.h>
 #include <stdlib.h>
 
-/* Deepest element of any schema below (xml_parse_fields's paths reach
- * depth 4: root/Rule/DefaultRetention/Mode), plus one. */
-#define XML_IN_DEPTH_MAX 5
+/* Deepest element of any schema below (AccessControlPolicy's
+ * root/AccessControlList/Grant/Grantee/ID is the deepest), plus one. */
+#define XML_IN_DEPTH_MAX 6
 /* expat takes an int length; feed large bodies in pieces no larger than this. */
 #define XML_IN_CHUNK_LEN (1u << 20)
 
@@ -1106,5 +1106,218 @@ xml_parse_fields(const char *body, size_t len, const char *root, struct xml_fiel
     if (status != XML_IN_OK)
         for (size_t i = 0; i < n_fields; i++)
             fields[i].value = SLICE_NULL;
+    return status;
+}
+
+/* ------------------------------------------------------------------ */
+/* PublicAccessBlockConfiguration, OwnershipControls                  */
+/* ------------------------------------------------------------------ */
+
+enum { PAB_ROOT, PAB_BLOCK_ACLS, PAB_IGNORE_ACLS, PAB_BLOCK_POLICY, PAB_RESTRICT };
+
+static const struct xml_node xml_pab_nodes[] = {
+    [PAB_ROOT] = {"PublicAccessBlockConfiguration", -1, false, false},
+    [PAB_BLOCK_ACLS] = {"BlockPublicAcls", PAB_ROOT, true, false},
+    [PAB_IGNORE_ACLS] = {"IgnorePublicAcls", PAB_ROOT, true, false},
+    [PAB_BLOCK_POLICY] = {"BlockPublicPolicy", PAB_ROOT, true, false},
+    [PAB_RESTRICT] = {"RestrictPublicBuckets", PAB_ROOT, true, false},
+};
+
+static void
+xml_ignore_start(struct xml_ctx *ctx, int node)
+{
+    (void)ctx;
+    (void)node;
+}
+
+static void
+xml_pab_end(struct xml_ctx *ctx, int node, uint32_t seen, struct slice text)
+{
+    bool *flags = ctx->doc;
+    (void)seen;
+    if (node == PAB_ROOT)
+        return;
+    text = xml_trim(text);
+    if (slice_eq(text, SLICE_LIT("true")))
+        flags[node - 1] = true;
+    else if (!slice_eq(text, SLICE_LIT("false")))
+        xml_fail(ctx, XML_IN_MALFORMED);
+}
+
+enum xml_in_status
+xml_parse_public_access_block(const char *body, size_t len, bool flags[4])
+{
+    struct xml_ctx *ctx = xcalloc(1, sizeof(*ctx));
+    memset(flags, 0, 4 * sizeof(*flags));
+    ctx->nodes = xml_pab_nodes;
+    ctx->n_nodes = ARRAY_LEN(xml_pab_nodes);
+    ctx->on_start = xml_ignore_start;
+    ctx->on_end = xml_pab_end;
+    ctx->doc = flags;
+    enum xml_in_status status = xml_run(ctx, body, len);
+    free(ctx);
+    return status;
+}
+
+enum { OWN_ROOT, OWN_RULE, OWN_VALUE };
+
+static const struct xml_node xml_own_nodes[] = {
+    [OWN_ROOT] = {"OwnershipControls", -1, false, false},
+    [OWN_RULE] = {"Rule", OWN_ROOT, false, false},
+    [OWN_VALUE] = {"ObjectOwnership", OWN_RULE, true, false},
+};
+
+struct xml_own_state {
+    int n_rules;
+    struct slice value;
+};
+
+static void
+xml_own_start(struct xml_ctx *ctx, int node)
+{
+    struct xml_own_state *st = ctx->doc;
+    if (node == OWN_RULE && ++st->n_rules > 1)
+        xml_fail(ctx, XML_IN_MALFORMED);
+}
+
+static void
+xml_own_end(struct xml_ctx *ctx, int node, uint32_t seen, struct slice text)
+{
+    struct xml_own_state *st = ctx->doc;
+    (void)seen;
+    if (node == OWN_VALUE)
+        st->value = xml_dup(ctx, xml_trim(text));
+}
+
+enum xml_in_status
+xml_parse_ownership_controls(const char *body, size_t len, struct arena *a, struct slice *value)
+{
+    struct xml_own_state st = {0};
+    struct xml_ctx *ctx = xcalloc(1, sizeof(*ctx));
+    ctx->a = a;
+    ctx->nodes = xml_own_nodes;
+    ctx->n_nodes = ARRAY_LEN(xml_own_nodes);
+    ctx->on_start = xml_own_start;
+    ctx->on_end = xml_own_end;
+    ctx->doc = &st;
+    enum xml_in_status status = xml_run(ctx, body, len);
+    if (status == XML_IN_OK && st.value.len == 0)
+        status = XML_IN_MALFORMED;
+    *value = st.value;
+    free(ctx);
+    return status;
+}
+
+/* ------------------------------------------------------------------ */
+/* AccessControlPolicy (PutBucketAcl, PutObjectAcl)                   */
+/* ------------------------------------------------------------------ */
+
+enum {
+    ACP_ROOT,
+    ACP_OWNER,
+    ACP_OWNER_ID,
+    ACP_OWNER_NAME,
+    ACP_LIST,
+    ACP_GRANT,
+    ACP_GRANTEE,
+    ACP_PERMISSION,
+    ACP_G_ID,
+    ACP_G_NAME,
+    ACP_G_URI,
+    ACP_G_EMAIL,
+};
+
+static const struct xml_node xml_acp_nodes[] = {
+    [ACP_ROOT] = {"AccessControlPolicy", -1, false, false},
+    [ACP_OWNER] = {"Owner", ACP_ROOT, false, false},
+    [ACP_OWNER_ID] = {"ID", ACP_OWNER, true, false},
+    [ACP_OWNER_NAME] = {"DisplayName", ACP_OWNER, true, false},
+    [ACP_LIST] = {"AccessControlList", ACP_ROOT, false, false},
+    [ACP_GRANT] = {"Grant", ACP_LIST, false, false},
+    [ACP_GRANTEE] = {"Grantee", ACP_GRANT, false, false},
+    [ACP_PERMISSION] = {"Permission", ACP_GRANT, true, false},
+    [ACP_G_ID] = {"ID", ACP_GRANTEE, true, false},
+    [ACP_G_NAME] = {"DisplayName", ACP_GRANTEE, true, false},
+    [ACP_G_URI] = {"URI", ACP_GRANTEE, true, false},
+    [ACP_G_EMAIL] = {"EmailAddress", ACP_GRANTEE, true, false},
+};
+
+struct xml_acp_state {
+    struct xml_acp_request *out;
+    bool has_list;
+};
+
+static void
+xml_acp_start(struct xml_ctx *ctx, int node)
+{
+    struct xml_acp_state *st = ctx->doc;
+    if (node == ACP_LIST) {
+        if (st->has_list)
+            xml_fail(ctx, XML_IN_MALFORMED);
+        st->has_list = true;
+    } else if (node == ACP_GRANT) {
+        if (st->out->n_grants == XML_ACP_GRANTS_MAX) {
+            xml_fail(ctx, XML_IN_TOO_MANY);
+            return;
+        }
+        st->out->grants[st->out->n_grants++] = (struct xml_acp_grant){0};
+    }
+}
+
+static void
+xml_acp_end(struct xml_ctx *ctx, int node, uint32_t seen, struct slice text)
+{
+    struct xml_acp_state *st = ctx->doc;
+    struct xml_acp_grant *g = st->out->n_grants ? &st->out->grants[st->out->n_grants - 1] : NULL;
+    text = xml_trim(text);
+    switch (node) {
+    case ACP_OWNER_ID:
+        st->out->owner_id = xml_dup(ctx, text);
+        break;
+    case ACP_GRANT:
+        if (!(seen & (1u << ACP_PERMISSION)))
+            xml_fail(ctx, XML_IN_MALFORMED);
+        break;
+    case ACP_GRANTEE: {
+        int n = !!(seen & (1u << ACP_G_ID)) + !!(seen & (1u << ACP_G_URI)) +
+                !!(seen & (1u << ACP_G_EMAIL));
+        if (n != 1)
+            xml_fail(ctx, XML_IN_MALFORMED);
+        break;
+    }
+    case ACP_PERMISSION:
+        g->permission = xml_dup(ctx, text);
+        break;
+    case ACP_G_ID:
+        g->id = xml_dup(ctx, text);
+        break;
+    case ACP_G_URI:
+        g->uri = xml_dup(ctx, text);
+        break;
+    case ACP_G_EMAIL:
+        g->email = xml_dup(ctx, text);
+        break;
+    default:
+        break;
+    }
+}
+
+enum xml_in_status
+xml_parse_acp(const char *body, size_t len, struct arena *a, struct xml_acp_request *out)
+{
+    struct xml_acp_state st = {.out = out};
+    struct xml_ctx *ctx = xcalloc(1, sizeof(*ctx));
+    memset(out, 0, sizeof(*out));
+    out->grants = arena_calloc(a, XML_ACP_GRANTS_MAX, sizeof(*out->grants));
+    ctx->a = a;
+    ctx->nodes = xml_acp_nodes;
+    ctx->n_nodes = ARRAY_LEN(xml_acp_nodes);
+    ctx->on_start = xml_acp_start;
+    ctx->on_end = xml_acp_end;
+    ctx->doc = &st;
+    enum xml_in_status status = xml_run(ctx, body, len);
+    if (status == XML_IN_OK && !st.has_list)
+        status = XML_IN_MALFORMED;
+    free(ctx);
     return status;
 }

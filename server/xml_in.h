@@ -243,4 +243,36 @@ struct xml_field {
 enum xml_in_status xml_parse_fields(const char *body, size_t len, const char *root,
                                     struct xml_field *fields, size_t n_fields, struct arena *a);
 
+/*
+ * Parses a PublicAccessBlockConfiguration body into 'flags' (BlockPublicAcls,
+ * IgnorePublicAcls, BlockPublicPolicy, RestrictPublicBuckets; an absent
+ * element is false). Returns XML_IN_OK or XML_IN_MALFORMED (a value other
+ * than true/false included).
+ */
+enum xml_in_status xml_parse_public_access_block(const char *body, size_t len, bool flags[4]);
+/* Parses OwnershipControls (one Rule with an ObjectOwnership) into
+ * '*value' (in 'a', unchecked). XML_IN_OK or XML_IN_MALFORMED. */
+enum xml_in_status xml_parse_ownership_controls(const char *body, size_t len, struct arena *a,
+                                                struct slice *value);
+
+#define XML_ACP_GRANTS_MAX 100
+struct xml_acp_grant {
+    struct slice id, uri, email; /* exactly one is set */
+    struct slice permission;
+};
+struct xml_acp_request {
+    struct slice owner_id; /* empty when absent */
+    struct xml_acp_grant *grants;
+    size_t n_grants;
+};
+/*
+ * Parses an AccessControlPolicy body (PutBucketAcl, PutObjectAcl): an
+ * optional Owner/ID and one AccessControlList of Grants, each with one
+ * Grantee (ID, URI or EmailAddress; xsi:type is not needed) and a
+ * Permission (unchecked). XML_IN_OK, XML_IN_TOO_MANY past
+ * XML_ACP_GRANTS_MAX grants, or XML_IN_MALFORMED.
+ */
+enum xml_in_status xml_parse_acp(const char *body, size_t len, struct arena *a,
+                                 struct xml_acp_request *out);
+
 #endif

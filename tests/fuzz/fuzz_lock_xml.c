@@ -75,7 +75,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
     /* The same bytes as a date. */
     int64_t ns;
-    if (iso_date_parse((struct slice){body, size}, &ns) == 0) {
+    if (lock_date_parse((struct slice){body, size}, &ns) == 0) {
         if (ns < 0 || ns / 1000000000 >= days_from_civil(LOCK_DATE_MAX_YEAR + 1, 1, 1) * 86400)
             fuzz_xml_fail(target, "date out of range");
         if (size >= 19) {
@@ -83,7 +83,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             memcpy(whole, body, 19);
             whole[19] = 'Z';
             int64_t ns2;
-            if (iso_date_parse((struct slice){whole, 20}, &ns2) != 0 || ns2 != ns - ns % 1000000000)
+            if (lock_date_parse((struct slice){whole, 20}, &ns2) != 0 || ns2 != ns - ns % 1000000000)
                 fuzz_xml_fail(target, "date does not parse again to the same second");
         }
     }

@@ -75,5 +75,24 @@ endif
 
 EXTRA_DIST += %D%/corpus/md5_mb
 
+# ---- auth/iam.c: bucket policies (and common/json.c) ---------------------
+check_PROGRAMS += %D%/replay_iam_policy
+TESTS += %D%/replay_iam_policy
+
+%C%_replay_iam_policy_SOURCES = %D%/replay.c %D%/fuzz_iam_policy.c
+%C%_replay_iam_policy_CPPFLAGS = $(AM_CPPFLAGS) \
+	-DFUZZ_CORPUS_DIR='"$(abs_top_srcdir)/%D%/corpus/iam_policy"'
+%C%_replay_iam_policy_LDADD = auth/libauth.la
+
+if FUZZING
+noinst_PROGRAMS += %D%/fuzz_iam_policy
+%C%_fuzz_iam_policy_SOURCES = %D%/fuzz_iam_policy.c $(auth_libauth_la_SOURCES)
+%C%_fuzz_iam_policy_CFLAGS = $(AM_CFLAGS) $(OPENSSL_CFLAGS) $(ISAL_CFLAGS) $(FUZZ_SAN)
+%C%_fuzz_iam_policy_LDFLAGS = $(AM_LDFLAGS) $(FUZZ_SAN)
+%C%_fuzz_iam_policy_LDADD = $(AUTH_FUZZ_LIBS)
+endif
+
+EXTRA_DIST += %D%/iam_policy.dict %D%/corpus/iam_policy
+
 # ---- server/ parsers (Range, XML bodies): see server.mk ----------------------
 include %D%/server.mk

@@ -147,3 +147,21 @@ noinst_PROGRAMS += %D%/fuzz_xml_logging
 %C%_fuzz_xml_logging_LDADD = common/libcommon.la $(EXPAT_LIBS)
 endif
 EXTRA_DIST += %D%/xml_logging.dict %D%/corpus/xml_logging
+
+# ---- POST Object: the form parser and the policy document ------------------
+check_PROGRAMS += %D%/replay_post_form
+TESTS += %D%/replay_post_form
+%C%_replay_post_form_SOURCES = %D%/replay.c %D%/fuzz_post_form.c
+%C%_replay_post_form_CPPFLAGS = $(AM_CPPFLAGS) -DFUZZ_CORPUS_DIR='"$(srcdir)/%D%/corpus/post_form"'
+%C%_replay_post_form_LDADD = server/libs3parse.la
+
+if FUZZING
+noinst_PROGRAMS += %D%/fuzz_post_form
+%C%_fuzz_post_form_SOURCES = %D%/fuzz_post_form.c server/form.c server/form.h \
+	server/post_policy.c server/post_policy.h
+%C%_fuzz_post_form_CFLAGS = $(AM_CFLAGS) $(SERVER_FUZZ_SAN)
+%C%_fuzz_post_form_LDFLAGS = $(AM_LDFLAGS) $(SERVER_FUZZ_SAN)
+%C%_fuzz_post_form_LDADD = common/libcommon.la
+endif
+
+EXTRA_DIST += %D%/post_form.dict %D%/corpus/post_form

@@ -15,7 +15,9 @@ TESTS += \
 	%D%/test_versioning.py \
 	%D%/test_object_lock.py \
 	%D%/test_versioning_model.py \
-	%D%/test_versioning_crash.py
+	%D%/test_versioning_crash.py \
+	%D%/test_access_control.py \
+	%D%/test_post_object.py
 
 EXTRA_DIST += \
 	%D%/harness.py \
@@ -32,7 +34,9 @@ EXTRA_DIST += \
 	%D%/test_versioning.py \
 	%D%/test_object_lock.py \
 	%D%/test_versioning_model.py \
-	%D%/test_versioning_crash.py
+	%D%/test_versioning_crash.py \
+	%D%/test_access_control.py \
+	%D%/test_post_object.py
 
 check_PROGRAMS += %D%/test_curl
 TESTS += %D%/test_curl

@@ -257,7 +257,9 @@ def test_anonymous_and_public_read(srv):
     h.eq(srv.request("GET", "/alice-pub2/o", sign=False).status, 403, "admin public off")
     # Service-level and unknown anonymous requests are denied.
     h.eq(srv.request("GET", "/", sign=False).status, 403, "anonymous ListBuckets")
-    h.eq(srv.request("GET", "/no-such-bucket/x", sign=False).status, 403, "anonymous GET, no bucket")
+    # A bucket that does not exist: NoSuchBucket, as S3 answers anyone.
+    r = srv.request("GET", "/no-such-bucket/x", sign=False)
+    h.expect_s3_error(r.status, r.body, 404, "NoSuchBucket", "anonymous GET, no bucket")
 
 
 def test_removed_key_and_user_stop_at_once(srv):
