@@ -77,3 +77,4 @@ EXTRA_DIST += %D%/corpus/md5_mb
 
 # ---- server/ parsers (Range, XML bodies): see server.mk ----------------------
 include %D%/server.mk
+include %D%/transport.mk
