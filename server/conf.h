@@ -64,6 +64,13 @@ struct config {
     int metrics_access;    /* enum metrics_access */
     char access_log[4096]; /* JSON lines; "" off, "-" stdout */
     char audit_log[4096];  /* admin actions; "" = the access log (or the server log) */
+    /* The RDMA fast path (rdma.c); off unless configured. */
+    bool rdma;
+    char rdma_provider[32];    /* auto, shm, tcp, verbs, efa */
+    char rdma_address[64];     /* address the provider binds (tcp: 127.0.0.1); "" its own */
+    uint32_t rdma_buffers;     /* registered buffers in the pool */
+    uint32_t rdma_buffer_size; /* bytes each */
+    char rdma_get_path[16];    /* auto (the volume mapping when the provider allows), bounce */
 };
 
 /* Who may read /_/metrics. */

@@ -80,6 +80,12 @@ static const struct directive directives[] = {
     {"metrics_access", DIR_METRICS_ACCESS, FIELD(metrics_access), 0},
     {"access_log", DIR_STRING, FIELD(access_log), FIELD_LEN(access_log)},
     {"audit_log", DIR_STRING, FIELD(audit_log), FIELD_LEN(audit_log)},
+    {"rdma", DIR_BOOL, FIELD(rdma), 0},
+    {"rdma_provider", DIR_STRING, FIELD(rdma_provider), FIELD_LEN(rdma_provider)},
+    {"rdma_address", DIR_STRING, FIELD(rdma_address), FIELD_LEN(rdma_address)},
+    {"rdma_buffers", DIR_U32, FIELD(rdma_buffers), 0},
+    {"rdma_buffer_size", DIR_SIZE32, FIELD(rdma_buffer_size), 0},
+    {"rdma_get_path", DIR_STRING, FIELD(rdma_get_path), FIELD_LEN(rdma_get_path)},
 };
 
 void
@@ -122,6 +128,11 @@ config_defaults(struct config *c)
     c->lifecycle_interval_s = 3600;
     c->lifecycle_max_objects_per_s = 1000;
     c->metrics_access = METRICS_ACCESS_ADMIN;
+    c->rdma = false;
+    snprintf(c->rdma_provider, sizeof(c->rdma_provider), "auto");
+    c->rdma_buffers = 32;
+    c->rdma_buffer_size = 1u << 20;
+    snprintf(c->rdma_get_path, sizeof(c->rdma_get_path), "auto");
 }
 
 /* Parses "ADDR:PORT" into 'addr' (capacity 'cap') and '*port'. Returns 0

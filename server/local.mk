@@ -15,8 +15,10 @@ shardstore_SOURCES = server/main.c server/server.h server/conf.h server/config.c
 	server/unsupported.h server/unsupported.c \
 	server/lifecycle.h server/lifecycle.c server/op_lifecycle.c \
 	server/tls.h server/tls.c \
-	server/metrics.h server/metrics.c server/access_log.h server/access_log.c
+	server/metrics.h server/metrics.c server/access_log.h server/access_log.c \
+	server/rdma.h server/rdma.c
 shardstore_CFLAGS = $(AM_CFLAGS) $(MHD_CFLAGS) $(GNUTLS_CFLAGS) $(EXPAT_CFLAGS)
 shardstore_LDADD = server/libs3parse.la auth/libauth.la index/libindex.la storage/libstorage.la \
+	transport/libtransport.la $(LIBFABRIC_LIBS) \
 	common/libcommon.la $(MHD_LIBS) $(GNUTLS_LIBS) $(EXPAT_LIBS) $(OPENSSL_LIBS) $(URING_LIBS) $(LMDB_LIBS) \
 	$(XXHASH_LIBS) -lpthread

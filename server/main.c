@@ -14,6 +14,7 @@
 #include "index/index.h"
 #include "server/access_log.h"
 #include "server/lifecycle.h"
+#include "server/rdma.h"
 #include "server/admin_cli.h"
 #include "server/commit.h"
 #include "server/conf.h"
@@ -222,6 +223,8 @@ main(int argc, char **argv)
     srv.lifecycle = lifecycle_create(&srv);
     if (!srv.lifecycle)
         goto out;
+    if (rdma_server_open(&srv.cfg, srv.storage, &srv.rdma) != 0)
+        log_warn("rdma: off");
     if (http_start(&srv) != 0)
         goto out;
     int sig = 0;
@@ -238,6 +241,7 @@ main(int argc, char **argv)
     exit_code = 0;
 out:
     lifecycle_destroy(srv.lifecycle);
+    rdma_server_close(srv.rdma);
     committer_destroy(srv.committer);
     reserve_table_destroy(srv.reserves);
     storage_close(srv.storage);

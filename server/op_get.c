@@ -23,6 +23,7 @@
 #include "server/lifecycle.h"
 #include "server/meta.h"
 #include "server/ops.h"
+#include "server/rdma.h"
 #include "server/range.h"
 #include "server/req.h"
 #include "server/server.h"
@@ -340,7 +341,9 @@ get_or_head(struct s3_req *r, bool is_head)
     if (!pn &&
         !s3_range_apply(r, obj.size, &first, &len, &status, content_range, sizeof(content_range)))
         goto unpin;
-    struct MHD_Response *resp = s3_body_response(r, &obj, first, len, is_head);
+    /* Over RDMA the bytes are in the client's buffer before the reply. */
+    struct MHD_Response *resp = r->rdma ? s3_rdma_get(r, &obj, first, len, status)
+                                        : s3_body_response(r, &obj, first, len, is_head);
     if (!resp) {
         s3_respond_error(r, S3_ERR_INTERNAL_ERROR, NULL);
         goto unpin;
@@ -373,6 +376,8 @@ unpin:
 void
 op_get_object(struct s3_req *r)
 {
+    if (!s3_rdma_begin(r))
+        return;
     get_or_head(r, false);
 }
 

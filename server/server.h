@@ -63,6 +63,7 @@ struct server {
     struct guard *guard;            /* slow-client rules (guard.c) */
     struct reserve_table *reserves; /* what each principal's uploads hold */
     struct lifecycle *lifecycle;    /* the lifecycle worker (lifecycle.c) */
+    struct rdma_server *rdma;       /* the RDMA fast path (rdma.c); NULL: off */
     char access_key[129];
     char secret_key[129];
     char owner_id[65]; /* canonical user id of the root user */
