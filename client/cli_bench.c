@@ -50,6 +50,7 @@ struct worker {
     uint64_t got_bytes;
     size_t put_off;
     char first_error[600];
+    char *dest; /* --transport: the caller buffer reads land in */
 };
 
 struct bench {
@@ -151,11 +152,42 @@ send_payload(char *dst, size_t size, size_t n, void *ctx)
     return len;
 }
 
+/* With --transport: a GET or range lands in the worker's own buffer
+ * (shard_read_range, the zero-copy case over RDMA), a PUT is sent from the
+ * payload buffer (shard_put_buffer). Returns 0 and the bytes, or -1. */
+static int
+run_op_buffer(struct worker *w, enum bench_op op, uint64_t i, uint64_t *bytes)
+{
+    struct bench *b = w->b;
+    char key[1100];
+    struct shard_error err;
+    object_key(b, i, key, sizeof(key));
+    uint64_t off = 0, want = b->size;
+    if (op == OP_RANGE) {
+        uint64_t slots = b->size / b->range_size;
+        off = slots ? (rng_next(&w->rng) % slots) * b->range_size : 0;
+        want = MIN(b->range_size, b->size - off);
+    }
+    if (!w->dest)
+        w->dest = xmalloc(MAX(op == OP_RANGE ? b->range_size : b->size, 1));
+    int rc = op == OP_PUT ? shard_put_buffer(b->c, b->o->bucket, key, b->payload, b->size, &err)
+                          : shard_read_range(b->c, b->o->bucket, key, off, want, w->dest, &err);
+    if (rc != 0) {
+        snprintf(w->first_error, sizeof(w->first_error), "%s %.200s: %.60s: %.300s",
+                 op == OP_PUT ? "PUT" : "GET", key, err.code, err.message);
+        return -1;
+    }
+    *bytes = want;
+    return 0;
+}
+
 /* Runs one request of 'op' on object 'i'; returns 0 and the payload bytes moved, or -1. */
 static int
 run_op(struct worker *w, enum bench_op op, uint64_t i, uint64_t *bytes, uint64_t *keys)
 {
     struct bench *b = w->b;
+    if (b->o->has_transport && (op == OP_GET || op == OP_RANGE || op == OP_PUT))
+        return run_op_buffer(w, op, i, bytes);
     char key[1100], range[80];
     struct client_req req = {.method = "GET", .bucket = b->o->bucket, .key = key};
     struct client_prepared p;
@@ -326,6 +358,7 @@ run_phase(struct bench *b, unsigned conc, struct op_stats *total, char *first_er
         curl_easy_cleanup(ws[i].e);
         client__list_parser_destroy(ws[i].lister);
         client__resp_cleanup(&ws[i].resp);
+        free(ws[i].dest);
     }
     free(ws);
     return secs;
@@ -444,6 +477,14 @@ cli_bench(struct shard_client *c, const struct cli_opts *o, int nargs, char **ar
                     is_first ? "" : ",", OP_NAMES[i], s->ops, secs, ops_s, mbps, keys_s, p50, p90,
                     p99, s->errors);
         is_first = false;
+    }
+    if (b->o->has_transport) {
+        struct shard_transport_stats ts;
+        shard_client_transport_stats(b->c, &ts);
+        printf("TRANSPORT rdma_requests=%" PRIu64 " rdma_bytes=%" PRIu64 " http_fallbacks=%" PRIu64
+               "%s%s\n",
+               ts.rdma_requests, ts.rdma_bytes, ts.http_fallbacks,
+               ts.last_fallback[0] ? " last_fallback=" : "", ts.last_fallback);
     }
     if (json) {
         fprintf(json, "\n]}\n");

@@ -52,6 +52,7 @@ struct cli_opts {
     unsigned fanout, concurrency, max_keys;
     double duration_s;
     bool is_first_page, is_no_prepare, has_size;
+    bool has_transport; /* --transport given */
 };
 
 /*

@@ -217,6 +217,7 @@ resp_reset(struct client_resp *r)
     r->body.len = 0;
     r->etag[0] = r->last_modified[0] = r->content_range_total[0] = '\0';
     r->length = 0;
+    r->rdma_reply = 0;
 }
 
 static size_t
@@ -260,9 +261,12 @@ collect_header(char *p, size_t size, size_t n, void *ctx)
     if (len > 5 && strncmp(p, "HTTP/", 5) == 0) {
         /* A new response (after a redirect or 100): forget the last one's headers. */
         r->etag[0] = r->last_modified[0] = r->content_range_total[0] = '\0';
+        r->rdma_reply = 0;
         return len;
     }
     header_value(p, len, "etag", r->etag, sizeof(r->etag));
+    if (header_value(p, len, "x-amz-rdma-reply", tmp, sizeof(tmp)))
+        r->rdma_reply = atoi(tmp);
     header_value(p, len, "last-modified", r->last_modified, sizeof(r->last_modified));
     if (header_value(p, len, "content-length", tmp, sizeof(tmp)))
         r->length = strtoull(tmp, NULL, 10);

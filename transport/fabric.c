@@ -482,8 +482,6 @@ transport_xfer_begin(struct transport_fabric *f, const struct transport_token *t
 {
     if (strcmp(t->provider, f->provider) != 0)
         return -EPROTO;
-    if (t->addr_len != f->name_len)
-        return -EPROTO; /* every address of one provider has one length */
     struct transport_xfer *x = xcalloc(1, sizeof(*x));
     x->f = f;
     x->t = *t;
