@@ -71,6 +71,7 @@ struct config {
     uint32_t rdma_buffers;     /* registered buffers in the pool */
     uint32_t rdma_buffer_size; /* bytes each */
     char rdma_get_path[16];    /* auto (the volume mapping when the provider allows), bounce */
+    uint32_t rdma_timeout_s;   /* a peer that completes nothing this long has failed */
 };
 
 /* Who may read /_/metrics. */

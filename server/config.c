@@ -86,6 +86,7 @@ static const struct directive directives[] = {
     {"rdma_buffers", DIR_U32, FIELD(rdma_buffers), 0},
     {"rdma_buffer_size", DIR_SIZE32, FIELD(rdma_buffer_size), 0},
     {"rdma_get_path", DIR_STRING, FIELD(rdma_get_path), FIELD_LEN(rdma_get_path)},
+    {"rdma_timeout", DIR_U32, FIELD(rdma_timeout_s), 0},
 };
 
 void
@@ -133,6 +134,7 @@ config_defaults(struct config *c)
     c->rdma_buffers = 32;
     c->rdma_buffer_size = 1u << 20;
     snprintf(c->rdma_get_path, sizeof(c->rdma_get_path), "auto");
+    c->rdma_timeout_s = 30;
 }
 
 /* Parses "ADDR:PORT" into 'addr' (capacity 'cap') and '*port'. Returns 0

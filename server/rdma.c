@@ -14,7 +14,8 @@
  * path's. Invariants: no transfer reaches outside the token's bytes
  * (transport/ checks every post; the token's length must equal the range
  * or part), and a pool buffer returns to the pool only once the provider
- * is done with it.
+ * is done with it (completed, failed, or cancelled by the endpoint reset
+ * that follows a timeout: a killed client never keeps a buffer).
  */
 #include "config.h"
 
@@ -46,7 +47,6 @@
 #define RDMA_NONCES 4096
 #define RDMA_DEPTH 4              /* transfers in flight per request */
 #define RDMA_MAP_CHUNK (8u << 20) /* one write from the mapping */
-#define RDMA_WAIT_MS 30000        /* a peer that moves nothing this long has failed */
 #define RDMA_POOL_WAIT_MS 5000    /* then 503 SlowDown */
 
 struct pool_buf {
@@ -63,7 +63,8 @@ struct vol_map {
 
 struct rdma_server {
     struct transport_fabric *fabric;
-    bool use_mmap; /* GET from the volume mapping */
+    bool use_mmap;  /* GET from the volume mapping */
+    int timeout_ms; /* a peer that completes nothing this long has failed */
     size_t buf_len;
     size_t n_bufs;
     uint8_t *arena; /* n_bufs * buf_len, page-aligned */
@@ -78,6 +79,7 @@ struct rdma_server {
     uint64_t nonces[RDMA_NONCES];
     size_t nonce_next;
     atomic_uint_fast64_t gets, puts, bytes_out, bytes_in, declined, failed;
+    atomic_int in_flight; /* transfers of requests under way */
 };
 
 /* The request's accepted token. */
@@ -106,6 +108,7 @@ rdma_server_open(const struct config *cfg, struct storage *st, struct rdma_serve
                   strerror(-rc));
         goto fail;
     }
+    rs->timeout_ms = (int)MIN(MAX(cfg->rdma_timeout_s, 1u), 3600u) * 1000;
     bool needs_local = transport_fabric_needs_local_region(rs->fabric);
     rs->use_mmap = !needs_local && strcmp(cfg->rdma_get_path, "bounce") != 0;
     rs->buf_len = ALIGN_UP(MAX(cfg->rdma_buffer_size, 65536u), 4096u);
@@ -179,6 +182,8 @@ rdma_server_metrics(struct rdma_server *rs, struct buf *b)
          rs ? atomic_load(&rs->declined) : 0},
         {"shardstore_rdma_failed_total", "counter", "RDMA transfers that failed (peer gone)",
          rs ? atomic_load(&rs->failed) : 0},
+        {"shardstore_rdma_in_flight", "gauge", "Requests moving bytes over RDMA now",
+         rs ? (uint64_t)atomic_load(&rs->in_flight) : 0},
         {"shardstore_rdma_buffers_free", "gauge", "Registered RDMA buffers in the pool",
          rs ? rs->n_free : 0},
         {"shardstore_rdma_buffers", "gauge", "Registered RDMA buffers in all", rs ? rs->n_bufs : 0},
@@ -355,7 +360,7 @@ get_from_mapping(struct rdma_server *rs, struct transport_xfer *x, struct storag
             size_t n = (size_t)MIN(span.len - o, RDMA_MAP_CHUNK);
             struct transport_done *d = &done[k++ % RDMA_DEPTH];
             if (posted >= RDMA_DEPTH)
-                rc = transport_xfer_wait(x, d, RDMA_WAIT_MS);
+                rc = transport_xfer_wait(x, d, rs->timeout_ms);
             if (rc == 0)
                 rc = transport_xfer_write(x, pos + o, base + span.offset + o, n, NULL, d);
             if (rc == 0)
@@ -380,7 +385,7 @@ get_through_buffers(struct rdma_server *rs, struct transport_xfer *x, struct sto
         rc = -EAGAIN;
     uint64_t pos = 0;
     for (unsigned k = 0; pos < len && rc == 0; k ^= 1) {
-        if (done[k].status == 1 && (rc = transport_xfer_wait(x, &done[k], RDMA_WAIT_MS)) != 0)
+        if (done[k].status == 1 && (rc = transport_xfer_wait(x, &done[k], rs->timeout_ms)) != 0)
             break;
         size_t want = (size_t)MIN(len - pos, rs->buf_len);
         ssize_t n;
@@ -399,9 +404,7 @@ get_through_buffers(struct rdma_server *rs, struct transport_xfer *x, struct sto
     }
     /* The buffers return only once the provider is done with them. */
     for (unsigned k = 0; k < 2; k++) {
-        int w = done[k].status == 1 ? transport_xfer_wait(x, &done[k], RDMA_WAIT_MS) : 0;
-        if (w == -ETIMEDOUT)
-            pb[k] = NULL; /* still the provider's: leaked, never reused */
+        int w = done[k].status == 1 ? transport_xfer_wait(x, &done[k], rs->timeout_ms) : 0;
         if (w != 0 && rc == 0)
             rc = w;
         pool_put(rs, pb[k]);
@@ -425,6 +428,7 @@ s3_rdma_get(struct s3_req *r, const struct index_object *obj, uint64_t first, ui
         s3_respond_error(r, S3_ERR_INVALID_ARGUMENT, msg);
         return NULL;
     }
+    atomic_fetch_add(&rs->in_flight, 1);
     int rc = transport_xfer_begin(rs->fabric, &r->rdma->t, &x);
     if (rc < 0)
         goto fail;
@@ -434,7 +438,7 @@ s3_rdma_get(struct s3_req *r, const struct index_object *obj, uint64_t first, ui
             struct transport_done d;
             rc = transport_xfer_write(x, 0, obj->inline_data + first, len, NULL, &d);
             if (rc == 0)
-                rc = transport_xfer_wait(x, &d, RDMA_WAIT_MS);
+                rc = transport_xfer_wait(x, &d, rs->timeout_ms);
         } else {
             rc = get_through_buffers(rs, x, NULL, obj->inline_data + first, len);
         }
@@ -449,12 +453,13 @@ s3_rdma_get(struct s3_req *r, const struct index_object *obj, uint64_t first, ui
         if (rc == -ENOTSUP)
             rc = get_through_buffers(rs, x, rd, NULL, len);
     }
-    int end_rc = transport_xfer_end(x, RDMA_WAIT_MS);
+    int end_rc = transport_xfer_end(x, rs->timeout_ms);
     x = NULL;
     if (rc == 0)
         rc = end_rc;
     if (rc < 0)
         goto fail;
+    atomic_fetch_sub(&rs->in_flight, 1);
     storage_reader_destroy(rd);
     s3_req_unpin(r);
     atomic_fetch_add(&rs->gets, 1);
@@ -463,7 +468,8 @@ s3_rdma_get(struct s3_req *r, const struct index_object *obj, uint64_t first, ui
     return MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT);
 
 fail:
-    transport_xfer_end(x, RDMA_WAIT_MS);
+    atomic_fetch_sub(&rs->in_flight, 1);
+    transport_xfer_end(x, rs->timeout_ms);
     storage_reader_destroy(rd);
     s3_req_unpin(r);
     if (rc == -EAGAIN) {
@@ -495,6 +501,7 @@ s3_rdma_pull(struct s3_req *r)
     int rc = pb[0] ? 0 : -EAGAIN;
     if (rc == 0 && len > rs->buf_len && !(pb[1] = pool_get(rs)))
         rc = -EAGAIN;
+    atomic_fetch_add(&rs->in_flight, 1);
     if (rc == 0)
         rc = transport_xfer_begin(rs->fabric, &r->rdma->t, &x);
     /* Chunk k is read into buffer k % 2 while chunk k - 1 is delivered. */
@@ -506,7 +513,7 @@ s3_rdma_pull(struct s3_req *r)
         posted = got[0];
     }
     while (rc == 0 && delivered < len) {
-        rc = transport_xfer_wait(x, &done[k], RDMA_WAIT_MS);
+        rc = transport_xfer_wait(x, &done[k], rs->timeout_ms);
         if (rc != 0)
             break;
         if (posted < len) {
@@ -524,12 +531,12 @@ s3_rdma_pull(struct s3_req *r)
         k ^= 1;
     }
     for (unsigned i = 0; i < 2; i++) {
-        int w = done[i].status == 1 ? transport_xfer_wait(x, &done[i], RDMA_WAIT_MS) : 0;
-        if (w == -ETIMEDOUT)
-            pb[i] = NULL; /* still the provider's: leaked, never reused */
+        if (done[i].status == 1)
+            transport_xfer_wait(x, &done[i], rs->timeout_ms);
         pool_put(rs, pb[i]);
     }
-    int end_rc = transport_xfer_end(x, RDMA_WAIT_MS);
+    int end_rc = transport_xfer_end(x, rs->timeout_ms);
+    atomic_fetch_sub(&rs->in_flight, 1);
     if (rc == 0 && e == S3_OK)
         rc = end_rc;
     if (e != S3_OK)

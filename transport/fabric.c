@@ -8,12 +8,14 @@
  * one-sided FI_RMA: fi_writemsg with FI_DELIVERY_COMPLETE (the bytes are in
  * the peer's memory before the completion, so the HTTP reply that follows
  * never overtakes them) and fi_readmsg. Each posted operation carries a
- * heap 'struct op' as its context; whoever polls the queue completes it.
- * Invariant: an op and its transfer live until the provider completes the
- * op, whatever the caller gave up on (a timed-out transfer is abandoned,
- * never freed under the provider). Peer addresses are cached (the tcp
- * provider keeps a connection per address); a peer whose transfer failed
- * is dropped from the cache.
+ * heap 'struct op' as its context, listed in the fabric; whoever polls the
+ * queue completes it. Invariant: a buffer is the provider's until its op
+ * completes; an op that does not complete in time is never left behind:
+ * the endpoint is reset (closed and reopened), which cancels every op in
+ * flight, so a dead or stalled peer holds no buffer and stalls no one for
+ * longer than the timeout. Peer addresses are cached (the tcp provider
+ * keeps a connection per address); a peer whose transfer failed is
+ * dropped from the cache.
  */
 #include "config.h"
 
@@ -62,6 +64,8 @@ struct transport_fabric {
     uint64_t next_key;
     struct peer peers[PEER_CACHE];
     uint64_t peer_clock;
+    struct op *ops;      /* in flight */
+    uint64_t generation; /* bumped by reset_locked */
     /* The progress thread (clients). */
     bool has_thread;
     bool is_stopping;
@@ -81,9 +85,9 @@ struct transport_xfer {
     struct transport_fabric *f;
     struct transport_token t;
     fi_addr_t fa;
+    uint64_t generation;
     int in_flight;
     int first_error;
-    bool is_abandoned;
 };
 
 /* A posted operation. 'ctx' comes first: the provider gets &op->ctx. */
@@ -91,6 +95,7 @@ struct op {
     struct fi_context ctx;
     struct transport_xfer *x;
     struct transport_done *done;
+    struct op *prev, *next; /* the fabric's operations in flight */
 };
 
 static int
@@ -103,18 +108,23 @@ errno_from_fi(ssize_t rc)
     return e < 256 ? -e : -EIO;
 }
 
+static int open_endpoint(struct transport_fabric *f);
+
 /* Completes 'o' with 'status'. Caller holds the lock. */
 static void
-op_complete(struct op *o, int status)
+op_complete(struct transport_fabric *f, struct op *o, int status)
 {
     struct transport_xfer *x = o->x;
+    if (o->prev)
+        o->prev->next = o->next;
+    else
+        f->ops = o->next;
+    if (o->next)
+        o->next->prev = o->prev;
     x->in_flight--;
     if (status < 0 && x->first_error == 0)
         x->first_error = status;
-    if (!x->is_abandoned)
-        o->done->status = status;
-    if (x->is_abandoned && x->in_flight == 0)
-        free(x);
+    o->done->status = status;
     free(o);
 }
 
@@ -139,7 +149,7 @@ poll_locked(struct transport_fabric *f)
     ssize_t n = fi_cq_read(f->cq, entries, ARRAY_LEN(entries));
     if (n > 0) {
         for (ssize_t i = 0; i < n; i++)
-            op_complete(entries[i].op_context, 0);
+            op_complete(f, entries[i].op_context, 0);
         return (int)n;
     }
     if (n == -FI_EAVAIL) {
@@ -148,9 +158,8 @@ poll_locked(struct transport_fabric *f)
         if (fi_cq_readerr(f->cq, &err, 0) == 1 && err.op_context) {
             struct op *o = err.op_context;
             int st = err.err > 0 && err.err < 256 ? -err.err : -EIO;
-            if (!o->x->is_abandoned)
-                peer_forget(f, o->x->fa);
-            op_complete(o, st);
+            peer_forget(f, o->x->fa);
+            op_complete(f, o, st);
             return 1;
         }
     }
@@ -232,14 +241,27 @@ open_provider(struct transport_fabric *f, const char *prov, const char *node)
     }
     snprintf(f->provider, sizeof(f->provider), "%s", f->info->fabric_attr->prov_name);
     f->mr_mode = f->info->domain_attr->mr_mode;
-    struct fi_cq_attr cq_attr = {
-        .size = 1024, .format = FI_CQ_FORMAT_CONTEXT, .wait_obj = FI_WAIT_NONE};
-    struct fi_av_attr av_attr = {.type = FI_AV_TABLE};
     rc = fi_fabric(f->info->fabric_attr, &f->fabric, NULL);
     if (rc == 0)
         rc = fi_domain(f->fabric, f->info, &f->domain, NULL);
     if (rc == 0)
-        rc = fi_cq_open(f->domain, &cq_attr, &f->cq, NULL);
+        rc = open_endpoint(f);
+    if (rc != 0) {
+        log_warn("rdma: provider %s: %s", prov, fi_strerror(-rc));
+        return -ENODEV;
+    }
+    return 0;
+}
+
+/* Opens the endpoint, its completion queue and address vector on the
+ * domain. Returns 0 or a negative libfabric code. */
+static int
+open_endpoint(struct transport_fabric *f)
+{
+    struct fi_cq_attr cq_attr = {
+        .size = 1024, .format = FI_CQ_FORMAT_CONTEXT, .wait_obj = FI_WAIT_NONE};
+    struct fi_av_attr av_attr = {.type = FI_AV_TABLE};
+    int rc = fi_cq_open(f->domain, &cq_attr, &f->cq, NULL);
     if (rc == 0)
         rc = fi_av_open(f->domain, &av_attr, &f->av, NULL);
     if (rc == 0)
@@ -253,15 +275,11 @@ open_provider(struct transport_fabric *f, const char *prov, const char *node)
     f->name_len = sizeof(f->name);
     if (rc == 0)
         rc = fi_getname(&f->ep->fid, f->name, &f->name_len);
-    if (rc != 0) {
-        log_warn("rdma: provider %s: %s", prov, fi_strerror(-rc));
-        return -ENODEV;
-    }
-    return 0;
+    return rc;
 }
 
 static void
-close_fids(struct transport_fabric *f)
+close_endpoint(struct transport_fabric *f)
 {
     if (f->ep)
         fi_close(&f->ep->fid);
@@ -269,15 +287,43 @@ close_fids(struct transport_fabric *f)
         fi_close(&f->av->fid);
     if (f->cq)
         fi_close(&f->cq->fid);
+    f->ep = NULL;
+    f->av = NULL;
+    f->cq = NULL;
+}
+
+/*
+ * A peer that completes nothing can stall the endpoint for everyone (shm
+ * answers its peers in order, so a dead one holds up the rest): start
+ * again with a fresh endpoint. Every operation in flight is cancelled
+ * (its buffers are no longer the provider's), every cached peer
+ * forgotten, and transfers begun before fail their next post. Caller holds
+ * the lock. Returns 0 or -ENODEV (the endpoint could not be reopened:
+ * every later transfer fails).
+ */
+static int
+reset_locked(struct transport_fabric *f)
+{
+    close_endpoint(f);
+    while (f->ops)
+        op_complete(f, f->ops, -ECANCELED);
+    memset(f->peers, 0, sizeof(f->peers));
+    f->generation++;
+    int rc = open_endpoint(f);
+    log_warn("rdma: endpoint reset after a stalled transfer%s", rc ? ": reopen failed" : "");
+    return rc ? -ENODEV : 0;
+}
+
+static void
+close_fids(struct transport_fabric *f)
+{
+    close_endpoint(f);
     if (f->domain)
         fi_close(&f->domain->fid);
     if (f->fabric)
         fi_close(&f->fabric->fid);
     if (f->info)
         fi_freeinfo(f->info);
-    f->ep = NULL;
-    f->av = NULL;
-    f->cq = NULL;
     f->domain = NULL;
     f->fabric = NULL;
     f->info = NULL;
@@ -486,7 +532,8 @@ transport_xfer_begin(struct transport_fabric *f, const struct transport_token *t
     x->f = f;
     x->t = *t;
     pthread_mutex_lock(&f->lock);
-    int rc = peer_resolve(f, t, &x->fa);
+    x->generation = f->generation;
+    int rc = f->ep ? peer_resolve(f, t, &x->fa) : -ENODEV;
     pthread_mutex_unlock(&f->lock);
     if (rc != 0) {
         free(x);
@@ -524,6 +571,12 @@ xfer_post(struct transport_xfer *x, bool is_write, uint64_t off, void *local, si
     ssize_t rc;
     int64_t deadline = clock_mono_ns() + 30ll * 1000000000;
     pthread_mutex_lock(&f->lock);
+    if (x->generation != f->generation) {
+        pthread_mutex_unlock(&f->lock);
+        free(o);
+        done->status = -ECANCELED;
+        return -ECANCELED;
+    }
     for (;;) {
         rc = is_write ? fi_writemsg(f->ep, &msg, FI_COMPLETION | FI_DELIVERY_COMPLETE)
                       : fi_readmsg(f->ep, &msg, FI_COMPLETION);
@@ -535,8 +588,13 @@ xfer_post(struct transport_xfer *x, bool is_write, uint64_t off, void *local, si
         sleep_us(10);
         pthread_mutex_lock(&f->lock);
     }
-    if (rc == 0)
+    if (rc == 0) {
         x->in_flight++;
+        o->next = f->ops;
+        if (f->ops)
+            f->ops->prev = o;
+        f->ops = o;
+    }
     pthread_mutex_unlock(&f->lock);
     if (rc != 0) {
         done->status = errno_from_fi(rc);
@@ -574,8 +632,13 @@ transport_xfer_wait(struct transport_xfer *x, struct transport_done *done, int t
         pthread_mutex_unlock(&f->lock);
         if (st != 1)
             return st;
-        if (clock_mono_ns() > deadline)
+        if (clock_mono_ns() > deadline) {
+            pthread_mutex_lock(&f->lock);
+            if (done->status == 1)
+                reset_locked(f);
+            pthread_mutex_unlock(&f->lock);
             return -ETIMEDOUT;
+        }
         /* Spin briefly (small transfers complete in microseconds), then
          * yield the core to the threads doing the copies. */
         if (++spins > 64)
@@ -598,14 +661,9 @@ transport_xfer_end(struct transport_xfer *x, int timeout_ms)
             pthread_mutex_lock(&f->lock);
         }
     }
+    if (x->in_flight > 0)
+        reset_locked(f); /* cancels them all */
     int rc = x->first_error;
-    if (x->in_flight > 0) {
-        /* The provider still owns those operations: leave 'x' to them. */
-        x->is_abandoned = true;
-        peer_forget(f, x->fa);
-        pthread_mutex_unlock(&f->lock);
-        return rc ? rc : -ETIMEDOUT;
-    }
     pthread_mutex_unlock(&f->lock);
     free(x);
     return rc;

@@ -133,13 +133,13 @@ int transport_xfer_write(struct transport_xfer *x, uint64_t off, const void *src
 int transport_xfer_read(struct transport_xfer *x, uint64_t off, void *dst, size_t len,
                         struct transport_region *region, struct transport_done *done);
 /* Waits until 'done' completes or 'timeout_ms' passes. Returns its status,
- * or -ETIMEDOUT (still in flight: keep 'done' and its buffer alive and
- * wait again; transport_xfer_end waits for it). */
+ * or -ETIMEDOUT: then the endpoint was reset, which cancelled every
+ * transfer in flight (theirs complete with -ECANCELED, this one too), so
+ * no buffer stays the provider's. */
 int transport_xfer_wait(struct transport_xfer *x, struct transport_done *done, int timeout_ms);
-/* Waits for everything posted (at most 'timeout_ms', then the peer is
- * forgotten and its transfers' buffers are leaked rather than reused while
- * a provider may still touch them) and frees 'x'. Returns 0 or the first
- * error seen. NULL is a no-op. */
+/* Waits for everything posted (at most 'timeout_ms', then the endpoint is
+ * reset as above) and frees 'x'. Returns 0 or the first error seen. NULL
+ * is a no-op. */
 int transport_xfer_end(struct transport_xfer *x, int timeout_ms);
 
 #endif
