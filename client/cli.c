@@ -39,6 +39,7 @@ static const char USAGE[] =
     "bench:   --prefix P --size N --objects N --fanout F --concurrency N --duration S\n"
     "         --count N --range-size N --delimiter D --max-keys N --first-page\n"
     "         --no-prepare --json FILE   (prints one RESULT line per operation)\n"
+    "         --verify (with --transport: check every byte read)\n"
     "exit codes: 0 ok, 1 S3 error, 2 usage, 3 credentials/config, 4 local I/O\n";
 
 enum {
@@ -66,6 +67,7 @@ enum {
     OPT_RETRIES,
     OPT_TRANSPORT,
     OPT_RDMA_PROVIDER,
+    OPT_VERIFY,
 };
 
 static const struct option LONG_OPTS[] = {
@@ -96,6 +98,7 @@ static const struct option LONG_OPTS[] = {
     {"retries", required_argument, NULL, OPT_RETRIES},
     {"transport", required_argument, NULL, OPT_TRANSPORT},
     {"rdma-provider", required_argument, NULL, OPT_RDMA_PROVIDER},
+    {"verify", no_argument, NULL, OPT_VERIFY},
     {NULL, 0, NULL, 0},
 };
 
@@ -175,6 +178,9 @@ parse_options(int argc, char **argv, struct cli_opts *o)
             break;
         case OPT_RDMA_PROVIDER:
             o->opts.rdma_provider = optarg;
+            break;
+        case OPT_VERIFY:
+            o->is_verify = true;
             break;
         case OPT_RANGE:
             o->range = optarg;

@@ -4,7 +4,12 @@
  *   shard bench put|get|range|list|head|mixed --bucket B [--prefix P] [--size N]
  *       [--objects N] [--fanout F] [--concurrency N] [--duration S] [--count N]
  *       [--range-size N] [--delimiter D] [--max-keys N] [--first-page]
- *       [--no-prepare] [--json FILE]
+ *       [--no-prepare] [--json FILE] [--transport auto|http|rdma [--verify]]
+ *
+ * With --transport, get and range read into a buffer of the worker's own
+ * through shard_read_range (over RDMA: the server writes into it), put sends
+ * with shard_put_buffer, and --verify compares every byte read with the
+ * payload the objects were written with.
  *
  * 'concurrency' threads each own one keep-alive curl handle and run blocking
  * requests back to back; each keeps its own counters and a fixed-size
@@ -175,6 +180,11 @@ run_op_buffer(struct worker *w, enum bench_op op, uint64_t i, uint64_t *bytes)
     if (rc != 0) {
         snprintf(w->first_error, sizeof(w->first_error), "%s %.200s: %.60s: %.300s",
                  op == OP_PUT ? "PUT" : "GET", key, err.code, err.message);
+        return -1;
+    }
+    if (op != OP_PUT && b->o->is_verify && memcmp(w->dest, b->payload + off, want) != 0) {
+        snprintf(w->first_error, sizeof(w->first_error), "GET %.200s at %" PRIu64 ": bytes differ",
+                 key, off);
         return -1;
     }
     *bytes = want;

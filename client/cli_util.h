@@ -53,6 +53,7 @@ struct cli_opts {
     double duration_s;
     bool is_first_page, is_no_prepare, has_size;
     bool has_transport; /* --transport given */
+    bool is_verify;     /* bench --verify */
 };
 
 /*

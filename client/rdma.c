@@ -50,8 +50,11 @@ fabric_get(struct shard_client *c, char *why, size_t why_cap)
         const char *prov =
             c->opts.rdma_provider ? c->opts.rdma_provider : getenv("AWS_RDMA_PROVIDER");
         const char *node = c->opts.rdma_address ? c->opts.rdma_address : getenv("AWS_RDMA_ADDRESS");
-        struct transport_config tc = {prov && *prov ? prov : "auto", node && *node ? node : NULL,
-                                      true};
+        struct transport_config tc = {
+            .provider = prov && *prov ? prov : "auto",
+            .node = node && *node ? node : NULL,
+            .has_progress_thread = true,
+        };
         int rc = transport_fabric_open(&tc, &c->fabric);
         c->rdma_state = rc == 0 ? 1 : -1;
         if (rc != 0)

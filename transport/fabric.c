@@ -62,6 +62,7 @@ struct transport_fabric {
     size_t name_len;
     uint64_t mr_mode;
     uint64_t next_key;
+    int post_timeout_ms;
     struct peer peers[PEER_CACHE];
     uint64_t peer_clock;
     struct op *ops;      /* in flight */
@@ -109,6 +110,7 @@ errno_from_fi(ssize_t rc)
 }
 
 static int open_endpoint(struct transport_fabric *f);
+static int reset_locked(struct transport_fabric *f);
 
 /* Completes 'o' with 'status'. Caller holds the lock. */
 static void
@@ -344,6 +346,7 @@ transport_fabric_open(const struct transport_config *cfg, struct transport_fabri
     pthread_mutex_init(&f->lock, NULL);
     pthread_cond_init(&f->cond, NULL);
     f->next_key = 1;
+    f->post_timeout_ms = cfg->post_timeout_ms > 0 ? cfg->post_timeout_ms : 30000;
     if (strcmp(cfg->provider, "auto") == 0) {
         rc = -ENODEV;
         for (size_t i = 0; i < ARRAY_LEN(auto_order) && rc != 0; i++) {
@@ -569,7 +572,7 @@ xfer_post(struct transport_xfer *x, bool is_write, uint64_t off, void *local, si
         .context = &o->ctx,
     };
     ssize_t rc;
-    int64_t deadline = clock_mono_ns() + 30ll * 1000000000;
+    int64_t deadline = clock_mono_ns() + (int64_t)f->post_timeout_ms * 1000000;
     pthread_mutex_lock(&f->lock);
     if (x->generation != f->generation) {
         pthread_mutex_unlock(&f->lock);
@@ -594,6 +597,8 @@ xfer_post(struct transport_xfer *x, bool is_write, uint64_t off, void *local, si
         if (f->ops)
             f->ops->prev = o;
         f->ops = o;
+    } else if (rc == -FI_EAGAIN) {
+        reset_locked(f); /* stalled: see transport_config.post_timeout_ms */
     }
     pthread_mutex_unlock(&f->lock);
     if (rc != 0) {

@@ -64,6 +64,10 @@ struct transport_config {
     /* A client is the passive side: its endpoint must make progress while
      * a peer writes into or reads from it, so it gets a progress thread. */
     bool has_progress_thread;
+    /* A post the provider keeps refusing (its queue full of transfers to
+     * a stalled peer) fails after this long (0: 30 s), and the endpoint
+     * is reset as after a timed-out wait. */
+    int post_timeout_ms;
 };
 
 /* Opens the domain and endpoint of cfg->provider ("auto": the first of

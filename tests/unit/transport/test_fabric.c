@@ -19,7 +19,7 @@
 static int
 run(const char *provider, const char *node)
 {
-    struct transport_config ccfg = {provider, node, true}, scfg = {provider, node, false};
+    struct transport_config ccfg = {provider, node, true, 0}, scfg = {provider, node, false, 0};
     struct transport_fabric *cf = NULL, *sf = NULL;
     int rc = transport_fabric_open(&ccfg, &cf);
     if (rc == -ENODEV || rc == -ENOTSUP) {
