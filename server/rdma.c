@@ -271,7 +271,7 @@ respond_decline(struct s3_req *r, const char *why)
     s3_respond_error(r, S3_ERR_NOT_IMPLEMENTED, msg);
 }
 
-/* Whether 'nonce' was seen among the last RDMA_NONCES tokens (and records it). */
+/* Whether 'nonce' is among the last RDMA_NONCES tokens served. */
 static bool
 nonce_is_replayed(struct rdma_server *rs, uint64_t nonce)
 {
@@ -279,10 +279,18 @@ nonce_is_replayed(struct rdma_server *rs, uint64_t nonce)
     pthread_mutex_lock(&rs->lock);
     for (size_t i = 0; i < RDMA_NONCES && !is_seen; i++)
         is_seen = rs->nonces[i] == nonce && nonce != 0;
-    if (!is_seen)
-        rs->nonces[rs->nonce_next++ % RDMA_NONCES] = nonce;
     pthread_mutex_unlock(&rs->lock);
     return is_seen;
+}
+
+/* Records the nonce of a token served. Only a served one: a client that
+ * retries after a 503 or a lost answer sends the same token again. */
+static void
+nonce_record(struct rdma_server *rs, uint64_t nonce)
+{
+    pthread_mutex_lock(&rs->lock);
+    rs->nonces[rs->nonce_next++ % RDMA_NONCES] = nonce;
+    pthread_mutex_unlock(&rs->lock);
 }
 
 bool
@@ -463,6 +471,7 @@ s3_rdma_get(struct s3_req *r, const struct index_object *obj, uint64_t first, ui
     atomic_fetch_sub(&rs->in_flight, 1);
     storage_reader_destroy(rd);
     s3_req_unpin(r);
+    nonce_record(rs, r->rdma->t.nonce);
     atomic_fetch_add(&rs->gets, 1);
     atomic_fetch_add(&rs->bytes_out, len);
     r->rdma_reply = status;
@@ -551,6 +560,7 @@ s3_rdma_pull(struct s3_req *r)
         r->rdma_reply = 501;
         return S3_ERR_NOT_IMPLEMENTED;
     }
+    nonce_record(rs, r->rdma->t.nonce);
     atomic_fetch_add(&rs->puts, 1);
     atomic_fetch_add(&rs->bytes_in, len);
     r->rdma_reply = 200;

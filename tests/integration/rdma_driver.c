@@ -4,10 +4,11 @@
  * partNumber, a token whose length disagrees, a token given as text).
  * Usage:
  *   rdma_driver get BUCKET KEY [--range A-B] [--part N] [--len N]
- *                   [--token TEXT]
+ *                   [--token TEXT] [--repeat 1]
  * --len registers a buffer of N bytes (default: the range's length, or
  * the object's size from HEAD); --token sends TEXT instead of a token of
- * that buffer. Provider and
+ * that buffer; --repeat 1 sends the same request (same token) once more
+ * after the first and prints "replay=S" (its status). Provider and
  * address come from AWS_RDMA_PROVIDER / AWS_RDMA_ADDRESS. Prints
  * "status=S reply=R" on stderr and, when the reply is 200 or 206, the
  * buffer on stdout. Exit 0 when it ran, 1 on a local failure.
@@ -42,6 +43,7 @@ main(int argc, char **argv)
         return 1;
     }
     const char *bucket = argv[2], *key = argv[3], *range = NULL, *part = NULL, *token = NULL;
+    bool is_repeat = false;
     uint64_t len = 0;
     for (int i = 4; i + 1 < argc; i += 2) {
         if (strcmp(argv[i], "--range") == 0)
@@ -52,6 +54,8 @@ main(int argc, char **argv)
             len = strtoull(argv[i + 1], NULL, 10);
         else if (strcmp(argv[i], "--token") == 0)
             token = argv[i + 1];
+        else if (strcmp(argv[i], "--repeat") == 0)
+            is_repeat = strcmp(argv[i + 1], "1") == 0;
     }
     struct shard_options opts = {.transport = SHARD_TRANSPORT_RDMA};
     struct shard_error err;
@@ -97,9 +101,17 @@ main(int argc, char **argv)
     client__resp_init(&resp);
     client__rdma_hold(c);
     client__perform(c, &req, NULL, 0, &resp, &err);
+    long replay = 0;
+    if (is_repeat) {
+        struct client_resp again;
+        client__resp_init(&again);
+        client__perform(c, &req, NULL, 0, &again, &err);
+        replay = again.status;
+        client__resp_cleanup(&again);
+    }
     client__rdma_release(c);
     transport_region_destroy(region);
-    fprintf(stderr, "status=%ld reply=%d\n", resp.status, resp.rdma_reply);
+    fprintf(stderr, "status=%ld reply=%d replay=%ld\n", resp.status, resp.rdma_reply, replay);
     if (resp.body.len)
         fprintf(stderr, "%.*s\n", (int)MIN(resp.body.len, 2000), resp.body.ptr);
     int rc = 0;

@@ -225,10 +225,11 @@ def test_bad_tokens():
         h.eq(r.status, want, "%s token: %r" % (what, r.body[:300]))
         reply = r.headers.get("x-amz-rdma-reply")
         h.eq(reply, "501" if want == 501 else None, "%s token: x-amz-rdma-reply" % what)
-    # The server still serves real tokens.
-    status, reply, out, _ = driver(srv, "shm", "rdb", "small", "--range", "0-99")
+    # The server still serves real tokens; a served token is not served twice.
+    status, reply, out, err = driver(srv, "shm", "rdb", "small", "--range", "0-99", "--repeat", 1)
     h.eq((status, reply), (206, 206), "a good token after bad ones")
     h.check(out == DATA["small"][:100], "bytes after bad tokens")
+    h.check("replay=400" in err, "the same token again is refused: %s" % err)
 
 
 def test_length_mismatch():
