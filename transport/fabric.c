@@ -15,7 +15,9 @@
  * flight, so a dead or stalled peer holds no buffer and stalls no one for
  * longer than the timeout. Peer addresses are cached (the tcp provider
  * keeps a connection per address); a peer whose transfer failed is
- * dropped from the cache.
+ * dropped from the cache. shm regions get names of their own
+ * ("shard_PID_RANDOM"), so a region a killed process left behind is never
+ * taken for a live one, and is swept at the next open.
  */
 #include "config.h"
 
@@ -36,7 +38,10 @@
 #include <rdma/fi_endpoint.h>
 #include <rdma/fi_errno.h>
 #include <rdma/fi_rma.h>
+#include <dirent.h>
+#include <signal.h>
 #include <time.h>
+#include <unistd.h>
 
 #define PEER_CACHE 64
 /* A provider is asked for messages no larger than this. */
@@ -220,6 +225,29 @@ provider_lookup(const char *name)
     return NULL;
 }
 
+/* Removes the shm regions that processes of ours (named "shard_PID_...",
+ * below) left in /dev/shm when they were killed: nobody maps them any
+ * more, and each holds the provider's 16 MiB. */
+static void
+shm_sweep(void)
+{
+    DIR *d = opendir("/dev/shm");
+    if (!d)
+        return;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        int pid;
+        if (sscanf(e->d_name, "shard_%d_", &pid) != 1 || pid <= 0)
+            continue;
+        if (kill(pid, 0) == 0 || errno != ESRCH)
+            continue;
+        char path[300];
+        snprintf(path, sizeof(path), "/dev/shm/%s", e->d_name);
+        unlink(path);
+    }
+    closedir(d);
+}
+
 static int
 open_provider(struct transport_fabric *f, const char *prov, const char *node)
 {
@@ -235,6 +263,18 @@ open_provider(struct transport_fabric *f, const char *prov, const char *node)
     hints->domain_attr->threading = FI_THREAD_SAFE;
     hints->tx_attr->op_flags = FI_DELIVERY_COMPLETE;
     hints->fabric_attr->prov_name = strdup(prov);
+    char name[64];
+    if (!node && strcmp(prov, "shm") == 0) {
+        /* shm names its region after the pid unless told otherwise; a
+         * region a killed process left behind would then collide with (or
+         * be taken for) a later process of the same pid. */
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        snprintf(name, sizeof(name), "shard_%d_%lx", (int)getpid(),
+                 (unsigned long)(ts.tv_nsec ^ (ts.tv_sec << 20) ^ (uintptr_t)f));
+        node = name;
+        shm_sweep();
+    }
     rc = fi_getinfo(FI_VERSION(1, 9), node, NULL, node ? FI_SOURCE : 0, hints, &f->info);
     fi_freeinfo(hints);
     if (rc != 0) {
