@@ -62,13 +62,13 @@ SS_PID=""
 # sh MODE ARGS...: runs shard against the server of MODE with its transport.
 sh() {
   local mode=$1; shift
-  local ep=$SHM_EP prov=shm tr=rdma extra=()
+  local ep=$SHM_EP prov=shm tr=rdma addr="" extra=()
   case $mode in
     http) tr=http; extra=(--parallel 1 --chunk-size 1G) ;;
-    rdma-tcp) ep=$TCP_EP prov=tcp ;;
+    rdma-tcp) ep=$TCP_EP prov=tcp addr=127.0.0.1 ;;
   esac
   AWS_ACCESS_KEY_ID=$AK AWS_SECRET_ACCESS_KEY=$SK AWS_ENDPOINT_URL=$ep AWS_DEFAULT_REGION=us-east-1 \
-    AWS_RDMA_PROVIDER=$prov AWS_RDMA_ADDRESS=127.0.0.1 HOME=$W \
+    AWS_RDMA_PROVIDER=$prov AWS_RDMA_ADDRESS=$addr HOME=$W \
     "$SHARD" "$@" --transport "$tr" "${extra[@]}"
 }
 pid_of() { case $1 in rdma-tcp) echo "$TCP_PID" ;; *) echo "$SHM_PID" ;; esac; }

@@ -21,15 +21,26 @@
 #include <errno.h>
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <sys/random.h>
 #include <time.h>
+#include <unistd.h>
 
 static uint64_t
 nonce_next(void)
 {
-    /* Unique per token: the clock, a counter and the address of a local. */
-    static _Atomic uint64_t counter;
-    uint64_t n = (uint64_t)clock_now_ns() ^ ((uint64_t)(uintptr_t)&n << 17);
-    n ^= (uint64_t)atomic_fetch_add(&counter, 1) * 0x9E3779B97F4A7C15ull;
+    /* Unique per token: a random base drawn once per process, plus a
+     * counter (the server refuses a nonce it served before). */
+    static _Atomic uint64_t base, counter;
+    uint64_t b = atomic_load(&base);
+    if (b == 0) {
+        uint64_t r = 0;
+        if (getrandom(&r, sizeof(r), 0) != (ssize_t)sizeof(r))
+            r = (uint64_t)clock_now_ns() ^ ((uint64_t)getpid() << 32);
+        uint64_t zero = 0;
+        atomic_compare_exchange_strong(&base, &zero, r | 1);
+        b = atomic_load(&base);
+    }
+    uint64_t n = b + atomic_fetch_add(&counter, 1) * 0x9E3779B97F4A7C15ull;
     return n ? n : 1;
 }
 

@@ -264,10 +264,11 @@ open_provider(struct transport_fabric *f, const char *prov, const char *node)
     hints->tx_attr->op_flags = FI_DELIVERY_COMPLETE;
     hints->fabric_attr->prov_name = strdup(prov);
     char name[64];
-    if (!node && strcmp(prov, "shm") == 0) {
-        /* shm names its region after the pid unless told otherwise; a
-         * region a killed process left behind would then collide with (or
-         * be taken for) a later process of the same pid. */
+    if (strcmp(prov, "shm") == 0) {
+        /* shm names its region after the pid, or after 'node' (it binds
+         * no address: a node is only a name); a region a killed process
+         * left behind would then collide with (or be taken for) a later
+         * process of the same name. */
         struct timespec ts;
         clock_gettime(CLOCK_REALTIME, &ts);
         snprintf(name, sizeof(name), "shard_%d_%lx", (int)getpid(),
