@@ -11,3 +11,4 @@ EXTRA_DIST += bench/sse.sh
 EXTRA_DIST += bench/cors.sh
 EXTRA_DIST += bench/ml.sh
 EXTRA_DIST += bench/policy.sh
+EXTRA_DIST += bench/rdma.sh

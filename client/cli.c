@@ -40,10 +40,13 @@ static const char USAGE[] =
     "  admin ...                 users, keys, grants of a shardstore (shard admin --help)\n"
     "options: --endpoint-url URL --profile P --region R --parallel N (8) --part-size SIZE (8M)\n"
     "         --chunk-size SIZE (1M) --retries N -r/--recursive -q/--quiet\n"
+    "         --transport auto|http|rdma (auto: RDMA when a provider is configured and the\n"
+    "         endpoint serves it) --rdma-provider shm|tcp|verbs|efa|auto ($AWS_RDMA_PROVIDER)\n"
     "         -h/--help, -V/--version (print and exit)\n"
     "bench:   --prefix P --size N --objects N --fanout F --concurrency N --duration S\n"
     "         --count N --range-size N --delimiter D --max-keys N --first-page\n"
     "         --no-prepare --json FILE   (prints one RESULT line per operation)\n"
+    "         --verify (with --transport: check every byte read)\n"
     "environment and files, as aws-cli: AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY,\n"
     "         AWS_SESSION_TOKEN, AWS_PROFILE, AWS_REGION, AWS_ENDPOINT_URL(_S3),\n"
     "         AWS_CA_BUNDLE, ~/.aws/credentials and ~/.aws/config (or\n"
@@ -76,6 +79,9 @@ enum {
     OPT_MEMBER,
     OPT_MEMBERS,
     OPT_CONTINUE,
+    OPT_TRANSPORT,
+    OPT_RDMA_PROVIDER,
+    OPT_VERIFY,
 };
 
 static const struct option LONG_OPTS[] = {
@@ -108,6 +114,9 @@ static const struct option LONG_OPTS[] = {
     {"member", required_argument, NULL, OPT_MEMBER},
     {"members", no_argument, NULL, OPT_MEMBERS},
     {"continue-on-error", no_argument, NULL, OPT_CONTINUE},
+    {"transport", required_argument, NULL, OPT_TRANSPORT},
+    {"rdma-provider", required_argument, NULL, OPT_RDMA_PROVIDER},
+    {"verify", no_argument, NULL, OPT_VERIFY},
     {NULL, 0, NULL, 0},
 };
 
@@ -176,6 +185,23 @@ parse_options(int argc, char **argv, struct cli_opts *o)
             if (parse_count(optarg, 100, &v) != 0)
                 return usage_error("--retries wants 0..100, not '%s'", optarg);
             o->opts.max_retries = v ? (unsigned)v : 1;
+            break;
+        case OPT_TRANSPORT:
+            if (strcmp(optarg, "auto") == 0)
+                o->opts.transport = SHARD_TRANSPORT_AUTO;
+            else if (strcmp(optarg, "http") == 0)
+                o->opts.transport = SHARD_TRANSPORT_HTTP;
+            else if (strcmp(optarg, "rdma") == 0)
+                o->opts.transport = SHARD_TRANSPORT_RDMA;
+            else
+                return usage_error("--transport wants auto, http or rdma, not '%s'", optarg);
+            o->has_transport = true;
+            break;
+        case OPT_RDMA_PROVIDER:
+            o->opts.rdma_provider = optarg;
+            break;
+        case OPT_VERIFY:
+            o->is_verify = true;
             break;
         case OPT_RANGE:
             o->range = optarg;
@@ -277,12 +303,54 @@ write_all(int fd, const void *p, size_t len)
     return 0;
 }
 
+/* The RDMA way of download_to_fd: windows of the object land in one
+ * registered buffer (shard_read_range), then go to 'fd'. */
+static int
+download_windows(struct shard_client *c, const struct cli_opts *o, const char *bucket,
+                 const char *key, uint64_t off, uint64_t len, int fd, const char *what)
+{
+    struct shard_error err;
+    struct shard_object_info info;
+    if (shard_head(c, bucket, key, &info, &err) != 0)
+        return cli_fail(what, &err);
+    if (off > info.size) {
+        cli_msg("%s: offset %llu is past the end of the object", what, (unsigned long long)off);
+        return CLI_S3;
+    }
+    len = MIN(len, info.size - off);
+    size_t window = (size_t)MIN(len, 64u << 20);
+    char *buf = xmalloc(MAX(window, 1));
+    struct cli_progress prog;
+    cli_progress_init(&prog, "download", len, o->is_quiet || len < (8u << 20));
+    int rc = CLI_OK;
+    for (uint64_t done = 0; done < len && rc == CLI_OK;) {
+        size_t n = (size_t)MIN(window, len - done);
+        if (shard_read_range(c, bucket, key, off + done, n, buf, &err) != 0) {
+            cli_progress_end(&prog);
+            rc = cli_fail(what, &err);
+        } else if (write_all(fd, buf, n) != 0) {
+            int e = errno;
+            cli_progress_end(&prog);
+            cli_msg("%s: write: %s", what, strerror(e));
+            rc = CLI_IO;
+        }
+        done += n;
+        cli_progress_update(&prog, done, len);
+    }
+    if (rc == CLI_OK)
+        cli_progress_end(&prog);
+    free(buf);
+    return rc;
+}
+
 /* Streams [off, off+len) of the object (of its member o->member, when
  * set) to 'fd'. 'what' names it in messages. */
 static int
 download_to_fd(struct shard_client *c, const struct cli_opts *o, const char *bucket,
                const char *key, uint64_t off, uint64_t len, int fd, const char *what)
 {
+    if (o->opts.transport != SHARD_TRANSPORT_HTTP)
+        return download_windows(c, o, bucket, key, off, len, fd, what);
     struct shard_error err;
     struct shard_reader *r =
         o->member ? shard_member_reader_open(c, bucket, key, o->member, off, len, &o->opts, &err)
@@ -807,6 +875,10 @@ main(int argc, char **argv)
         if (npos < 1 || shard_parse_s3_url(pos[0], bucket, key) != 0)
             return usage_error("invalid S3 URL '%s' (want s3://bucket[/key])", npos ? pos[0] : "");
     }
+    /* auto (the default) tries RDMA only where a provider is configured. */
+    const char *prov = o.opts.rdma_provider ? o.opts.rdma_provider : getenv("AWS_RDMA_PROVIDER");
+    if (!o.has_transport && prov && *prov)
+        o.opts.transport = SHARD_TRANSPORT_AUTO;
     struct shard_error err;
     struct shard_client *c = shard_client_create(&o.cfg, &o.opts, &err);
     if (c == NULL)

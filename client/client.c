@@ -79,6 +79,7 @@ shard_client_create(const struct shard_config_in *in, const struct shard_options
         free(c);
         return NULL;
     }
+    pthread_mutex_init(&c->rdma_lock, NULL);
     if (opts != NULL)
         c->opts = *opts;
     options_fill(&c->opts);
@@ -105,6 +106,7 @@ shard_client_destroy(struct shard_client *c)
     for (size_t i = 0; i < ARRAY_LEN(c->share_locks); i++)
         pthread_mutex_destroy(&c->share_locks[i]);
     pthread_mutex_destroy(&c->pool_lock);
+    client__rdma_cleanup(c);
     client__config_cleanup(&c->cfg);
     free(c);
 }

@@ -2,7 +2,7 @@
 # libshard shares only the SigV4 signer (and checksums) with auth/.
 LIBSHARD_SOURCES = client/shard.h client/shard_int.h client/client.c \
 	client/config.c client/ini.c client/url.c client/request.c client/xml.c \
-	client/ops.c client/reader.c client/upload.c client/member.c
+	client/ops.c client/reader.c client/upload.c client/member.c client/rdma.c
 
 # The installed library: libshard.so, built from its own sources and from
 # the auth/ and common/ code it uses, compiled again as PIC with
@@ -10,11 +10,13 @@ LIBSHARD_SOURCES = client/shard.h client/shard_int.h client/client.c \
 # exported (tests/unit/client/test_exports.sh checks that). Shared only.
 lib_LTLIBRARIES += client/libshard.la
 client_libshard_la_SOURCES = $(LIBSHARD_SOURCES) $(auth_libauth_la_SOURCES) \
+	$(transport_libtransport_la_SOURCES) \
 	$(common_libcommon_la_SOURCES)
 client_libshard_la_CFLAGS = $(AM_CFLAGS) -fvisibility=hidden $(LIBCURL_CFLAGS) \
-	$(EXPAT_CFLAGS) $(OPENSSL_CFLAGS) $(ISAL_CFLAGS)
+	$(EXPAT_CFLAGS) $(OPENSSL_CFLAGS) $(ISAL_CFLAGS) $(LIBFABRIC_CFLAGS)
 client_libshard_la_LDFLAGS = $(AM_LDFLAGS) -version-info 0:0:0 -no-undefined
-client_libshard_la_LIBADD = $(LIBCURL_LIBS) $(EXPAT_LIBS) $(OPENSSL_LIBS) $(ISAL_LIBS)
+client_libshard_la_LIBADD = $(LIBCURL_LIBS) $(EXPAT_LIBS) $(OPENSSL_LIBS) $(ISAL_LIBS) \
+	$(LIBFABRIC_LIBS)
 client_libshard_la_LIBTOOLFLAGS = --tag=disable-static
 # Object names of their own (so-*.lo): objects of the static libshard of
 # older trees must not be taken for PIC ones in an existing build dir.
@@ -31,7 +33,8 @@ DISTCLEANFILES = client/shard.pc
 noinst_LTLIBRARIES += client/libshard_core.la
 client_libshard_core_la_SOURCES = $(LIBSHARD_SOURCES)
 client_libshard_core_la_CFLAGS = $(AM_CFLAGS) $(LIBCURL_CFLAGS) $(EXPAT_CFLAGS)
-client_libshard_core_la_LIBADD = auth/libauth.la $(LIBCURL_LIBS) $(EXPAT_LIBS)
+client_libshard_core_la_LIBADD = auth/libauth.la transport/libtransport.la $(LIBCURL_LIBS) \
+	$(EXPAT_LIBS) $(LIBFABRIC_LIBS)
 
 # shard: cp, cat, ls, rm, mb, rb, bench, admin (installed by make install).
 bin_PROGRAMS += shard

@@ -8,6 +8,7 @@
 
 #include "auth/auth.h"
 #include "client/shard_int.h"
+#include "transport/transport.h"
 
 #include <stdlib.h>
 
@@ -276,7 +277,26 @@ shard_put_buffer(struct shard_client *c, const char *bucket, const char *key, co
                              .n_headers = 2};
     struct client_resp resp;
     client__resp_init(&resp);
-    int rc = client__perform(c, &req, data, len, &resp, err);
+    int rc = CLIENT_RDMA_FALLBACK;
+    if (len > 0 && client__rdma_wanted(c)) {
+        /* The server reads the body out of 'data' (checksum as over HTTP). */
+        struct transport_region *region;
+        char hdr[CLIENT_RDMA_HDR_CAP];
+        rc = client__rdma_prepare(c, (void *)data, len, true, &region, hdr, err);
+        if (rc == 0) {
+            req.headers[req.n_headers++] = hdr;
+            client__rdma_hold(c);
+            int prc = client__perform(c, &req, NULL, 0, &resp, err);
+            client__rdma_release(c);
+            transport_region_destroy(region);
+            req.n_headers--;
+            rc = client__rdma_judge(c, resp.status, resp.rdma_reply, len, err);
+            if (rc == CLIENT_RDMA_OTHER)
+                rc = prc;
+        }
+    }
+    if (rc == CLIENT_RDMA_FALLBACK)
+        rc = client__perform(c, &req, data, len, &resp, err);
     client__resp_cleanup(&resp);
     return rc;
 }

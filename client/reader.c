@@ -19,6 +19,7 @@
 #include "config.h"
 
 #include "client/shard_int.h"
+#include "transport/transport.h"
 
 #include <stdlib.h>
 #include <strings.h>
@@ -465,6 +466,39 @@ shard_reader_close(struct shard_reader *r)
     free(r);
 }
 
+/* shard_read_range over RDMA: one GET whose range the server writes into
+ * 'buf' itself. Returns 0, CLIENT_RDMA_FALLBACK, or a negative error. */
+static int
+read_range_rdma(struct shard_client *c, const char *bucket, const char *key, uint64_t off,
+                uint64_t len, void *buf, struct shard_error *err)
+{
+    struct transport_region *region;
+    char hdr[CLIENT_RDMA_HDR_CAP], range[80];
+    int rc = client__rdma_prepare(c, buf, len, false, &region, hdr, err);
+    if (rc != 0)
+        return rc;
+    snprintf(range, sizeof(range), "Range: bytes=%llu-%llu", (unsigned long long)off,
+             (unsigned long long)(off + len - 1));
+    struct client_req req = {.method = "GET", .bucket = bucket, .key = key};
+    req.headers[req.n_headers++] = range;
+    req.headers[req.n_headers++] = hdr;
+    struct client_resp resp;
+    client__resp_init(&resp);
+    client__rdma_hold(c);
+    int prc = client__perform(c, &req, NULL, 0, &resp, err);
+    client__rdma_release(c);
+    transport_region_destroy(region);
+    rc = client__rdma_judge(c, resp.status, resp.rdma_reply, len, err);
+    if (rc == CLIENT_RDMA_OTHER) {
+        rc = prc;
+        if (resp.status == 416)
+            rc = client__err(err, SHARD_ERR_ARG, 416, "InvalidRange",
+                             "the range starts past the end of the object");
+    }
+    client__resp_cleanup(&resp);
+    return rc;
+}
+
 int
 shard_read_range(struct shard_client *c, const char *bucket, const char *key, uint64_t off,
                  uint64_t len, void *buf, struct shard_error *err)
@@ -473,6 +507,11 @@ shard_read_range(struct shard_client *c, const char *bucket, const char *key, ui
         return 0;
     if (off > UINT64_MAX - len)
         return client__err(err, SHARD_ERR_ARG, 0, "InvalidRange", "range overflows");
+    if (client__rdma_wanted(c)) {
+        int rc = read_range_rdma(c, bucket, key, off, len, buf, err);
+        if (rc != CLIENT_RDMA_FALLBACK)
+            return rc;
+    }
     struct shard_reader *r = reader_create(c, bucket, key, off, len, NULL, buf);
     int rc = reader_start(r);
     while (rc == 0 && r->done_chunks < r->n_chunks)

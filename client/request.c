@@ -219,6 +219,7 @@ resp_reset(struct client_resp *r)
     r->length = 0;
     r->sunk = 0;
     r->has_sink_failed = false;
+    r->rdma_reply = 0;
 }
 
 static size_t
@@ -274,9 +275,12 @@ collect_header(char *p, size_t size, size_t n, void *ctx)
         const char *sp = memchr(p, ' ', len);
         if (sp != NULL && (size_t)(sp - p) + 4 <= len)
             r->status = strtol(sp + 1, NULL, 10);
+        r->rdma_reply = 0;
         return len;
     }
     header_value(p, len, "etag", r->etag, sizeof(r->etag));
+    if (header_value(p, len, "x-amz-rdma-reply", tmp, sizeof(tmp)))
+        r->rdma_reply = atoi(tmp);
     header_value(p, len, "last-modified", r->last_modified, sizeof(r->last_modified));
     if (header_value(p, len, "content-length", tmp, sizeof(tmp)))
         r->length = strtoull(tmp, NULL, 10);

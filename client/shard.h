@@ -69,6 +69,13 @@ struct shard_config_in {
     const char *session_token; /* with them; may be NULL */
 };
 
+/* How object bytes move (RDMA fast path, docs/DESIGN.md). */
+enum shard_transport {
+    SHARD_TRANSPORT_HTTP = 0, /* the HTTP body (the default) */
+    SHARD_TRANSPORT_AUTO,     /* RDMA while the endpoint serves it, else HTTP (counted) */
+    SHARD_TRANSPORT_RDMA,     /* RDMA only: a decline or transport error is an error */
+};
+
 /* Transfer tuning; zero fields take the defaults shown. */
 struct shard_options {
     unsigned parallel;           /* connections per transfer (8) */
@@ -78,6 +85,11 @@ struct shard_options {
     unsigned retry_base_ms;      /* first backoff; doubles up to 2 s (50) */
     unsigned connect_timeout_ms; /* (10000) */
     unsigned stall_timeout_ms;   /* abort a transfer that moves no byte for this long (30000) */
+    /* RDMA: shard_read_range, shard_put_buffer and the parts of shard_put_fd
+     * move their bytes one-sided into or out of registered memory. */
+    enum shard_transport transport;
+    const char *rdma_provider; /* NULL: $AWS_RDMA_PROVIDER, else "auto" (shm, verbs, efa) */
+    const char *rdma_address;  /* address to bind (tcp: 127.0.0.1); NULL: $AWS_RDMA_ADDRESS */
 };
 
 struct shard_client;
@@ -97,6 +109,17 @@ SHARD_API const char *shard_client_endpoint(const struct shard_client *c);
 SHARD_API const char *shard_client_region(const struct shard_client *c);
 /* The effective options (defaults filled in); borrowed from 'c'. */
 SHARD_API const struct shard_options *shard_client_options(const struct shard_client *c);
+
+/* What moved how since the client was created (RDMA fast path). */
+struct shard_transport_stats {
+    uint64_t rdma_requests;  /* requests whose bytes moved over RDMA */
+    uint64_t rdma_bytes;     /* those bytes */
+    uint64_t http_fallbacks; /* requests repeated over HTTP (declined or transport error) */
+    char last_fallback[160]; /* why the last fallback happened ("" none) */
+};
+/* Fills 'out'. Thread-safe. */
+SHARD_API void shard_client_transport_stats(struct shard_client *c,
+                                            struct shard_transport_stats *out);
 
 /* ---- small operations ---------------------------------------------------- */
 
@@ -191,9 +214,12 @@ SHARD_API void shard_reader_close(struct shard_reader *r);
 
 /*
  * Reads exactly 'len' bytes at 'off' into 'buf' (caller-owned, 'len' bytes),
- * as parallel ranges of the client's chunk size written in place. This is the
- * shape another transport (RDMA into a registered buffer) implements too.
- * Returns 0, or a negative error (SHARD_ERR_ARG when the range passes the end).
+ * as parallel ranges of the client's chunk size written in place. With the
+ * RDMA transport 'buf' is registered and the server writes the range into
+ * it directly (one request; zero copy on the client), falling back to HTTP
+ * under SHARD_TRANSPORT_AUTO. Returns 0, or a negative error
+ * (SHARD_ERR_ARG when the range passes the end; SHARD_ERR_NET with code
+ * "RdmaDeclined" under SHARD_TRANSPORT_RDMA when the server declines).
  */
 SHARD_API int shard_read_range(struct shard_client *c, const char *bucket, const char *key,
                                uint64_t off, uint64_t len, void *buf, struct shard_error *err);

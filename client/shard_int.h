@@ -69,6 +69,12 @@ struct shard_client {
     pthread_mutex_t pool_lock;
     CURL **pool; /* idle easy handles (each keeps its connection alive) */
     size_t pool_len, pool_cap;
+    /* RDMA (rdma.c): the fabric, opened on first use; state 0 untried,
+     * 1 open, -1 unusable (then every transfer goes over HTTP). */
+    pthread_mutex_t rdma_lock;
+    struct transport_fabric *fabric;
+    int rdma_state;
+    struct shard_transport_stats rdma_stats;
 };
 
 /* Takes an idle handle from the pool (or makes one); give it back with
@@ -127,6 +133,7 @@ struct client_resp {
     long sink_buffer_len; /* curl's receive buffer for a long stream (0: its default) */
     uint64_t sunk;
     bool has_sink_failed;
+    int rdma_reply; /* x-amz-rdma-reply, 0 when absent */
 };
 void client__resp_init(struct client_resp *r);
 void client__resp_cleanup(struct client_resp *r);
@@ -162,6 +169,44 @@ void client__crc32_b64(const void *data, size_t len, char out[16]);
 
 /* Appends "member=ENCODED" (the query of a member request) to 'q'. */
 void client__member_query(struct buf *q, const char *member);
+
+/* ---- RDMA (rdma.c) ---------------------------------------------------------- */
+
+/* Room for "x-amz-rdma-token: " and the longest token. */
+#define CLIENT_RDMA_HDR_CAP 300
+/* client__rdma_* asks the caller to send the request over HTTP instead. */
+#define CLIENT_RDMA_FALLBACK 1
+/* client__rdma_judge: not an RDMA answer (an error): report it as usual. */
+#define CLIENT_RDMA_OTHER 2
+
+struct transport_region;
+
+/* Whether transfers should try RDMA now (transport not HTTP, fabric usable). */
+bool client__rdma_wanted(struct shard_client *c);
+/*
+ * Registers [buf, buf+len) ('is_put': peers read it, else write it) and
+ * formats its token header into 'hdr'. Returns 0 (release '*region' with
+ * transport_region_destroy after the request), CLIENT_RDMA_FALLBACK (the
+ * fabric is unusable under AUTO; counted) or a negative error (under RDMA).
+ */
+int client__rdma_prepare(struct shard_client *c, void *buf, size_t len, bool is_put,
+                         struct transport_region **region, char hdr[CLIENT_RDMA_HDR_CAP],
+                         struct shard_error *err);
+/*
+ * Judges the answer of a request that carried a token: 'status' and its
+ * x-amz-rdma-reply. Returns 0 when the bytes moved over RDMA (counted with
+ * 'len'), CLIENT_RDMA_FALLBACK when the request must be repeated over
+ * HTTP (a decline under AUTO: counted), a negative error under RDMA
+ * ('err' says RdmaDeclined), or CLIENT_RDMA_OTHER for any other answer
+ * (an S3 error the caller reports as usual).
+ */
+int client__rdma_judge(struct shard_client *c, long status, int rdma_reply, uint64_t len,
+                       struct shard_error *err);
+/* Holds the fabric's progress thread on while a request is in flight. */
+void client__rdma_hold(struct shard_client *c);
+void client__rdma_release(struct shard_client *c);
+/* Frees the fabric (client destroy). */
+void client__rdma_cleanup(struct shard_client *c);
 
 /* ---- XML answers (xml.c, expat) ----------------------------------------- */
 

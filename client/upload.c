@@ -13,6 +13,7 @@
 
 #include "auth/auth.h"
 #include "client/shard_int.h"
+#include "transport/transport.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -37,6 +38,8 @@ struct part_slot {
     struct client_resp resp;
     char crc_hdr[64];
     char query[1200];
+    struct transport_region *region; /* RDMA: the part's buffer, registered */
+    char rdma_hdr[CLIENT_RDMA_HDR_CAP];
 };
 
 struct part_done {
@@ -130,6 +133,8 @@ part_header(char *p, size_t size, size_t n, void *ctx)
         for (; i < len && p[i] != '\r' && p[i] != '\n' && k + 1 < sizeof(s->resp.etag); i++)
             s->resp.etag[k++] = p[i];
         s->resp.etag[k] = '\0';
+    } else if (len > 17 && strncasecmp(p, "x-amz-rdma-reply:", 17) == 0) {
+        s->resp.rdma_reply = atoi(p + 17);
     }
     return len;
 }
@@ -146,6 +151,16 @@ part_start(struct part_slot *s)
                              .payload_hash = CLIENT_UNSIGNED,
                              .headers = {s->crc_hdr},
                              .n_headers = 1};
+    transport_region_destroy(s->region);
+    s->region = NULL;
+    if (client__rdma_wanted(u->c)) {
+        /* The server reads the part out of s->buf; the HTTP body is empty. */
+        int rc = client__rdma_prepare(u->c, s->buf, s->len, true, &s->region, s->rdma_hdr, u->err);
+        if (rc < 0)
+            return rc;
+        if (rc == 0)
+            req.headers[req.n_headers++] = s->rdma_hdr;
+    }
     client__prepared_cleanup(&s->prep);
     curl_easy_reset(s->e);
     client__handle_defaults(u->c, s->e);
@@ -155,7 +170,7 @@ part_start(struct part_slot *s)
     curl_easy_setopt(s->e, CURLOPT_READDATA, s);
     curl_easy_setopt(s->e, CURLOPT_SEEKFUNCTION, part_seek);
     curl_easy_setopt(s->e, CURLOPT_SEEKDATA, s);
-    curl_easy_setopt(s->e, CURLOPT_INFILESIZE_LARGE, (curl_off_t)s->len);
+    curl_easy_setopt(s->e, CURLOPT_INFILESIZE_LARGE, (curl_off_t)(s->region ? 0 : s->len));
     curl_easy_setopt(s->e, CURLOPT_UPLOAD_BUFFERSIZE, 512L * 1024);
     curl_easy_setopt(s->e, CURLOPT_WRITEFUNCTION, part_body);
     curl_easy_setopt(s->e, CURLOPT_WRITEDATA, s);
@@ -165,7 +180,10 @@ part_start(struct part_slot *s)
     s->sent = 0;
     s->resp.body.len = 0;
     s->resp.etag[0] = '\0';
+    s->resp.rdma_reply = 0;
     s->state = PART_RUNNING;
+    if (s->region)
+        client__rdma_hold(u->c);
     curl_multi_add_handle(u->multi, s->e);
     return 0;
 }
@@ -215,6 +233,18 @@ part_finish(struct part_slot *s, CURLcode cc)
     curl_easy_getinfo(s->e, CURLINFO_RESPONSE_CODE, &s->status);
     s->resp.status = s->status;
     int rc;
+    if (s->region) {
+        client__rdma_release(u->c);
+        transport_region_destroy(s->region);
+        s->region = NULL;
+        if (cc == CURLE_OK) {
+            rc = client__rdma_judge(u->c, s->status, s->resp.rdma_reply, s->len, u->err);
+            if (rc < 0)
+                return rc;
+            if (rc == CLIENT_RDMA_FALLBACK)
+                return part_start(s); /* the same part, over HTTP */
+        }
+    }
     if (cc == CURLE_OK && s->status >= 200 && s->status < 300) {
         struct part_done *d = &u->done[s->number - 1];
         snprintf(d->etag, sizeof(d->etag), "%s", s->resp.etag);
@@ -442,6 +472,10 @@ done:
         }
         client__prepared_cleanup(&s->prep);
         client__resp_cleanup(&s->resp);
+        if (s->region) {
+            client__rdma_release(c);
+            transport_region_destroy(s->region);
+        }
         free(s->buf);
     }
     if (u.multi != NULL)

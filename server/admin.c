@@ -29,6 +29,7 @@
 #include "server/errors.h"
 #include "server/extents.h"
 #include "server/lifecycle.h"
+#include "server/rdma.h"
 #include "server/metrics.h"
 #include "server/offload.h"
 #include "server/ops.h"
@@ -144,6 +145,7 @@ admin_metrics(struct s3_req *r)
            atomic_load(&srv->metrics.offloaded));
     metric(&b, "shardstore_http_workers", "gauge", "Worker threads started for blocking steps",
            srv->offload ? offload_workers(srv->offload) : 0);
+    rdma_server_metrics(srv->rdma, &b);
     struct lifecycle_stats ls = {0};
     if (srv->lifecycle)
         lifecycle_stats_get(srv->lifecycle, &ls);

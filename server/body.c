@@ -11,6 +11,7 @@
 #include "common/common.h"
 #include "server/body.h"
 #include "server/errors.h"
+#include "server/rdma.h"
 #include "server/req.h"
 #include "server/server.h"
 
@@ -57,6 +58,12 @@ deliver_payload(void *ctx, const char *data, size_t len)
             r->body_error = e;
     }
     return 0;
+}
+
+void
+body_deliver(struct s3_req *r, const char *data, size_t len)
+{
+    deliver_payload(r, data, len);
 }
 
 void
@@ -129,6 +136,10 @@ body_finish(struct s3_req *r)
         if (!r->body_error && !auth_equal_ct(got, r->auth.payload_sha256, 32))
             r->body_error = S3_ERR_CONTENT_SHA256_MISMATCH;
     }
+    /* An RDMA body (rdma.c) enters here, once the HTTP framing is checked,
+     * through the same deliver_payload as bytes off the wire. */
+    if (!r->body_error && r->rdma && r->on_body)
+        r->body_error = s3_rdma_pull(r);
     if (r->body_error) {
         s3_respond_error(r, r->body_error, NULL);
         return;

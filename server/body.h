@@ -21,6 +21,10 @@ void body_start(struct s3_req *r);
  * payload passed r->payload_max, which handlers may lower): the caller
  * answers r->body_error at once and closes the connection. */
 bool body_feed(struct s3_req *r, const char *data, size_t len);
+/* Hands 'len' decoded payload bytes that came out of band (RDMA, rdma.c)
+ * to the handler's on_body, counted and capped like bytes off the wire.
+ * Errors are kept in r->body_error. */
+void body_deliver(struct s3_req *r, const char *data, size_t len);
 /* The body is complete: checks framing and payload hash, then runs
  * r->on_end, or responds with the body error. Always responds. */
 void body_finish(struct s3_req *r);

@@ -70,6 +70,14 @@ struct config {
     char sse_master_key_file[4096];
     char sse_old_key_files[4096];
     bool sse_c_allow_http;
+    /* The RDMA fast path (rdma.c); off unless configured. */
+    bool rdma;
+    char rdma_provider[32];    /* auto, shm, tcp, verbs, efa */
+    char rdma_address[64];     /* address the provider binds (tcp: 127.0.0.1); "" its own */
+    uint32_t rdma_buffers;     /* registered buffers in the pool */
+    uint32_t rdma_buffer_size; /* bytes each */
+    char rdma_get_path[16];    /* auto (the volume mapping when the provider allows), bounce */
+    uint32_t rdma_timeout_s;   /* a peer that completes nothing this long has failed */
 };
 
 /* Who may read /_/metrics. */

@@ -84,6 +84,13 @@ static const struct directive directives[] = {
     {"sse_master_key_file", DIR_STRING, FIELD(sse_master_key_file), FIELD_LEN(sse_master_key_file)},
     {"sse_old_key_files", DIR_STRING, FIELD(sse_old_key_files), FIELD_LEN(sse_old_key_files)},
     {"sse_c_allow_http", DIR_BOOL, FIELD(sse_c_allow_http), 0},
+    {"rdma", DIR_BOOL, FIELD(rdma), 0},
+    {"rdma_provider", DIR_STRING, FIELD(rdma_provider), FIELD_LEN(rdma_provider)},
+    {"rdma_address", DIR_STRING, FIELD(rdma_address), FIELD_LEN(rdma_address)},
+    {"rdma_buffers", DIR_U32, FIELD(rdma_buffers), 0},
+    {"rdma_buffer_size", DIR_SIZE32, FIELD(rdma_buffer_size), 0},
+    {"rdma_get_path", DIR_STRING, FIELD(rdma_get_path), FIELD_LEN(rdma_get_path)},
+    {"rdma_timeout", DIR_U32, FIELD(rdma_timeout_s), 0},
 };
 
 void
@@ -127,6 +134,12 @@ config_defaults(struct config *c)
     c->lifecycle_max_objects_per_s = 1000;
     c->bucket_log_interval_s = 60;
     c->metrics_access = METRICS_ACCESS_ADMIN;
+    c->rdma = false;
+    snprintf(c->rdma_provider, sizeof(c->rdma_provider), "auto");
+    c->rdma_buffers = 32;
+    c->rdma_buffer_size = 1u << 20;
+    snprintf(c->rdma_get_path, sizeof(c->rdma_get_path), "auto");
+    c->rdma_timeout_s = 30;
 }
 
 /* Parses "ADDR:PORT" into 'addr' (capacity 'cap') and '*port'. Returns 0

@@ -16,6 +16,7 @@
 #include "server/bucket_access.h"
 #include "server/bucket_log.h"
 #include "server/lifecycle.h"
+#include "server/rdma.h"
 #include "server/admin_cli.h"
 #include "server/commit.h"
 #include "server/conf.h"
@@ -290,6 +291,8 @@ main(int argc, char **argv)
     srv.bucket_log = bucket_log_create(&srv);
     if (!srv.bucket_log)
         goto out;
+    if (rdma_server_open(&srv.cfg, srv.storage, &srv.rdma) != 0)
+        log_warn("rdma: off");
     if (http_start(&srv) != 0)
         goto out;
     int sig = 0;
@@ -308,6 +311,7 @@ out:
     bucket_log_destroy(srv.bucket_log);
     lifecycle_destroy(srv.lifecycle);
     bucket_access_cache_destroy(srv.access);
+    rdma_server_close(srv.rdma);
     committer_destroy(srv.committer);
     reserve_table_destroy(srv.reserves);
     storage_close(srv.storage);

@@ -23,6 +23,7 @@
 #include "server/lifecycle.h"
 #include "server/meta.h"
 #include "server/ops.h"
+#include "server/rdma.h"
 #include "server/range.h"
 #include "server/req.h"
 #include "server/server.h"
@@ -343,8 +344,19 @@ get_or_head(struct s3_req *r, bool is_head)
     if (!pn &&
         !s3_range_apply(r, obj.size, &first, &len, &status, content_range, sizeof(content_range)))
         goto unpin;
-    struct MHD_Response *resp = sse.mode ? sse_body_response(r, &obj, &m, &sse, first, len, is_head)
-                                         : s3_body_response(r, &obj, first, len, is_head);
+    struct MHD_Response *resp;
+    if (r->rdma && sse.mode) {
+        /* The extents hold ciphertext: the client repeats over HTTP. */
+        s3_rdma_decline(r, "an encrypted object is served over HTTP only");
+        goto unpin;
+    }
+    /* Over RDMA the bytes are in the client's buffer before the reply. */
+    if (r->rdma)
+        resp = s3_rdma_get(r, &obj, first, len, status);
+    else if (sse.mode)
+        resp = sse_body_response(r, &obj, &m, &sse, first, len, is_head);
+    else
+        resp = s3_body_response(r, &obj, first, len, is_head);
     sse_obj_wipe(&sse);
     if (!resp) {
         s3_respond_error(r, S3_ERR_INTERNAL_ERROR, NULL);
@@ -381,6 +393,8 @@ unpin:
 void
 op_get_object(struct s3_req *r)
 {
+    if (!s3_rdma_begin(r))
+        return;
     get_or_head(r, false);
 }
 

@@ -29,6 +29,7 @@
 #include "server/lifecycle.h"
 #include "server/meta.h"
 #include "server/ops.h"
+#include "server/rdma.h"
 #include "server/req.h"
 #include "server/reserve.h"
 #include "server/server.h"
@@ -445,6 +446,12 @@ put_end(struct s3_req *r)
 static enum s3_error
 put_declared_len(struct s3_req *r, struct put_ctx *c)
 {
+    if (r->rdma) {
+        /* The body comes over RDMA (rdma.c): the token says how long. */
+        c->declared_len = s3_rdma_len(r);
+        c->has_declared_len = true;
+        return S3_OK;
+    }
     struct slice v = r->is_chunked_payload ? s3_req_header(r, "x-amz-decoded-content-length")
                                            : s3_req_header(r, "content-length");
     if (v.ptr) {
@@ -597,7 +604,7 @@ op_put_object(struct s3_req *r)
     /* A PUT with x-amz-copy-source never gets here: the router sends it to
      * the CopyObject route, which runs on a worker. */
     struct put_ctx *c = arena_calloc(r->arena, 1, sizeof(*c));
-    if (!s3_bucket_lookup(r, &c->bucket))
+    if (!s3_rdma_begin(r) || !s3_bucket_lookup(r, &c->bucket))
         return;
     put_begin(r, c);
 }
@@ -615,6 +622,8 @@ op_upload_part(struct s3_req *r)
         return;
     }
     c->is_part = true;
+    if (!s3_rdma_begin(r))
+        return;
     put_begin(r, c);
 }
 

@@ -16,6 +16,7 @@
 
 #include <microhttpd.h>
 #include <stdatomic.h>
+#include <stdio.h>
 
 /* ======================================================================
  * Responses
@@ -44,6 +45,11 @@ s3_respond(struct s3_req *r, int status, struct MHD_Response *resp)
     MHD_add_response_header(resp, "Server", "shardstore");
     if (r->must_close)
         MHD_add_response_header(resp, "Connection", "close");
+    if (r->rdma_reply && (status < 300 || r->rdma_reply == 501)) {
+        char reply[12];
+        snprintf(reply, sizeof(reply), "%d", r->rdma_reply);
+        MHD_add_response_header(resp, "x-amz-rdma-reply", reply);
+    }
     r->is_responded = true;
     r->status = status;
     r->respond_ns = clock_mono_ns();

@@ -31,6 +31,7 @@ struct s3_param {
 };
 
 struct s3_req;
+struct s3_rdma;
 
 /* A request body consumer: gets decoded payload bytes. Returns S3_OK or an
  * error (the rest of the body is then discarded and the error sent). */
@@ -125,6 +126,10 @@ struct s3_req {
     uint64_t resp_bytes; /* response body bytes (as queued) */
     bool has_pin;
     uint64_t pin;
+    /* RDMA fast path (rdma.c): the accepted token, and the x-amz-rdma-reply
+     * value a 2xx answer (or a 501 decline) carries; 0: none. */
+    struct s3_rdma *rdma;
+    int rdma_reply;
 };
 
 /* Header lookup (case-insensitive). Returns an empty slice with ptr NULL when absent. */

@@ -262,6 +262,9 @@ static const struct route routes[] = {
      op_head_member, "HeadObjectMember"},
     {"GET", LEVEL_OBJECT, "list-members", NULL, AUTH_ACTION_READ, RKEY_OBJECT, ROUTE_END_BLOCKS,
      op_list_members, "ListObjectMembers"},
+    /* GetObject over RDMA: the transfer blocks, so it runs on a worker. */
+    {"GET", LEVEL_OBJECT, NULL, "x-amz-rdma-token", AUTH_ACTION_READ, RKEY_OBJECT, BLOCKS,
+     op_get_object, "GetObject"},
     {"GET", LEVEL_OBJECT, NULL, NULL, AUTH_ACTION_READ, RKEY_OBJECT, 0, op_get_object, "GetObject"},
     {"HEAD", LEVEL_OBJECT, NULL, NULL, AUTH_ACTION_READ, RKEY_OBJECT, 0, op_head_object,
      "HeadObject"},

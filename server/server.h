@@ -69,6 +69,7 @@ struct server {
     struct bucket_log *bucket_log;  /* server access logging (bucket_log.c) */
     /* Compiled bucket policies, ACLs, ownership, PAB (bucket_access.c). */
     struct bucket_access_cache *access;
+    struct rdma_server *rdma; /* the RDMA fast path (rdma.c); NULL: off */
     char access_key[129];
     char secret_key[129];
     char owner_id[65]; /* canonical user id of the root user */

@@ -96,3 +96,4 @@ EXTRA_DIST += %D%/iam_policy.dict %D%/corpus/iam_policy
 
 # ---- server/ parsers (Range, XML bodies): see server.mk ----------------------
 include %D%/server.mk
+include %D%/transport.mk

@@ -5,7 +5,8 @@ TESTS += \
 	%D%/test_shard_faults.py \
 	%D%/test_shard_config.py \
 	%D%/test_shard_bench.py \
-	%D%/test_shard_members.py
+	%D%/test_shard_members.py \
+	%D%/test_rdma.py
 
 EXTRA_DIST += \
 	%D%/shard_util.py \
@@ -13,7 +14,15 @@ EXTRA_DIST += \
 	%D%/test_shard.py \
 	%D%/test_shard_faults.py \
 	%D%/test_shard_config.py \
-	%D%/test_shard_bench.py
+	%D%/test_shard_bench.py \
+	%D%/test_rdma.py
+
+# The RDMA fast path at the request level (test_rdma.py): it uses the
+# client__ internals, so it links the static libshard_core.
+check_PROGRAMS += %D%/rdma_driver
+%C%_rdma_driver_SOURCES = %D%/rdma_driver.c
+%C%_rdma_driver_CFLAGS = $(AM_CFLAGS) $(LIBCURL_CFLAGS)
+%C%_rdma_driver_LDADD = client/libshard_core.la
 
 # Driver of shard_read_range and shard_reader_read for test_shard.py. It links
 # the shared libshard (the installed library, public calls only), so the
