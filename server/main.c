@@ -20,6 +20,7 @@
 #include "server/creds.h"
 #include "server/extents.h"
 #include "server/http.h"
+#include "server/part_layout.h"
 #include "server/reserve.h"
 #include "server/server.h"
 #include "shard_version.h"
@@ -276,6 +277,7 @@ main(int argc, char **argv)
     if (!srv.committer)
         goto out;
     srv.reserves = reserve_table_create(srv.cfg.reserve_max_per_principal);
+    srv.part_layout = part_layout_create();
     srv.lifecycle = lifecycle_create(&srv);
     if (!srv.lifecycle)
         goto out;
@@ -297,6 +299,7 @@ out:
     lifecycle_destroy(srv.lifecycle);
     committer_destroy(srv.committer);
     reserve_table_destroy(srv.reserves);
+    part_layout_destroy(srv.part_layout);
     storage_close(srv.storage);
     index_close(srv.index);
     access_log_close();

@@ -29,6 +29,7 @@
 #include "server/meta.h"
 #include "server/ops.h"
 #include "server/req.h"
+#include "server/part_layout.h"
 #include "server/reserve.h"
 #include "server/server.h"
 #include "server/util.h"
@@ -513,6 +514,9 @@ put_begin(struct s3_req *r, struct put_ctx *c)
             s3_respond_error(r, s3_error_from_errno(rc), NULL);
             return;
         }
+        if (c->is_part && c->has_declared_len)
+            part_layout_place(r->srv->part_layout, r->srv->storage, c->upload.upload_id,
+                              c->part_number, c->declared_len, c->writer);
     }
     if (!c->is_part && member_put_is_tar(r))
         c->members = member_builder_create();

@@ -25,6 +25,7 @@ struct lifecycle;
 struct listener;
 struct offload;
 struct reserve_table;
+struct part_layout;
 struct storage;
 
 struct metrics {
@@ -35,8 +36,10 @@ struct metrics {
     atomic_uint_fast64_t bytes_out;
     atomic_uint_fast64_t puts;
     atomic_uint_fast64_t gets;
-    atomic_uint_fast64_t commits;       /* index transactions */
-    atomic_uint_fast64_t committed_ops; /* ops in them */
+    atomic_uint_fast64_t gets_zero_copy; /* GET bodies sent from one span (sendfile) */
+    atomic_uint_fast64_t gets_streamed;  /* GET bodies read through a buffer */
+    atomic_uint_fast64_t commits;        /* index transactions */
+    atomic_uint_fast64_t committed_ops;  /* ops in them */
     atomic_uint_fast64_t auth_failures;
     atomic_uint_fast64_t offloaded; /* request steps run on a worker */
 };
@@ -59,10 +62,11 @@ struct server {
     /* What listens: [0] 'listen' (HTTPS when TLS is on without
      * tls_listen), [1] 'tls_listen' when set. Owned by http.c. */
     struct http_endpoint endpoints[2];
-    struct offload *offload;        /* NULL with thread_per_connection */
-    struct guard *guard;            /* slow-client rules (guard.c) */
-    struct reserve_table *reserves; /* what each principal's uploads hold */
-    struct lifecycle *lifecycle;    /* the lifecycle worker (lifecycle.c) */
+    struct offload *offload;         /* NULL with thread_per_connection */
+    struct guard *guard;             /* slow-client rules (guard.c) */
+    struct reserve_table *reserves;  /* what each principal's uploads hold */
+    struct part_layout *part_layout; /* where multipart parts go (part_layout.c) */
+    struct lifecycle *lifecycle;     /* the lifecycle worker (lifecycle.c) */
     char access_key[129];
     char secret_key[129];
     char owner_id[65]; /* canonical user id of the root user */
