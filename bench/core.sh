@@ -7,6 +7,8 @@
 # Figures (each the median of BENCH_RUNS runs; all runs listed):
 #   get_single_stream  one 1 GiB random object, curl -o /dev/null on a SigV4 presigned URL
 #                      (nginx: plain URL), MiB/s. One untimed warm-up GET first on each server.
+#   get_multipart      the same bytes uploaded as BENCH_MP_PARTS parts (shard cp, 16 in flight), read
+#                      the same way, beside nginx's single-stream figure.
 #   range_64k          wrk, BENCH_CONC connections, BENCH_RANGE_SECS s, Range GETs of
 #                      BENCH_RANGE_BYTES at random offsets (half 4 KiB-aligned, half not) on the
 #                      presigned URL, so the signature is verified on every request; req/s,
@@ -35,7 +37,8 @@
 #   BENCH_CONC=16 BENCH_RANGE_SECS=8 BENCH_RANGE_BYTES=65536 BENCH_WRK_THREADS=2
 #   BENCH_RANGE_ALIGN=mixed    mixed | N (offsets are multiples of N; 1 = any byte)
 #   BENCH_SMALL_N=20000 BENCH_SMALL_SECS=10 BENCH_SMALL_CONC=16 BENCH_SMALL_SIZE=4096
-#   BENCH_SKIP=""              words among: put signed boto3 get range small nginx ceph dd openssl sync
+#   BENCH_SKIP=""              words among: put signed boto3 get mpget range small nginx ceph dd openssl sync
+#   BENCH_MP_PARTS=64          get_multipart: the object uploaded again as this many parts (shard cp)
 #   BENCH_DROP_CACHES=1        as root, empty the page cache before each server's GET phase, so each
 #                              caches its bytes afresh (see cold_cache)
 #   BENCH_WAIT_IDLE=15 BENCH_MAX_BUSY=0.3  before each phase wait up to this long for the machine
@@ -77,6 +80,7 @@ CONN_MEMORY=${BENCH_CONN_MEMORY:-32K}
 NGINX_PORT=${BENCH_NGINX_PORT:-18081}
 CEPH_PORT=${BENCH_CEPH_PORT:-18084}
 PAUSE=${BENCH_PAUSE:-2}
+MP_PARTS=${BENCH_MP_PARTS:-64}
 AK=k SK=s                      # shardstore root keys for this run
 CEPH_AK=cephbench CEPH_SK=cephbenchsecret
 BUCKET=bench KEY=obj-${SIZE_MB}MiB
@@ -369,6 +373,18 @@ af1=$(ss_metric shardstore_auth_failures_total)
 [ "${af1:-0}" -gt "${af0:-0}" ] || die "shardstore: auth_failures_total did not move on a tampered URL"
 cold_cache
 skip get || { quiet shardstore_get; measure_get shardstore "$SS_URL"; HWM_GET=$(hwm_mib "$SS_PID"); }
+if ! skip get && ! skip mpget; then
+  # The same bytes as a BENCH_MP_PARTS-part multipart object (shard cp, 16 parts in flight):
+  # a multipart checkpoint read back by one stream.
+  AWS_ACCESS_KEY_ID=$AK AWS_SECRET_ACCESS_KEY=$SK timeout 900 "$SHARD" --endpoint-url "$SS_EP" -q \
+    --parallel 16 --part-size $(( (SIZE + MP_PARTS - 1) / MP_PARTS )) cp "$FILE" "s3://$BUCKET/$KEY.mp" \
+    || die "multipart upload (shard cp) failed"
+  SS_MP_URL=$(s3py presign "$SS_EP" "$AK" "$SK" "$BUCKET" "$KEY.mp")
+  check_object shardstore_mp "$SS_MP_URL"
+  quiet shardstore_mp_get; measure_get shardstore_mp "$SS_MP_URL"
+  z=$(ss_metric shardstore_get_zero_copy_total); s=$(ss_metric shardstore_get_streamed_total)
+  echo "RESULT detail server=shardstore metric=get_path zero_copy_total=${z:-nan} streamed_total=${s:-nan}"
+fi
 skip range || { quiet shardstore_range; measure_range shardstore "$SS_URL" "$SS_PID"; HWM_RANGE=$(hwm_mib "$SS_PID"); }
 skip range || [ -z "$MANY" ] || { quiet shardstore_range_many; RCONC=$MANY measure_range shardstore_many "$SS_URL" "$SS_PID"; HWM_RANGE=$(hwm_mib "$SS_PID"); }
 ss_stop
@@ -464,6 +480,7 @@ side() { # side ARRAYNAME UNIT: "shardstore=X UNIT nginx=Y UNIT ceph=Z UNIT rati
 }
 echo "RESULT ===== side by side (medians of $RUNS) ====="
 [ -n "${GET_MED[shardstore]:-}" ] && echo "RESULT get_single_stream$(side GET_MED MiB/s) goal_vs_nginx>=1.0"
+[ -n "${GET_MED[shardstore_mp]:-}" ] && echo "RESULT get_multipart_${MP_PARTS}_parts shardstore=$(f1 "${GET_MED[shardstore_mp]}") MiB/s nginx=$(f1 "${GET_MED[nginx]:-nan}") MiB/s ratio_vs_nginx=$(ratio "${GET_MED[shardstore_mp]}" "${GET_MED[nginx]:-nan}") (nginx serves the same bytes as one file) goal_vs_nginx>=1.0"
 if [ -n "${RNG_MED[shardstore]:-}" ]; then
   echo "RESULT range_64k_rps$(side RNG_MED req/s) goal_vs_nginx>=0.9 conc=$CONC secs=$RSECS align=$RALIGN"
   if [ -n "${RNG_MED[shardstore_many]:-}" ]; then

@@ -97,6 +97,12 @@ admin_metrics(struct s3_req *r)
     metric(&b, "shardstore_puts_total", "counter", "Objects written",
            atomic_load(&srv->metrics.puts));
     metric(&b, "shardstore_gets_total", "counter", "Object reads", atomic_load(&srv->metrics.gets));
+    metric(&b, "shardstore_get_zero_copy_total", "counter",
+           "Object reads whose bytes were sent from one span (sendfile)",
+           atomic_load(&srv->metrics.gets_zero_copy));
+    metric(&b, "shardstore_get_streamed_total", "counter",
+           "Object reads whose bytes were read through a buffer",
+           atomic_load(&srv->metrics.gets_streamed));
     metric(&b, "shardstore_index_commits_total", "counter", "Index write transactions",
            atomic_load(&srv->metrics.commits));
     metric(&b, "shardstore_index_committed_ops_total", "counter", "Mutations in those transactions",

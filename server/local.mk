@@ -11,6 +11,7 @@ shardstore_SOURCES = server/main.c server/server.h server/conf.h server/config.c
 	server/op_member.c server/op_batch.c \
 	server/op_multipart.c server/op_tagging.c server/admin.c server/creds.c server/creds.h server/admin_users.c \
 	server/op_versions.c server/admin_cli.c server/admin_cli.h server/reserve.h server/reserve.c \
+	server/part_layout.h server/part_layout.c \
 	server/extents.h server/extents.c server/guard.h server/guard.c \
 	server/unsupported.h server/unsupported.c \
 	server/versioning.h server/versioning.c \

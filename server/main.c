@@ -23,6 +23,7 @@
 #include "server/creds.h"
 #include "server/extents.h"
 #include "server/http.h"
+#include "server/part_layout.h"
 #include "server/reserve.h"
 #include "server/server.h"
 #include "shard_version.h"
@@ -285,6 +286,7 @@ main(int argc, char **argv)
     srv.access = bucket_access_cache_create(srv.index);
     if (!srv.access)
         goto out;
+    srv.part_layout = part_layout_create();
     srv.lifecycle = lifecycle_create(&srv);
     if (!srv.lifecycle)
         goto out;
@@ -314,6 +316,7 @@ out:
     rdma_server_close(srv.rdma);
     committer_destroy(srv.committer);
     reserve_table_destroy(srv.reserves);
+    part_layout_destroy(srv.part_layout);
     storage_close(srv.storage);
     index_close(srv.index);
     access_log_close();

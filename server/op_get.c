@@ -129,6 +129,8 @@ s3_body_response(struct s3_req *r, const struct index_object *obj, uint64_t firs
             resp = MHD_create_response_from_fd_at_offset64(len, fd, (int64_t)span.offset);
             if (!resp)
                 close(fd);
+            else
+                atomic_fetch_add(&r->srv->metrics.gets_zero_copy, 1);
             return resp;
         }
         if (rc != -ENOTSUP)
@@ -137,6 +139,7 @@ s3_body_response(struct s3_req *r, const struct index_object *obj, uint64_t firs
     resp = MHD_create_response_from_callback(len, GET_BLOCK_LEN, reader_cb, rd, reader_free);
     if (!resp)
         goto fail;
+    atomic_fetch_add(&r->srv->metrics.gets_streamed, 1);
     return resp;
 
 fail:

@@ -31,6 +31,7 @@
 #include "server/ops.h"
 #include "server/rdma.h"
 #include "server/req.h"
+#include "server/part_layout.h"
 #include "server/reserve.h"
 #include "server/server.h"
 #include "server/sse.h"
@@ -590,6 +591,11 @@ put_begin(struct s3_req *r, struct put_ctx *c)
             s3_respond_error(r, S3_ERR_INTERNAL_ERROR, NULL);
             return;
         }
+        /* Plain parts only: an encrypted part's stored length is not its
+         * declared one (each package carries a tag). */
+        if (c->is_part && c->has_declared_len && !c->sse.mode)
+            part_layout_place(r->srv->part_layout, r->srv->storage, c->upload.upload_id,
+                              c->part_number, c->declared_len, c->writer);
     }
     if (!c->is_part && !c->sse.mode && member_put_is_tar(r))
         c->members = member_builder_create();

@@ -28,6 +28,7 @@ struct listener;
 struct offload;
 struct reserve_table;
 struct sse_keys;
+struct part_layout;
 struct storage;
 
 struct metrics {
@@ -38,8 +39,10 @@ struct metrics {
     atomic_uint_fast64_t bytes_out;
     atomic_uint_fast64_t puts;
     atomic_uint_fast64_t gets;
-    atomic_uint_fast64_t commits;       /* index transactions */
-    atomic_uint_fast64_t committed_ops; /* ops in them */
+    atomic_uint_fast64_t gets_zero_copy; /* GET bodies sent from one span (sendfile) */
+    atomic_uint_fast64_t gets_streamed;  /* GET bodies read through a buffer */
+    atomic_uint_fast64_t commits;        /* index transactions */
+    atomic_uint_fast64_t committed_ops;  /* ops in them */
     atomic_uint_fast64_t auth_failures;
     atomic_uint_fast64_t offloaded; /* request steps run on a worker */
 };
@@ -62,11 +65,12 @@ struct server {
     /* What listens: [0] 'listen' (HTTPS when TLS is on without
      * tls_listen), [1] 'tls_listen' when set. Owned by http.c. */
     struct http_endpoint endpoints[2];
-    struct offload *offload;        /* NULL with thread_per_connection */
-    struct guard *guard;            /* slow-client rules (guard.c) */
-    struct reserve_table *reserves; /* what each principal's uploads hold */
-    struct lifecycle *lifecycle;    /* the lifecycle worker (lifecycle.c) */
-    struct bucket_log *bucket_log;  /* server access logging (bucket_log.c) */
+    struct offload *offload;         /* NULL with thread_per_connection */
+    struct guard *guard;             /* slow-client rules (guard.c) */
+    struct reserve_table *reserves;  /* what each principal's uploads hold */
+    struct part_layout *part_layout; /* where multipart parts go (part_layout.c) */
+    struct lifecycle *lifecycle;     /* the lifecycle worker (lifecycle.c) */
+    struct bucket_log *bucket_log;   /* server access logging (bucket_log.c) */
     /* Compiled bucket policies, ACLs, ownership, PAB (bucket_access.c). */
     struct bucket_access_cache *access;
     struct rdma_server *rdma; /* the RDMA fast path (rdma.c); NULL: off */

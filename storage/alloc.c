@@ -336,6 +336,44 @@ storage__alloc(struct storage *st, uint64_t len, uint64_t fit_len, struct storag
     return err;
 }
 
+int
+storage__alloc_fixed(struct storage *st, uint32_t vol, uint64_t off, uint64_t len,
+                     struct storage_extent **ext, uint64_t **alloc_lens, size_t *n, size_t *cap)
+{
+    int err = -ENOSPC;
+    pthread_mutex_lock(&st->alloc_lock);
+    struct storage__volume *v = storage__volume_get(st, vol);
+    if (!v || !st->is_ready || len == 0 || len % STORAGE_ALIGN != 0 || off % STORAGE_ALIGN != 0)
+        goto done;
+    long i = range_find(v, off);
+    if (i < 0 || v->free[i].off + v->free[i].len <= off)
+        goto done;
+    uint64_t take = MIN(len, v->free[i].off + v->free[i].len - off);
+    range_take(st, v, (size_t)i, off, take);
+    ext_push(ext, alloc_lens, n, cap, vol, off, take);
+    err = 0;
+done:
+    pthread_mutex_unlock(&st->alloc_lock);
+    return err;
+}
+
+int
+storage_free_largest(struct storage *st, uint32_t *volume, uint64_t *offset, uint64_t *len)
+{
+    int err = -ENOSPC;
+    uint32_t vol;
+    size_t idx;
+    pthread_mutex_lock(&st->alloc_lock);
+    if (st->is_ready && range_pick(st, 0, false, &vol, &idx)) {
+        *volume = vol;
+        *offset = st->vols[vol]->free[idx].off;
+        *len = st->vols[vol]->free[idx].len;
+        err = 0;
+    }
+    pthread_mutex_unlock(&st->alloc_lock);
+    return err;
+}
+
 uint64_t
 storage__alloc_room(struct storage *st)
 {

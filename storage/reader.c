@@ -3,9 +3,10 @@
  *
  * Reads use pread(2) on the volume's buffered read-only fd, bounded by the
  * extent's logical length (padding is never returned). A storage_reader
- * maps a byte range of an object onto its extents, for zero-copy spans or
- * reads with read-ahead, and keeps its pin narrowed to what is left to
- * read; its extents are checked against their volumes at creation.
+ * maps a byte range of an object onto its extents (joining those adjacent
+ * on disk, so such an object is one span), for zero-copy spans or reads
+ * with read-ahead, and keeps its pin narrowed to what is left to read; its
+ * extents are checked against their volumes at creation.
  * Scrubbing re-reads every STORAGE_BLOCK_LEN block and compares its XXH64
  * with the sums the index kept (layout in extent_format.h), counting every
  * mismatch.
@@ -89,18 +90,35 @@ storage_reader_create(struct storage *st, uint64_t pin, const struct storage_ext
     err = storage__pin_narrow(st, pin, e, n, first, len, true);
     if (err < 0)
         return err;
-    /* One allocation: the reader, then its extents, then their starts. */
+    /* One allocation: the reader, then its extents, then their starts.
+     * Extents that follow each other on disk (parts laid out in place, a
+     * writer's steps grown into adjacent space) are joined, so their bytes
+     * form one span: an extent continues the previous one when it starts
+     * in the same volume where the previous one's bytes end, with no
+     * padding between (the previous length is a multiple of STORAGE_ALIGN).
+     * Empty extents are dropped. */
     rd = xcalloc(1, sizeof(*rd) + n * (sizeof(*rd->ext) + sizeof(*rd->starts)));
     rd->st = st;
     rd->pin = pin;
     rd->first = first;
     rd->len = len;
-    rd->n = n;
     rd->ext = (struct storage_extent *)(rd + 1);
     rd->starts = (uint64_t *)(rd->ext + n);
-    for (size_t i = 0, start = 0; i < n; i++) {
-        rd->ext[i] = e[i];
-        rd->starts[i] = start;
+    uint64_t start = 0;
+    for (size_t i = 0; i < n; i++) {
+        struct storage_extent *prev = rd->n ? &rd->ext[rd->n - 1] : NULL;
+        if (e[i].len == 0 && rd->n > 0)
+            continue;
+        if (prev && prev->len > 0 && prev->volume == e[i].volume &&
+            prev->len % STORAGE_ALIGN == 0 && prev->offset + prev->len == e[i].offset) {
+            prev->len += e[i].len;
+        } else if (prev && prev->len == 0) {
+            *prev = e[i];
+        } else {
+            rd->ext[rd->n] = e[i];
+            rd->starts[rd->n] = start;
+            rd->n++;
+        }
         start += e[i].len;
     }
     rd->readahead_until = first;

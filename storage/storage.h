@@ -75,6 +75,16 @@ int storage_ready(struct storage *st);
  * pool is exhausted right now: 503 SlowDown).
  */
 int storage_writer_create(struct storage *st, uint64_t size_hint, struct storage_writer **out);
+/*
+ * Layout hint, before the first write: reserve the writer's first bytes at
+ * 'offset' (a multiple of STORAGE_ALIGN) of volume 'volume', so objects
+ * written piecewise (the parts of a multipart upload, each at its slot)
+ * end up adjacent on disk and are read as one span. Only a preference:
+ * when that byte is not free the writer places itself as usual. Space is
+ * still reserved and charged as the bytes arrive. Ignored after the first
+ * write or for an unaligned offset.
+ */
+void storage_writer_place(struct storage_writer *w, uint32_t volume, uint64_t offset);
 /* Appends 'len' bytes. Copies into staging buffers and submits full ones;
  * blocks only when all of the writer's buffers are in flight. Buffers are
  * taken from the pool and space reserved as the bytes arrive, in steps
@@ -221,6 +231,11 @@ struct storage_stats {
     uint32_t n_volumes;
 };
 void storage_stats_get(struct storage *st, struct storage_stats *out);
+
+/* The largest free range of the volumes created so far: sets '*volume',
+ * '*offset' and '*len' (a layout hint; nothing is reserved). Returns 0, or
+ * -ENOSPC when nothing is free. Thread-safe. */
+int storage_free_largest(struct storage *st, uint32_t *volume, uint64_t *offset, uint64_t *len);
 
 /* True when writes really use O_DIRECT (false when configured off or when
  * the filesystem refused it at open). */

@@ -170,6 +170,13 @@ uint64_t storage__alloc_room(struct storage *st);
 /* Reserves up to 'max_len' bytes starting exactly at 'vol'/'off' when that is
  * the start of a free range. Returns the bytes reserved (0: none). */
 uint64_t storage__alloc_at(struct storage *st, uint32_t vol, uint64_t off, uint64_t max_len);
+/* Reserves up to 'len' (a multiple of 4096) bytes starting exactly at
+ * 'vol'/'off' (aligned) when that byte is free, anywhere in a free range,
+ * and appends the extent as storage__alloc does. Returns 0, or -ENOSPC
+ * when 'off' is not free (nothing reserved). */
+int storage__alloc_fixed(struct storage *st, uint32_t vol, uint64_t off, uint64_t len,
+                         struct storage_extent **ext, uint64_t **alloc_lens, size_t *n,
+                         size_t *cap);
 /* Returns [off, off+len) of 'vol' to the free map at once. */
 void storage__free(struct storage *st, uint32_t vol, uint64_t off, uint64_t len);
 

@@ -5,7 +5,8 @@
  * pool) and space (in steps doubling up to WRITER_STEP_MAX, grown in place
  * when it can) only as bytes arrive: it holds at most one step and its
  * buffers ahead of its bytes, and nothing (no volume either) before the
- * first. Bytes are hashed per STORAGE_BLOCK_LEN block of the extent; a full
+ * first. A caller may name where the first byte goes (storage_writer_place);
+ * that is only a preference. Bytes are hashed per STORAGE_BLOCK_LEN block of the extent; a full
  * buffer becomes one O_DIRECT IORING_OP_WRITE while the next one fills.
  * Invariant: a buffer is never touched while its io.is_inflight is set.
  */
@@ -50,6 +51,9 @@ struct storage_writer {
     size_t cur;            /* extent being written */
     uint64_t reserved_len; /* sum of alloc_lens */
     uint64_t step;         /* the next reservation's length */
+    bool has_place;        /* storage_writer_place: try place_vol/place_off first */
+    uint32_t place_vol;
+    uint64_t place_off;
 
     struct writer_stage stages[STORAGE_STAGES_MAX];
     size_t n_stages;   /* buffers taken so far */
@@ -314,6 +318,14 @@ writer_room(struct storage_writer *w)
     }
     if (step == 0)
         return -EFBIG;
+    /* The caller's place for the first byte (a part's slot in its
+     * upload's run), when that space is free. */
+    if (w->has_place && w->n_ext == 0 &&
+        storage__alloc_fixed(w->st, w->place_vol, w->place_off, step, &w->ext, &w->alloc_lens,
+                             &w->n_ext, &w->cap_ext) == 0) {
+        writer_reserved(w, w->alloc_lens[0]);
+        return 0;
+    }
     /* Place the extent where the rest of a known size (or another step of
      * an unknown one) could follow it, so objects stay contiguous. */
     uint64_t fit_len = w->size_hint == UINT64_MAX
@@ -430,6 +442,16 @@ storage_writer_create(struct storage *st, uint64_t size_hint, struct storage_wri
 fail:
     storage_writer_destroy(w, false);
     return err;
+}
+
+void
+storage_writer_place(struct storage_writer *w, uint32_t volume, uint64_t offset)
+{
+    if (w->n_ext > 0 || offset % STORAGE_ALIGN != 0)
+        return;
+    w->has_place = true;
+    w->place_vol = volume;
+    w->place_off = offset;
 }
 
 int

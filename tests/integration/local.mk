@@ -79,6 +79,10 @@ include %D%/list.mk
 TESTS += %D%/test_reserve.py
 EXTRA_DIST += %D%/test_reserve.py
 
+# Large objects laid out and served as one span (issue 19).
+TESTS += %D%/test_get_layout.py
+EXTRA_DIST += %D%/test_get_layout.py
+
 # Slow readers: what a stalled GET may hold back (issue 16, item 5).
 TESTS += %D%/test_slow_reader.py
 EXTRA_DIST += %D%/test_slow_reader.py

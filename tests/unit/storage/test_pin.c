@@ -1,6 +1,7 @@
 /*
  * test_pin.c: reader pins narrowed to what they read, readers over an
- * object's extents (spans and reads), the bounded pin table and the
+ * object's extents (spans and reads, extents adjacent on disk joined into
+ * one span, writers placed at a slot), the bounded pin table and the
  * revocation of idle pins.
  */
 #include "tests/unit/storage/storage_test.h"
@@ -193,6 +194,96 @@ test_revoke(const char *dir)
     storage_close(st);
 }
 
+/* Writes 'size' bytes of pattern 'seed' by a writer asked to start at
+ * 'offset' of volume 0, commits it and returns its one extent. */
+static struct storage_extent
+put_at(struct storage *st, uint32_t seed, uint64_t size, uint64_t offset)
+{
+    struct storage_writer *w = NULL;
+    ASSERT_EQ(storage_writer_create(st, size, &w), 0);
+    storage_writer_place(w, 0, offset);
+    uint8_t *buf = malloc(size);
+    pattern_fill(seed, 0, buf, size);
+    ASSERT_EQ(storage_writer_write(w, buf, size), 0);
+    free(buf);
+    ASSERT_EQ(storage_writer_finish(w), 0);
+    const struct storage_extent *e;
+    ASSERT_EQ(storage_writer_extents(w, &e), 1);
+    struct storage_extent out = e[0];
+    storage_writer_destroy(w, true);
+    return out;
+}
+
+/* Parts written at their slots, out of order, are one span once joined in
+ * object order; a slot already taken places the writer elsewhere; extents
+ * adjacent on disk but with padding between (an unaligned length) are not
+ * joined. */
+static void
+test_placed(const char *dir)
+{
+    struct storage *st = open_store(dir, 1, 0, 0);
+    uint32_t vol;
+    uint64_t base, room;
+    ASSERT_EQ(storage_free_largest(st, &vol, &base, &room), 0);
+    ASSERT_UEQ(vol, 0);
+    ASSERT_UEQ(room, VOL);
+    struct storage_extent e[4];
+    e[2] = put_at(st, 3, MIB, base + 2 * MIB);
+    e[0] = put_at(st, 1, MIB, base);
+    e[3] = put_at(st, 4, 1000, base + 3 * MIB);
+    e[1] = put_at(st, 2, MIB, base + MIB);
+    for (int i = 0; i < 4; i++)
+        ASSERT_UEQ(e[i].offset, base + (uint64_t)i * MIB);
+    ASSERT_EQ(storage_free_largest(st, &vol, &base, &room), 0);
+    ASSERT_UEQ(room, VOL - 3 * MIB - STORAGE_ALIGN);
+
+    uint64_t pin = test_pin(st);
+    struct storage_reader *rd = NULL;
+    ASSERT_EQ(storage_reader_create(st, pin, e, 4, 100, 3 * MIB + 800, &rd), 0);
+    ASSERT(storage_reader_is_one_span(rd));
+    struct storage_send_span span;
+    ASSERT_EQ(storage_reader_span(rd, 0, &span), 0);
+    ASSERT_UEQ(span.offset, e[0].offset + 100);
+    ASSERT_UEQ(span.len, 3 * MIB + 800);
+    uint8_t *got = malloc(2 * MIB), *want = malloc(MIB);
+    ASSERT_EQ(storage_reader_read(rd, MIB - 100, got, 2 * MIB), 2 * MIB);
+    pattern_fill(2, 0, want, MIB);
+    ASSERT_MEM_EQ(got, want, MIB);
+    pattern_fill(3, 0, want, MIB);
+    ASSERT_MEM_EQ(got + MIB, want, MIB);
+    storage_reader_destroy(rd);
+
+    /* Out of object order: two spans. */
+    struct storage_extent swapped[2] = {e[1], e[0]};
+    ASSERT_EQ(storage_reader_create(st, pin, swapped, 2, 0, 2 * MIB, &rd), 0);
+    ASSERT(!storage_reader_is_one_span(rd));
+    storage_reader_destroy(rd);
+    storage_reader_unpin(st, pin);
+
+    /* A taken slot: the writer goes elsewhere. */
+    struct storage_extent again = put_at(st, 5, MIB, e[1].offset);
+    ASSERT(again.offset != e[1].offset);
+    storage_release(st, &again, 1);
+
+    /* An unaligned extent followed by the next allocation is not joined. */
+    struct storage_extent odd[2];
+    odd[0] = put_at(st, 6, 5000, base);
+    odd[1] = put_at(st, 7, MIB, base + 2 * STORAGE_ALIGN);
+    ASSERT_UEQ(odd[1].offset, odd[0].offset + ALIGN_UP(odd[0].len, STORAGE_ALIGN));
+    pin = test_pin(st);
+    ASSERT_EQ(storage_reader_create(st, pin, odd, 2, 0, 5000 + MIB, &rd), 0);
+    ASSERT(!storage_reader_is_one_span(rd));
+    ASSERT_EQ(storage_reader_read(rd, 4000, got, 2 * MIB), 1000);
+    storage_reader_destroy(rd);
+    storage_reader_unpin(st, pin);
+    storage_release(st, odd, 2);
+    storage_release(st, e, 4);
+    ASSERT_UEQ(test_free_bytes(st), VOL);
+    free(got);
+    free(want);
+    storage_close(st);
+}
+
 int
 main(void)
 {
@@ -200,10 +291,8 @@ main(void)
         const char *name;
         void (*fn)(const char *dir);
     } cases[] = {
-        {"narrow", test_narrow},
-        {"reader", test_reader},
-        {"table_bounded", test_table_bounded},
-        {"revoke", test_revoke},
+        {"narrow", test_narrow}, {"reader", test_reader}, {"table_bounded", test_table_bounded},
+        {"revoke", test_revoke}, {"placed", test_placed},
     };
     log_set_level(LOG_ERROR);
     for (size_t i = 0; i < ARRAY_LEN(cases); i++) {
