@@ -112,6 +112,7 @@ enum index_op_kind {
     INDEX_OP_UPLOAD_COMPLETE, /* publish 'object' made of 'parts_used' ('upload_id') */
     INDEX_OP_MEMBERS_PUT,     /* attach 'members' to the object at 'key' (index_member below) */
     INDEX_OP_SET_META,        /* replace the metadata blob of an object (below) */
+    INDEX_OP_SET_EXTENTS,     /* move an object's bytes: replace its extents (below) */
 };
 
 /* ---- multipart uploads -------------------------------------------------- */
@@ -214,6 +215,18 @@ struct index_op {
      * object->mtime_ns, -ESTALE and nothing changes (a concurrent
      * overwrite is never clobbered); an absent key is -ENOENT. Only
      * 'object's etag, mtime_ns, meta and meta_len are read. */
+    /* INDEX_OP_SET_EXTENTS: rewrites the record of 'key' with the
+     * extents and block sums of 'object' (inline_data too, normally
+     * none) and everything else as stored (size, ETag, mtime, metadata),
+     * only if the stored object still has object->etag, object->mtime_ns
+     * and exactly the 'n_expect_extents' extents 'expect_extents' (flags
+     * included) and 'expect_inline_len' inline bytes: else -ESTALE and
+     * nothing changes (an overwrite or another move wins); absent:
+     * -ENOENT. freed = the old extents no other record holds. The new
+     * extents must be held by no record yet. */
+    const struct index_extent *expect_extents;
+    uint32_t n_expect_extents;
+    size_t expect_inline_len;
     /* Results, filled by index_commit: */
     int result; /* 0, -ENOENT (bucket gone or id 0), -EEXIST, -ESTALE,
                    -ENOSPC */
@@ -307,6 +320,7 @@ struct index_list_entry {
     int64_t mtime_ns;
     uint8_t etag[16];
     uint32_t parts_count;
+    uint32_t flags; /* the first extent's flags (its tier: server/tier.h); 0 when none */
 };
 
 struct index_list_result {
