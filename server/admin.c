@@ -25,6 +25,7 @@
 #include "server/errors.h"
 #include "server/extents.h"
 #include "server/lifecycle.h"
+#include "server/tier.h"
 #include "server/metrics.h"
 #include "server/offload.h"
 #include "server/ops.h"
@@ -155,6 +156,29 @@ admin_metrics(struct s3_req *r)
            "Multipart uploads aborted by lifecycle rules", ls.uploads_aborted);
     metric(&b, "shardstore_lifecycle_errors_total", "counter",
            "Lifecycle steps that failed (retried at the next pass)", ls.errors);
+    metric(&b, "shardstore_lifecycle_objects_transitioned_total", "counter",
+           "Objects moved to another storage class by lifecycle Transition rules",
+           ls.objects_transitioned);
+    metric(&b, "shardstore_lifecycle_bytes_transitioned_total", "counter",
+           "Bytes of the objects lifecycle Transition rules moved", ls.bytes_transitioned);
+    struct tier_stats ts;
+    struct tier_space space[TIER_MAX];
+    tier_stats_get(srv->tiers, &ts, space);
+    metric(&b, "shardstore_tier_objects_moved_total", "counter",
+           "Objects moved between tiers (lifecycle and x-amz-storage-class)", ts.objects_moved);
+    metric(&b, "shardstore_tier_bytes_moved_total", "counter",
+           "Plain bytes of the objects moved between tiers", ts.bytes_moved);
+    metric(&b, "shardstore_tier_errors_total", "counter",
+           "Moves between tiers that failed (nothing changed; retried)", ts.errors);
+    metrics_render_header(&b, "shardstore_tier_used_bytes", "gauge",
+                          "Bytes a tier stores (compressed in the cold tier)");
+    for (uint32_t i = 1; i < TIER_MAX; i++) {
+        const char *name = tier_name(srv->tiers, i);
+        if (name)
+            metrics_render_sample(&b, "shardstore_tier_used_bytes",
+                                  arena_sprintf(r->arena, "tier=\"%s\"", name),
+                                  (double)space[i].used_bytes);
+    }
     s3_respond_body(r, 200, "text/plain; version=0.0.4; charset=utf-8", b.ptr, b.len);
     buf_cleanup(&b);
 }
@@ -303,10 +327,12 @@ lifecycle_json(struct buf *b, const struct lifecycle_stats *st)
                "{\"passes\":%" PRIu64 ",\"last_pass_end_ns\":%" PRId64 ",\"last_pass_ms\":%" PRId64
                ",\"objects_scanned\":%" PRIu64 ",\"objects_expired\":%" PRIu64
                ",\"bytes_expired\":%" PRIu64 ",\"uploads_aborted\":%" PRIu64 ",\"errors\":%" PRIu64
-               ",\"tags_read\":%" PRIu64 "}\n",
+               ",\"tags_read\":%" PRIu64 ",\"objects_transitioned\":%" PRIu64
+               ",\"bytes_transitioned\":%" PRIu64 ",\"transition_errors\":%" PRIu64 "}\n",
                st->passes, st->last_pass_end_ns, st->last_pass_ms, st->objects_scanned,
                st->objects_expired, st->bytes_expired, st->uploads_aborted, st->errors,
-               st->tags_read);
+               st->tags_read, st->objects_transitioned, st->bytes_transitioned,
+               st->transition_errors);
 }
 
 static void

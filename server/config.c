@@ -74,6 +74,14 @@ static const struct directive directives[] = {
     {"lifecycle_day_seconds", DIR_U32, FIELD(lifecycle_day_s), 0},
     {"lifecycle_interval_s", DIR_U32, FIELD(lifecycle_interval_s), 0},
     {"lifecycle_max_objects_per_s", DIR_U32, FIELD(lifecycle_max_objects_per_s), 0},
+    {"lifecycle_max_mib_per_s", DIR_U32, FIELD(lifecycle_max_mib_per_s), 0},
+    {"cold_dir", DIR_STRING, FIELD(cold_dir), FIELD_LEN(cold_dir)},
+    {"cold_zstd_level", DIR_U32, FIELD(cold_zstd_level), 0},
+    {"cold_volume_size", DIR_SIZE, FIELD(cold_volume_size), 0},
+    {"cold_max_volumes", DIR_U32, FIELD(cold_max_volumes), 0},
+    {"tier_standard_ia", DIR_STRING, FIELD(tier_standard_ia), FIELD_LEN(tier_standard_ia)},
+    {"tier_glacier_ir", DIR_STRING, FIELD(tier_glacier_ir), FIELD_LEN(tier_glacier_ir)},
+    {"test_tier_crash_at", DIR_U32, FIELD(test_tier_crash_at), 0},
     {"tls_cert_file", DIR_STRING, FIELD(tls_cert_file), FIELD_LEN(tls_cert_file)},
     {"tls_key_file", DIR_STRING, FIELD(tls_key_file), FIELD_LEN(tls_key_file)},
     {"tls_listen", DIR_TLS_LISTEN, 0, 0},
@@ -121,6 +129,10 @@ config_defaults(struct config *c)
     c->lifecycle_day_s = 86400;
     c->lifecycle_interval_s = 3600;
     c->lifecycle_max_objects_per_s = 1000;
+    c->lifecycle_max_mib_per_s = 64;
+    c->cold_zstd_level = 3;
+    snprintf(c->tier_standard_ia, sizeof(c->tier_standard_ia), "COLD");
+    snprintf(c->tier_glacier_ir, sizeof(c->tier_glacier_ir), "COLD");
     c->metrics_access = METRICS_ACCESS_ADMIN;
 }
 

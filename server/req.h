@@ -13,6 +13,7 @@
 #include "index/index.h"
 #include "server/errors.h"
 #include "server/offload.h"
+#include "server/tier.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -117,6 +118,7 @@ struct s3_req {
     uint64_t resp_bytes; /* response body bytes (as queued) */
     bool has_pin;
     uint64_t pin;
+    struct tier_pins tier_pins; /* taken with 'pin' (s3_req_pin) */
 };
 
 /* Header lookup (case-insensitive). Returns an empty slice with ptr NULL when absent. */

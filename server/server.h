@@ -26,6 +26,7 @@ struct listener;
 struct offload;
 struct reserve_table;
 struct storage;
+struct tier_set;
 
 struct metrics {
     atomic_uint_fast64_t requests;
@@ -63,6 +64,7 @@ struct server {
     struct guard *guard;            /* slow-client rules (guard.c) */
     struct reserve_table *reserves; /* what each principal's uploads hold */
     struct lifecycle *lifecycle;    /* the lifecycle worker (lifecycle.c) */
+    struct tier_set *tiers;         /* the cold and remote tiers (tier.c) */
     char access_key[129];
     char secret_key[129];
     char owner_id[65]; /* canonical user id of the root user */
