@@ -319,20 +319,48 @@ admin_scrub(struct s3_req *r)
     buf_cleanup(&sc.bad);
 }
 
-/* JSON of lifecycle counts (a pass's, or the totals). */
+/* Lifecycle counts (a pass's, or the totals with the tiers' when 'ts' is
+ * set) as JSON, or as "key=value" lines when 'is_text'. */
 static void
-lifecycle_json(struct buf *b, const struct lifecycle_stats *st)
+lifecycle_format(struct buf *b, const struct lifecycle_stats *st, struct tier_set *ts, bool is_text)
 {
-    buf_printf(b,
-               "{\"passes\":%" PRIu64 ",\"last_pass_end_ns\":%" PRId64 ",\"last_pass_ms\":%" PRId64
-               ",\"objects_scanned\":%" PRIu64 ",\"objects_expired\":%" PRIu64
-               ",\"bytes_expired\":%" PRIu64 ",\"uploads_aborted\":%" PRIu64 ",\"errors\":%" PRIu64
-               ",\"tags_read\":%" PRIu64 ",\"objects_transitioned\":%" PRIu64
-               ",\"bytes_transitioned\":%" PRIu64 ",\"transition_errors\":%" PRIu64 "}\n",
-               st->passes, st->last_pass_end_ns, st->last_pass_ms, st->objects_scanned,
-               st->objects_expired, st->bytes_expired, st->uploads_aborted, st->errors,
-               st->tags_read, st->objects_transitioned, st->bytes_transitioned,
-               st->transition_errors);
+    struct lc_field {
+        const char *name;
+        int64_t v;
+    } f[24];
+    size_t n = 0;
+#define LC_FIELD(k, val) f[n++] = (struct lc_field){k, (int64_t)(val)}
+    LC_FIELD("passes", st->passes);
+    LC_FIELD("last_pass_end_ns", st->last_pass_end_ns);
+    LC_FIELD("last_pass_ms", st->last_pass_ms);
+    LC_FIELD("objects_scanned", st->objects_scanned);
+    LC_FIELD("objects_expired", st->objects_expired);
+    LC_FIELD("bytes_expired", st->bytes_expired);
+    LC_FIELD("uploads_aborted", st->uploads_aborted);
+    LC_FIELD("errors", st->errors);
+    LC_FIELD("tags_read", st->tags_read);
+    LC_FIELD("objects_transitioned", st->objects_transitioned);
+    LC_FIELD("bytes_transitioned", st->bytes_transitioned);
+    LC_FIELD("transition_errors", st->transition_errors);
+    if (ts) {
+        struct tier_stats t;
+        struct tier_space space[TIER_MAX];
+        tier_stats_get(ts, &t, space);
+        LC_FIELD("tier_objects_moved", t.objects_moved);
+        LC_FIELD("tier_bytes_moved", t.bytes_moved);
+        LC_FIELD("tier_errors", t.errors);
+        LC_FIELD("cold_used_bytes", space[TIER_COLD].used_bytes);
+        LC_FIELD("cold_total_bytes", space[TIER_COLD].total_bytes);
+    }
+#undef LC_FIELD
+    buf_append_str(b, is_text ? "" : "{");
+    for (size_t i = 0; i < n; i++) {
+        if (is_text)
+            buf_printf(b, "%s=%" PRId64 "\n", f[i].name, f[i].v);
+        else
+            buf_printf(b, "%s\"%s\":%" PRId64, i ? "," : "", f[i].name, f[i].v);
+    }
+    buf_append_str(b, is_text ? "" : "}\n");
 }
 
 static void
@@ -362,7 +390,8 @@ admin_lifecycle(struct s3_req *r, struct slice what, bool is_get)
         return;
     }
     buf_init(&b);
-    lifecycle_json(&b, &st);
+    lifecycle_format(&b, &st, is_get ? r->srv->tiers : NULL,
+                     slice_eq(s3_req_param_value(r, "format"), SLICE_LIT("text")));
     s3_respond_body(r, 200, "application/json", b.ptr, b.len);
     buf_cleanup(&b);
 }

@@ -56,6 +56,14 @@ def run_pass(srv, bucket=None):
     return json.loads(r.body)
 
 
+def admin(srv, *args, json_out=True):
+    """`shardstore admin ...` against 'srv' as root."""
+    env = dict(os.environ, SHARDSTORE_ACCESS_KEY=srv.access_key,
+               SHARDSTORE_SECRET_KEY=srv.secret_key)
+    argv = [srv.binary, "admin", "--endpoint", srv.endpoint] + (["--json"] if json_out else [])
+    return h.run_cmd(argv + list(args), timeout=120, env=env).stdout.decode()
+
+
 def labelled(srv, name, label):
     r = srv.request("GET", "/_/metrics")
     for line in r.body.decode().splitlines():
@@ -209,7 +217,7 @@ def test_lifecycle_transition_and_space(srv):
     put_lifecycle(srv, "lt-b", TRANSITION_ALL)
     moved0 = srv.metric("shardstore_tier_objects_moved_total")
     time.sleep(2.1)  # Days 1 = one second here, rounded up to a day boundary
-    st = run_pass(srv, "lt-b")
+    st = json.loads(admin(srv, "lifecycle", "run", "lt-b"))
     h.eq(st["objects_transitioned"], len(bodies), "objects transitioned (%r)" % st)
     h.eq(st["bytes_transitioned"], sum(len(b) for b in bodies.values()), "bytes transitioned")
     h.eq(srv.metric("shardstore_tier_objects_moved_total") - moved0, len(bodies), "tier metric")
@@ -217,6 +225,11 @@ def test_lifecycle_transition_and_space(srv):
             "lifecycle transition metric")
     for k, b in bodies.items():
         check_reads(s3, "lt-b", k, b, "COLD", "transitioned " + k)
+    text = admin(srv, "lifecycle", "status", json_out=False)
+    status = dict(line.split("=", 1) for line in text.splitlines())
+    h.check(int(status["objects_transitioned"]) >= len(bodies), "admin status: %r" % status)
+    h.check(int(status["tier_bytes_moved"]) >= st["bytes_transitioned"], "admin status tier bytes")
+    h.check(int(status["cold_used_bytes"]) > base_cold, "admin status cold bytes")
     # Hot space came back; a second pass moves nothing more.
     settles(lambda: srv.metric("shardstore_storage_free_bytes"), free0, "hot free after moves")
     st = run_pass(srv, "lt-b")
