@@ -82,6 +82,16 @@ static const struct directive directives[] = {
     {"tier_standard_ia", DIR_STRING, FIELD(tier_standard_ia), FIELD_LEN(tier_standard_ia)},
     {"tier_glacier_ir", DIR_STRING, FIELD(tier_glacier_ir), FIELD_LEN(tier_glacier_ir)},
     {"test_tier_crash_at", DIR_U32, FIELD(test_tier_crash_at), 0},
+    {"remote_tier_class", DIR_STRING, FIELD(remote_tier_class), FIELD_LEN(remote_tier_class)},
+    {"remote_tier_endpoint", DIR_STRING, FIELD(remote_tier_endpoint),
+     FIELD_LEN(remote_tier_endpoint)},
+    {"remote_tier_bucket", DIR_STRING, FIELD(remote_tier_bucket), FIELD_LEN(remote_tier_bucket)},
+    {"remote_tier_prefix", DIR_STRING, FIELD(remote_tier_prefix), FIELD_LEN(remote_tier_prefix)},
+    {"remote_tier_access_key", DIR_STRING, FIELD(remote_tier_access_key),
+     FIELD_LEN(remote_tier_access_key)},
+    {"remote_tier_secret_key", DIR_STRING, FIELD(remote_tier_secret_key),
+     FIELD_LEN(remote_tier_secret_key)},
+    {"remote_tier_region", DIR_STRING, FIELD(remote_tier_region), FIELD_LEN(remote_tier_region)},
     {"tls_cert_file", DIR_STRING, FIELD(tls_cert_file), FIELD_LEN(tls_cert_file)},
     {"tls_key_file", DIR_STRING, FIELD(tls_key_file), FIELD_LEN(tls_key_file)},
     {"tls_listen", DIR_TLS_LISTEN, 0, 0},
@@ -133,6 +143,8 @@ config_defaults(struct config *c)
     c->cold_zstd_level = 3;
     snprintf(c->tier_standard_ia, sizeof(c->tier_standard_ia), "COLD");
     snprintf(c->tier_glacier_ir, sizeof(c->tier_glacier_ir), "COLD");
+    snprintf(c->remote_tier_class, sizeof(c->remote_tier_class), "REMOTE");
+    snprintf(c->remote_tier_prefix, sizeof(c->remote_tier_prefix), "shardstore-tier/");
     c->metrics_access = METRICS_ACCESS_ADMIN;
 }
 

@@ -14,10 +14,11 @@ shardstore_SOURCES = server/main.c server/server.h server/conf.h server/config.c
 	server/extents.h server/extents.c server/guard.h server/guard.c \
 	server/unsupported.h server/unsupported.c \
 	server/lifecycle.h server/lifecycle.c server/op_lifecycle.c \
-	server/tier.h server/tier.c server/tier_cold.c server/op_tier.c server/cold_format.h server/cold_format.c \
+	server/tier.h server/tier.c server/tier_cold.c server/op_tier.c server/tier_remote.c server/cold_format.h server/cold_format.c \
 	server/tls.h server/tls.c \
 	server/metrics.h server/metrics.c server/access_log.h server/access_log.c
+# libshard (the S3 client) is linked for the remote tier only (tier_remote.c).
 shardstore_CFLAGS = $(AM_CFLAGS) $(MHD_CFLAGS) $(GNUTLS_CFLAGS) $(EXPAT_CFLAGS) $(ZSTD_CFLAGS)
-shardstore_LDADD = server/libs3parse.la auth/libauth.la index/libindex.la storage/libstorage.la \
+shardstore_LDADD = server/libs3parse.la client/libshard_core.la auth/libauth.la index/libindex.la storage/libstorage.la \
 	common/libcommon.la $(MHD_LIBS) $(GNUTLS_LIBS) $(EXPAT_LIBS) $(OPENSSL_LIBS) $(URING_LIBS) $(LMDB_LIBS) \
-	$(XXHASH_LIBS) $(ZSTD_LIBS) -lpthread
+	$(XXHASH_LIBS) $(ZSTD_LIBS) $(LIBCURL_LIBS) -lpthread

@@ -37,5 +37,5 @@ s3_storage_class_apply(struct s3_req *r, uint64_t bucket_id, const uint8_t etag[
     if (rc < 0)
         log_warn("request %s: the object stays where it is (storage class move: %d)", r->request_id,
                  rc);
-    return rc;
+    return rc < 0 ? rc : 0;
 }

@@ -125,6 +125,19 @@ tier_set_open(struct server *srv)
         log_error("cannot open the cold tier in %s: %s", dir, strerror(-rc));
         goto fail;
     }
+    if (srv->cfg.remote_tier_endpoint[0]) {
+        if (!srv->cfg.remote_tier_class[0] || strcmp(srv->cfg.remote_tier_class, "COLD") == 0 ||
+            strcmp(srv->cfg.remote_tier_class, "STANDARD") == 0) {
+            log_error("remote_tier_class must name the remote tier's own storage class");
+            rc = -EINVAL;
+            goto fail;
+        }
+        if ((rc = tier_remote_open(srv, &ts->tiers[TIER_REMOTE])) < 0) {
+            log_error("cannot open the remote tier at %s: %s", srv->cfg.remote_tier_endpoint,
+                      strerror(-rc));
+            goto fail;
+        }
+    }
     const char *maps[2] = {srv->cfg.tier_standard_ia, srv->cfg.tier_glacier_ir};
     uint32_t *outs[2] = {&ts->ia_tier, &ts->glacier_tier};
     for (int i = 0; i < 2; i++) {
@@ -359,7 +372,7 @@ static void
 count_move(struct tier_set *ts, int rc, uint64_t len)
 {
     pthread_mutex_lock(&ts->mu);
-    if (rc == 0 && len) {
+    if (rc > 0) {
         ts->stats.objects_moved++;
         ts->stats.bytes_moved += len;
     } else if (rc < 0 && rc != -ESTALE && rc != -ENOENT) {
@@ -443,6 +456,8 @@ tier_move(struct server *srv, uint64_t bucket_id, struct slice key, const uint8_
     rc = committer_run(srv->committer, &op, 1);
     if (rc == 0)
         rc = op.result;
+    if (target && target->ops->settle && moved.n_extents)
+        target->ops->settle(target, moved.extents, moved.n_extents);
     if (rc < 0) {
         /* Not published: the copy goes back at once. */
         if (target && moved.n_extents)
@@ -452,6 +467,7 @@ tier_move(struct server *srv, uint64_t bucket_id, struct slice key, const uint8_
     is_published = true;
     crash_point(src.crash_at, 3); /* switched; the old extents not yet reused */
     *moved_len = obj.size;
+    rc = 1;
 
 done:
     storage_writer_destroy(w, is_published);
@@ -466,4 +482,75 @@ done:
                  (unsigned long long)bucket_id, tier_class_name(ts, flags), strerror(-rc));
     arena_destroy(a);
     return rc;
+}
+
+/* ---- sweeps ------------------------------------------------------------- */
+
+/* The offsets of one tier's extents the index references, sorted; loaded
+ * at the first question (after the tier listed what it stores). */
+struct sweep_refs {
+    struct server *srv;
+    uint32_t tier;
+    bool is_loaded;
+    int rc;
+    uint64_t *offsets;
+    size_t n, cap;
+};
+
+static void
+collect_ref(void *ctx, const struct index_extent *e)
+{
+    struct sweep_refs *s = ctx;
+    if (TIER_OF(e->flags) != s->tier)
+        return;
+    if (s->n == s->cap) {
+        s->cap = s->cap ? s->cap * 2 : 1024;
+        s->offsets = xrealloc(s->offsets, s->cap * sizeof(*s->offsets));
+    }
+    s->offsets[s->n++] = e->offset;
+}
+
+static int
+cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+static bool
+is_referenced(void *ctx, uint64_t offset)
+{
+    struct sweep_refs *s = ctx;
+    if (!s->is_loaded) {
+        s->is_loaded = true;
+        s->rc = index_extents_scan(s->srv->index, collect_ref, s);
+        if (s->n)
+            qsort(s->offsets, s->n, sizeof(*s->offsets), cmp_u64);
+    }
+    /* An unreadable index keeps everything. */
+    return s->rc != 0 || bsearch(&offset, s->offsets, s->n, sizeof(offset), cmp_u64) != NULL;
+}
+
+long
+tier_sweep(struct server *srv)
+{
+    struct tier_set *ts = srv->tiers;
+    long total = 0;
+    for (uint32_t i = 0; i < TIER_MAX; i++) {
+        if (!ts->tiers[i] || !ts->tiers[i]->ops->sweep)
+            continue;
+        struct sweep_refs refs = {.srv = srv, .tier = i};
+        long n = ts->tiers[i]->ops->sweep(ts->tiers[i], is_referenced, &refs);
+        free(refs.offsets);
+        if (n < 0)
+            return n;
+        total += n;
+    }
+    if (total) {
+        pthread_mutex_lock(&ts->mu);
+        ts->stats.orphans_swept += (uint64_t)total;
+        pthread_mutex_unlock(&ts->mu);
+        log_info("tier: deleted %ld remote object(s) no record references", total);
+    }
+    return total;
 }

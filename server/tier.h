@@ -99,6 +99,10 @@ struct tier_ops {
      * space is derived from the index). Returns the number deleted or
      * -errno. */
     long (*sweep)(struct tier *t, bool (*is_referenced)(void *ctx, uint64_t offset), void *ctx);
+    /* The move that put extents 'e' committed or gave up (after put, once
+     * the index says which): the sweep may judge them from now on. NULL
+     * when not needed. */
+    void (*settle)(struct tier *t, const struct index_extent *e, size_t n);
     void (*destroy)(struct tier *t);
 };
 
@@ -119,6 +123,11 @@ struct tier_cold_config {
     uint32_t max_pins;
 };
 int tier_cold_open(const struct tier_cold_config *cfg, struct tier **out);
+
+/* Opens the remote tier of the configuration's remote_tier_* directives
+ * (tier_remote.c; nothing is sent but what creating a client needs).
+ * Returns 0 and sets '*out', or -errno. */
+int tier_remote_open(const struct server *srv, struct tier **out);
 
 /* ---- the tier set (tier.c) ---------------------------------------------- */
 
@@ -182,14 +191,19 @@ void tier_release(struct tier_set *ts, const struct index_extent *e, size_t n);
 
 /*
  * Moves object 'key' of bucket 'bucket_id' to the class of 'flags' (0:
- * back to the hot volumes) if it still has ETag 'etag'. Returns 0 (moved,
- * or already there: '*moved_len' says how many bytes moved), -ESTALE
+ * back to the hot volumes) if it still has ETag 'etag'. Returns 1 (moved:
+ * '*moved_len' bytes), 0 (already there), -ESTALE
  * (overwritten or moved meanwhile: nothing changed), -ENOENT, or -errno
  * (nothing visible changed; a later pass retries). Blocks (disk and
  * network I/O); run it on a worker or the lifecycle thread.
  */
 int tier_move(struct server *srv, uint64_t bucket_id, struct slice key, const uint8_t etag[16],
               uint32_t flags, uint64_t *moved_len);
+
+/* Deletes the objects of tiers with a sweep (remote) that no record
+ * references: tier copies a crash left unpublished, deletes a crash or
+ * an unreachable remote lost. Returns the number deleted or -errno. */
+long tier_sweep(struct server *srv);
 
 /* Counters and space (TIER_MAX entries in 'space'; unused tiers zero). */
 void tier_stats_get(struct tier_set *ts, struct tier_stats *st, struct tier_space *space);

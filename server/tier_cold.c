@@ -328,6 +328,7 @@ static const struct tier_ops cold_ops = {
     .unpin = cold_unpin,
     .space = cold_space,
     .sweep = NULL,
+    .settle = NULL,
     .destroy = cold_destroy,
 };
 

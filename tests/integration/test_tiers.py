@@ -321,13 +321,121 @@ def test_full_cold_tier(_shared):
         srv.cleanup()
 
 
-# The last two start servers of their own (the shared one is unused).
+def remote_config(remote, extra=""):
+    return (BASE + "remote_tier_class = WARM\nremote_tier_endpoint = %s\n"
+            "remote_tier_bucket = tier-remote\nremote_tier_prefix = t/\n"
+            "remote_tier_access_key = %s\nremote_tier_secret_key = %s\n%s"
+            % (remote.endpoint, remote.access_key, remote.secret_key, extra))
+
+
+def remote_keys(remote):
+    out = remote.client().list_objects_v2(Bucket="tier-remote", Prefix="t/")
+    return sorted(o["Key"] for o in out.get("Contents", []))
+
+
+TO_WARM = ("<Rule><ID>w</ID><Status>Enabled</Status><Filter><Prefix>w/</Prefix></Filter>"
+           "<Transition><Days>1</Days><StorageClass>WARM</StorageClass></Transition></Rule>")
+
+
+def test_remote_tier(_shared):
+    """A second shardstore is the remote tier: transitions, every read,
+    delete frees the remote object, a crash between the remote copy and
+    the commit leaves an orphan the next pass deletes, a remote killed
+    during a pass loses nothing and the moves succeed once it is back."""
+    remote = h.Server(tag="tier-remote")
+    srv = None
+    try:
+        remote.start()
+        remote.client().create_bucket(Bucket="tier-remote")
+        srv = h.Server(config=remote_config(remote), tag="tier-main")
+        srv.start()
+        s3 = srv.client()
+        s3.create_bucket(Bucket="rt-b")
+        bodies = {"w/a": mixed(3 * MIB + 3, 50), "w/b": text_like(400 * 1024, 51), "w/empty": b"",
+                  "keep": b"stays hot"}
+        for k, b in bodies.items():
+            s3.put_object(Bucket="rt-b", Key=k, Body=b, Metadata={"m": k})
+        put_lifecycle(srv, "rt-b", TO_WARM)
+        time.sleep(2.1)
+        st = run_pass(srv, "rt-b")
+        h.eq(st["objects_transitioned"], 3, "moved to the remote tier (%r)" % st)
+        for k, b in bodies.items():
+            check_reads(s3, "rt-b", k, b, "WARM" if k.startswith("w/") else "STANDARD", "remote " + k)
+            h.eq(s3.head_object(Bucket="rt-b", Key=k)["Metadata"], {"m": k}, "metadata of " + k)
+        h.eq(len(remote_keys(remote)), 3, "one remote object per moved object")
+        # A PUT straight into the remote class, and a copy out of it.
+        r = srv.request("PUT", "/rt-b/direct", headers={"x-amz-storage-class": "WARM"}, body=b"direct")
+        h.eq(r.status, 200, "PUT with x-amz-storage-class WARM")
+        check_reads(s3, "rt-b", "direct", b"direct", "WARM", "direct remote PUT")
+        s3.copy_object(Bucket="rt-b", Key="w/copy", CopySource={"Bucket": "rt-b", "Key": "w/a"})
+        check_reads(s3, "rt-b", "w/copy", bodies["w/a"], "STANDARD", "copy out of the remote tier")
+        # Delete frees the remote object (in the background).
+        s3.delete_object(Bucket="rt-b", Key="w/b")
+        s3.delete_object(Bucket="rt-b", Key="direct")
+        settles(lambda: len(remote_keys(remote)), 2, "remote objects after two deletes")
+
+        # Crash after the remote copy, before the commit: an orphan.
+        s3.put_object(Bucket="rt-b", Key="w/c", Body=text_like(100 * 1024, 52))
+        srv.stop()
+        with open(srv.config_path, "w") as f:
+            f.write(remote_config(remote, "test_tier_crash_at = 2\n"))
+        srv.start()
+        time.sleep(2.1)
+        try:
+            srv.request("POST", "/_/lifecycle/run", query="bucket=rt-b", timeout=60)
+        except (OSError, h.http.client.HTTPException):
+            pass
+        settles(lambda: srv.proc.poll() is not None, True, "the crash point fired")
+        srv.kill()
+        h.eq(len(remote_keys(remote)), 3, "the orphan is on the remote")
+        with open(srv.config_path, "w") as f:
+            f.write(remote_config(remote))
+        srv.start()
+        s3 = srv.client()
+        check_reads(s3, "rt-b", "w/c", text_like(100 * 1024, 52), "STANDARD", "w/c after the crash")
+        st = run_pass(srv, "rt-b")  # sweeps the orphan, then moves w/c for real
+        h.eq(st["objects_transitioned"], 2, "w/c and w/copy moved after the crash (%r)" % st)
+        check_reads(s3, "rt-b", "w/c", text_like(100 * 1024, 52), "WARM", "w/c moved")
+        h.eq(len(remote_keys(remote)), 4, "no orphan left: w/a, w/empty, w/c, w/copy")
+
+        # The remote goes away during a pass: nothing is lost.
+        s3.put_object(Bucket="rt-b", Key="w/late", Body=mixed(8 * MIB, 53))
+        time.sleep(2.1)
+        remote.kill()
+        st = run_pass(srv, "rt-b")
+        h.check(st["transition_errors"] >= 1, "the move to a dead remote failed (%r)" % st)
+        check_reads(s3, "rt-b", "w/late", mixed(8 * MIB, 53), "STANDARD", "w/late with the remote down")
+        # Back on another port: the server follows the configuration.
+        remote.start()
+        srv.stop()
+        with open(srv.config_path, "w") as f:
+            f.write(remote_config(remote))
+        srv.start()
+        s3 = srv.client()
+        for k in ("w/a", "w/empty"):
+            check_reads(s3, "rt-b", k, bodies[k], "WARM", k + " after the remote came back")
+        st = run_pass(srv, "rt-b")
+        h.eq(st["objects_transitioned"], 1, "retried once the remote is back (%r)" % st)
+        check_reads(s3, "rt-b", "w/late", mixed(8 * MIB, 53), "WARM", "w/late moved")
+        problems = srv.stop()
+        if problems:
+            raise h.Failure("\n".join(problems))
+    finally:
+        if srv:
+            srv.kill()
+            srv.cleanup()
+        remote.kill()
+        remote.cleanup()
+
+
+# The last three start servers of their own (the shared one is unused).
 TESTS = [
     test_storage_class_put_head_list,
     test_multipart_and_copy,
     test_lifecycle_transition_and_space,
     test_kill9_during_moves,
     test_full_cold_tier,
+    test_remote_tier,
 ]
 
 if __name__ == "__main__":
