@@ -248,12 +248,20 @@ scrub_one(void *ctx, uint64_t bucket_id, struct slice key, const struct index_ob
         sc->skipped++;
         return 0;
     }
+    struct tier_pins tp = {0};
+    if (tier_pins_take(sc->srv->tiers, &tp) < 0) {
+        storage_reader_unpin(st, pin);
+        sc->skipped++;
+        return 0;
+    }
     struct arena *a = arena_create(4096);
     struct index_object obj;
     long bad = 0;
     int rc = index_object_get(sc->srv->index, bucket_id, key, a, &obj);
     if (rc < 0 && rc != -ENOENT) {
         bad = rc;
+    } else if (rc == 0 && TIER_OF(tier_object_flags(&obj)) != TIER_HOT) {
+        bad = tier_verify(sc->srv->tiers, &tp, &obj);
     } else if (rc == 0 && obj.n_extents > 0) {
         struct storage_extent *se = arena_calloc(a, obj.n_extents, sizeof(*se));
         extents_from_index(obj.extents, obj.n_extents, se);
@@ -262,6 +270,7 @@ scrub_one(void *ctx, uint64_t bucket_id, struct slice key, const struct index_ob
             bad = storage_verify(st, se, obj.n_extents, obj.sums, obj.sums_len);
     }
     storage_reader_unpin(st, pin);
+    tier_pins_drop(sc->srv->tiers, &tp, TIER_MAX);
     arena_destroy(a);
     if (bad == 0)
         return 0;

@@ -153,11 +153,20 @@ member_builder_destroy(struct member_builder *b)
  * ====================================================================== */
 
 /* Reads bytes [pos, pos+len) of 'obj' into 'buf' (the request holds a pin
- * on its extents). Returns 0 or -errno (-EIO when short). */
+ * on its extents), through 'trd' when its bytes are in a tier. Returns 0
+ * or -errno (-EIO when short). */
 static int
 object_read(struct s3_req *r, const struct index_object *obj, const struct storage_extent *se,
-            uint64_t pos, uint8_t *buf, size_t len)
+            struct tier_reader *trd, uint64_t pos, uint8_t *buf, size_t len)
 {
+    while (trd && len) {
+        ssize_t got = tier_reader_read(trd, pos, buf, len);
+        if (got <= 0)
+            return got < 0 ? (int)got : -EIO;
+        buf += got;
+        pos += (uint64_t)got;
+        len -= (size_t)got;
+    }
     if (obj->inline_len) {
         if (pos > obj->inline_len || len > obj->inline_len - pos)
             return -EIO;
@@ -194,6 +203,12 @@ build_from_storage(struct s3_req *r, const struct index_object *obj, struct memb
     uint8_t buf[TAR_BLOCK];
     struct storage_extent *se = arena_calloc(r->arena, obj->n_extents + 1, sizeof(*se));
     extents_from_index(obj->extents, obj->n_extents, se);
+    struct tier_reader *trd = NULL;
+    if (TIER_OF(tier_object_flags(obj)) != TIER_HOT) {
+        int rc = tier_reader_create(r->srv->tiers, &r->tier_pins, obj, 0, obj->size, &trd);
+        if (rc < 0)
+            return rc;
+    }
     uint64_t pos = 0;
     while (pos < obj->size && !b->is_failed && !tar_parser_is_end(&b->parser)) {
         uint64_t skip = tar_parser_skippable(&b->parser);
@@ -204,12 +219,15 @@ build_from_storage(struct s3_req *r, const struct index_object *obj, struct memb
             continue;
         }
         size_t n = (size_t)MIN((uint64_t)TAR_BLOCK, obj->size - pos);
-        int rc = object_read(r, obj, se, pos, buf, n);
-        if (rc < 0)
+        int rc = object_read(r, obj, se, trd, pos, buf, n);
+        if (rc < 0) {
+            tier_reader_destroy(trd);
             return rc;
+        }
         member_builder_feed(b, buf, n);
         pos += n;
     }
+    tier_reader_destroy(trd);
     member_builder_finish(b, out);
     return 0;
 }

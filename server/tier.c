@@ -264,6 +264,20 @@ tier_reader_destroy(struct tier_reader *rd)
     free(sr);
 }
 
+long
+tier_verify(struct tier_set *ts, const struct tier_pins *p, const struct index_object *obj)
+{
+    uint32_t id = TIER_OF(tier_object_flags(obj));
+    if (id == TIER_HOT || id >= TIER_MAX || !ts->tiers[id])
+        return -EINVAL;
+    struct tier *t = ts->tiers[id];
+    if (!t->ops->verify)
+        return 0;
+    if (t->ops->pin && !(p->held & (1u << id)))
+        return -ESTALE;
+    return t->ops->verify(t, p->pin[id], obj);
+}
+
 void
 tier_release(struct tier_set *ts, const struct index_extent *e, size_t n)
 {

@@ -99,6 +99,10 @@ struct tier_ops {
      * space is derived from the index). Returns the number deleted or
      * -errno. */
     long (*sweep)(struct tier *t, bool (*is_referenced)(void *ctx, uint64_t offset), void *ctx);
+    /* Scrub: re-reads 'obj' (its extents are here) under 'pin' and
+     * returns the number of blocks failing their sums (0: clean) or
+     * -errno. NULL when the tier cannot check (a remote checks its own). */
+    long (*verify)(struct tier *t, uint64_t pin, const struct index_object *obj);
     /* The move that put extents 'e' committed or gave up (after put, once
      * the index says which): the sweep may judge them from now on. NULL
      * when not needed. */
@@ -184,6 +188,10 @@ int tier_reader_create(struct tier_set *ts, const struct tier_pins *p,
 ssize_t tier_reader_read(struct tier_reader *rd, uint64_t pos, void *buf, size_t len);
 /* NULL is a no-op. */
 void tier_reader_destroy(struct tier_reader *rd);
+
+/* Scrub of tiered object 'obj' under pins 'p' (taken before its lookup):
+ * bad blocks (0: clean, or the tier cannot check) or -errno. */
+long tier_verify(struct tier_set *ts, const struct tier_pins *p, const struct index_object *obj);
 
 /* Hands extents an index commit freed to the tiers holding them
  * (extents of the hot volumes are the caller's). */

@@ -306,6 +306,22 @@ cold_space(struct tier *base, struct tier_space *out)
     out->used_bytes = s.total_bytes - s.free_bytes;
 }
 
+/* Scrub: storage's own sums of the stored bytes (the record's sums are
+ * the cold writer's), then nothing more: a block's plain sum is checked
+ * on every read. */
+static long
+cold_verify(struct tier *base, uint64_t pin, const struct index_object *obj)
+{
+    struct cold_tier *t = (struct cold_tier *)base;
+    struct storage_extent *se = xcalloc(obj->n_extents + 1, sizeof(*se));
+    extents_from_index(obj->extents, obj->n_extents, se);
+    long bad = storage_reader_narrow(t->st, pin, se, obj->n_extents, 0, UINT64_MAX);
+    if (bad == 0)
+        bad = storage_verify(t->st, se, obj->n_extents, obj->sums, obj->sums_len);
+    free(se);
+    return bad;
+}
+
 static void
 cold_destroy(struct tier *base)
 {
@@ -328,6 +344,7 @@ static const struct tier_ops cold_ops = {
     .unpin = cold_unpin,
     .space = cold_space,
     .sweep = NULL,
+    .verify = cold_verify,
     .settle = NULL,
     .destroy = cold_destroy,
 };

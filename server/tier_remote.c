@@ -506,6 +506,7 @@ static const struct tier_ops remote_ops = {
     .unpin = remote_unpin,
     .space = remote_space,
     .sweep = remote_sweep,
+    .verify = NULL,
     .settle = remote_settle,
     .destroy = remote_destroy,
 };
