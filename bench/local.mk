@@ -7,3 +7,4 @@ bench_mpload_CFLAGS = $(AM_CFLAGS) $(LIBCURL_CFLAGS)
 bench_mpload_LDADD = $(LIBCURL_LIBS)
 EXTRA_DIST += bench/multipart.sh
 EXTRA_DIST += bench/listing.sh
+EXTRA_DIST += bench/lifecycle.sh
