@@ -365,11 +365,48 @@ config_has_transition(const struct lc_config *cfg, bool tags_only)
     return false;
 }
 
-/* Moves the object of entry 'e' when a transition is due; counts it. */
+/* Transitions moved together: one index transaction, one sync per tier. */
+#define MOVE_BATCH 64
+#define MOVE_BATCH_BYTES (64ull << 20)
+
+struct move_batch {
+    struct tier_move_item items[MOVE_BATCH];
+    size_t n;
+    uint64_t bytes;
+};
+
+/* Moves the batch; counts what moved. */
+static void
+flush_moves(struct lifecycle *lc, struct move_batch *mb, struct lifecycle_stats *st)
+{
+    if (mb->n == 0)
+        return;
+    tier_move_batch(lc->srv, mb->items, mb->n);
+    uint64_t moved = 0;
+    for (size_t i = 0; i < mb->n; i++) {
+        int rc = mb->items[i].result;
+        if (rc > 0) {
+            st->objects_transitioned++;
+            st->bytes_transitioned += mb->items[i].moved_len;
+            moved += mb->items[i].moved_len;
+        } else if (rc < 0 && rc != -ESTALE && rc != -ENOENT) {
+            st->errors++;
+            st->transition_errors++;
+        }
+    }
+    pace(lc, mb->n);
+    pace_bytes(lc, moved);
+    mb->n = 0;
+    mb->bytes = 0;
+}
+
+/* Queues the object 'o' when a transition is due for it ('o->key'
+ * borrowed until the batch is flushed). */
 static void
 transition_object(struct lifecycle *lc, uint64_t bucket_id, const struct lc_config *cfg,
                   const struct lc_object *o, int64_t mtime_ns, const uint8_t etag[16],
-                  uint32_t cur_flags, int64_t now_s, struct lifecycle_stats *st)
+                  uint32_t cur_flags, int64_t now_s, struct move_batch *mb,
+                  struct lifecycle_stats *st)
 {
     const struct lc_transition *t = config_transition(cfg, o, mtime_ns, day_s(lc), now_s);
     uint32_t flags;
@@ -381,17 +418,12 @@ transition_object(struct lifecycle *lc, uint64_t bucket_id, const struct lc_conf
     }
     if (flags == cur_flags)
         return;
-    uint64_t moved = 0;
-    int rc = tier_move(lc->srv, bucket_id, o->key, etag, flags, &moved);
-    if (rc > 0) {
-        st->objects_transitioned++;
-        st->bytes_transitioned += moved;
-    } else if (rc < 0 && rc != -ESTALE && rc != -ENOENT) {
-        st->errors++;
-        st->transition_errors++;
-    }
-    pace(lc, 1);
-    pace_bytes(lc, moved);
+    struct tier_move_item *it = &mb->items[mb->n++];
+    *it = (struct tier_move_item){.bucket_id = bucket_id, .key = o->key, .flags = flags};
+    memcpy(it->etag, etag, 16);
+    mb->bytes += o->size;
+    if (mb->n == MOVE_BATCH || mb->bytes >= MOVE_BATCH_BYTES)
+        flush_moves(lc, mb, st);
 }
 
 /* Commits the delete batch; counts what applied. */
@@ -499,6 +531,7 @@ expire_objects(struct lifecycle *lc, uint64_t bucket_id, const struct lc_config 
     bool has_tag_transitions = config_has_transition(cfg, true);
     struct index_op ops[DELETE_BATCH];
     uint64_t sizes[DELETE_BATCH];
+    struct move_batch *mb = xcalloc(1, sizeof(*mb));
     char *after = NULL;
     size_t after_len = 0;
     uint64_t day = day_s(lc);
@@ -547,7 +580,7 @@ expire_objects(struct lifecycle *lc, uint64_t bucket_id, const struct lc_config 
                     if (read_object_tags(lc, bucket_id, e->key, obj_a, &o, &mtime_ns, etag) < 0)
                         continue;
                 }
-                transition_object(lc, bucket_id, cfg, &o, mtime_ns, etag, e->flags, now_s, st);
+                transition_object(lc, bucket_id, cfg, &o, mtime_ns, etag, e->flags, now_s, mb, st);
                 continue;
             }
             ops[n] = (struct index_op){.kind = INDEX_OP_DELETE,
@@ -564,6 +597,7 @@ expire_objects(struct lifecycle *lc, uint64_t bucket_id, const struct lc_config 
             }
         }
         flush_deletes(lc, ops, sizes, n, st);
+        flush_moves(lc, mb, st); /* before the page's keys go */
         arena_clear(op_a);
         if (!res.is_truncated || res.next_marker.len == 0)
             break;
@@ -573,6 +607,8 @@ expire_objects(struct lifecycle *lc, uint64_t bucket_id, const struct lc_config 
         after_len = res.next_marker.len;
         arena_clear(a);
     }
+    flush_moves(lc, mb, st);
+    free(mb);
     free(after);
     arena_destroy(obj_a);
     arena_destroy(op_a);

@@ -395,107 +395,176 @@ count_move(struct tier_set *ts, int rc, uint64_t len)
     pthread_mutex_unlock(&ts->mu);
 }
 
+/* One object of a move batch, from its lookup to its commit. */
+struct move_job {
+    struct tier_move_item *item;
+    struct arena *a;
+    struct tier_pins tp;
+    uint64_t pin;
+    bool has_pin, is_ready, is_published;
+    struct move_source src;
+    struct storage_writer *w;
+    struct tier *target;
+    struct index_object obj, moved;
+};
+
+/*
+ * Pins, looks up and copies 'j->item' to its target (not yet synced for
+ * a tier with a sync step). Returns 0 with j->is_ready when a commit
+ * must follow, 0 when the object is already there, or -errno.
+ */
+static int
+move_prepare(struct server *srv, struct move_job *j)
+{
+    struct tier_set *ts = srv->tiers;
+    struct tier_move_item *it = j->item;
+    uint32_t to = TIER_OF(it->flags);
+    int rc;
+
+    if (to >= TIER_MAX || (to != TIER_HOT && !ts->tiers[to]))
+        return -EINVAL;
+    j->target = to == TIER_HOT ? NULL : ts->tiers[to];
+    j->src.crash_at = srv->cfg.test_tier_crash_at;
+    /* Pins before the lookup: the extents found stay readable even if
+     * the object is overwritten or deleted while we copy it. */
+    if ((rc = storage_reader_pin(srv->storage, &j->pin)) < 0)
+        return rc;
+    j->has_pin = true;
+    if ((rc = tier_pins_take(ts, &j->tp)) < 0)
+        return rc;
+    if ((rc = index_object_get(srv->index, it->bucket_id, it->key, j->a, &j->obj)) < 0)
+        return rc;
+    if (memcmp(j->obj.etag, it->etag, 16) != 0)
+        return -ESTALE;
+    uint32_t from = TIER_OF(tier_object_flags(&j->obj));
+    if (tier_object_flags(&j->obj) == it->flags || (to == TIER_HOT && from == TIER_HOT))
+        return 0; /* already there (inline and empty objects are hot) */
+    j->src.obj = &j->obj;
+    if (from != TIER_HOT) {
+        rc = tier_reader_create(ts, &j->tp, &j->obj, 0, j->obj.size, &j->src.tier);
+    } else if (j->obj.n_extents) {
+        struct storage_extent *se = arena_calloc(j->a, j->obj.n_extents + 1, sizeof(*se));
+        extents_from_index(j->obj.extents, j->obj.n_extents, se);
+        rc = storage_reader_create(srv->storage, j->pin, se, j->obj.n_extents, 0, j->obj.size,
+                                   &j->src.hot);
+    }
+    if (rc < 0)
+        return rc;
+    j->moved = (struct index_object){.size = j->obj.size, .mtime_ns = j->obj.mtime_ns};
+    memcpy(j->moved.etag, j->obj.etag, 16);
+    if (j->target) {
+        rc = j->target->ops->put(j->target, j->obj.size, move_read, &j->src, j->a, &j->moved);
+        for (uint32_t i = 0; rc == 0 && i < j->moved.n_extents; i++)
+            ((struct index_extent *)j->moved.extents)[i].flags = it->flags;
+    } else {
+        rc = hot_put(srv, j->obj.size, &j->src, j->a, &j->w, &j->moved);
+    }
+    if (rc == 0)
+        j->is_ready = true;
+    return rc;
+}
+
+/* Releases what 'j' holds; an unpublished tier copy goes back at once. */
+static void
+move_finish(struct server *srv, struct move_job *j, int rc)
+{
+    struct tier_set *ts = srv->tiers;
+    if (j->is_ready && !j->is_published && j->target && j->moved.n_extents)
+        j->target->ops->release(j->target, j->moved.extents, j->moved.n_extents);
+    storage_writer_destroy(j->w, j->is_published);
+    storage_reader_destroy(j->src.hot);
+    tier_reader_destroy(j->src.tier);
+    tier_pins_drop(ts, &j->tp, TIER_MAX);
+    if (j->has_pin)
+        storage_reader_unpin(srv->storage, j->pin);
+    j->item->moved_len = rc > 0 ? j->obj.size : 0;
+    j->item->result = rc;
+    count_move(ts, rc, j->item->moved_len);
+    if (rc < 0 && rc != -ESTALE && rc != -ENOENT)
+        log_warn("tier: moving an object of bucket %llu to %s failed: %s",
+                 (unsigned long long)j->item->bucket_id, tier_class_name(ts, j->item->flags),
+                 strerror(-rc));
+    arena_destroy(j->a);
+}
+
+void
+tier_move_batch(struct server *srv, struct tier_move_item *items, size_t n)
+{
+    struct tier_set *ts = srv->tiers;
+    struct move_job *jobs = xcalloc(n ? n : 1, sizeof(*jobs));
+    struct index_op *ops = xcalloc(n ? n : 1, sizeof(*ops));
+    int *rcs = xcalloc(n ? n : 1, sizeof(*rcs));
+    bool synced[TIER_MAX] = {false};
+    size_t n_ops = 0;
+
+    for (size_t i = 0; i < n; i++) {
+        jobs[i].item = &items[i];
+        jobs[i].a = arena_create(0);
+        rcs[i] = move_prepare(srv, &jobs[i]);
+    }
+    /* One sync per target tier for the whole batch, then one commit. */
+    for (size_t i = 0; i < n; i++) {
+        if (!jobs[i].is_ready || !jobs[i].target)
+            continue;
+        struct tier *t = jobs[i].target;
+        if (t->ops->sync && !synced[t->id]) {
+            int rc = t->ops->sync(t);
+            if (rc < 0) {
+                for (size_t k = i; k < n; k++)
+                    if (jobs[k].is_ready && jobs[k].target == t)
+                        rcs[k] = rc;
+            }
+            synced[t->id] = true;
+        }
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (!jobs[i].is_ready || rcs[i] < 0)
+            continue;
+        crash_point(jobs[i].src.crash_at, 2); /* tier copy durable, index not switched */
+        ops[n_ops++] = (struct index_op){
+            .kind = INDEX_OP_SET_EXTENTS,
+            .bucket_id = items[i].bucket_id,
+            .key = items[i].key,
+            .object = &jobs[i].moved,
+            .expect_extents = jobs[i].obj.extents,
+            .n_expect_extents = jobs[i].obj.n_extents,
+            .expect_inline_len = jobs[i].obj.inline_len,
+            .arena = jobs[i].a,
+        };
+    }
+    int crc = n_ops ? committer_run(srv->committer, ops, n_ops) : 0;
+    for (size_t i = 0, k = 0; i < n; i++) {
+        if (!jobs[i].is_ready || rcs[i] < 0)
+            continue;
+        struct index_op *op = &ops[k++];
+        int rc = crc < 0 ? crc : op->result;
+        if (jobs[i].target && jobs[i].target->ops->settle && jobs[i].moved.n_extents)
+            jobs[i].target->ops->settle(jobs[i].target, jobs[i].moved.extents,
+                                        jobs[i].moved.n_extents);
+        if (rc == 0) {
+            jobs[i].is_published = true;
+            crash_point(jobs[i].src.crash_at, 3); /* switched; old extents not yet reused */
+            rc = 1;
+        }
+        rcs[i] = rc;
+    }
+    for (size_t i = 0; i < n; i++)
+        move_finish(srv, &jobs[i], rcs[i]);
+    (void)ts;
+    free(rcs);
+    free(ops);
+    free(jobs);
+}
+
 int
 tier_move(struct server *srv, uint64_t bucket_id, struct slice key, const uint8_t etag[16],
           uint32_t flags, uint64_t *moved_len)
 {
-    struct tier_set *ts = srv->tiers;
-    struct arena *a = arena_create(0);
-    struct tier_pins tp = {0};
-    struct move_source src = {.crash_at = srv->cfg.test_tier_crash_at};
-    struct storage_writer *w = NULL;
-    struct index_object obj, moved;
-    struct tier *target = NULL;
-    bool has_pin = false, is_published = false;
-    uint64_t pin = 0;
-    int rc;
-
-    *moved_len = 0;
-    uint32_t to = TIER_OF(flags);
-    if (to >= TIER_MAX || (to != TIER_HOT && !ts->tiers[to])) {
-        rc = -EINVAL;
-        goto done;
-    }
-    target = to == TIER_HOT ? NULL : ts->tiers[to];
-    /* Pins before the lookup: the extents found stay readable even if
-     * the object is overwritten or deleted while we copy it. */
-    if ((rc = storage_reader_pin(srv->storage, &pin)) < 0)
-        goto done;
-    has_pin = true;
-    if ((rc = tier_pins_take(ts, &tp)) < 0)
-        goto done;
-    if ((rc = index_object_get(srv->index, bucket_id, key, a, &obj)) < 0)
-        goto done;
-    if (memcmp(obj.etag, etag, 16) != 0) {
-        rc = -ESTALE;
-        goto done;
-    }
-    uint32_t from = TIER_OF(tier_object_flags(&obj));
-    if (tier_object_flags(&obj) == flags || (to == TIER_HOT && from == TIER_HOT))
-        goto done; /* already there (inline and empty objects are hot) */
-    src.obj = &obj;
-    if (from != TIER_HOT) {
-        rc = tier_reader_create(ts, &tp, &obj, 0, obj.size, &src.tier);
-    } else if (obj.n_extents) {
-        struct storage_extent *se = arena_calloc(a, obj.n_extents + 1, sizeof(*se));
-        extents_from_index(obj.extents, obj.n_extents, se);
-        rc = storage_reader_create(srv->storage, pin, se, obj.n_extents, 0, obj.size, &src.hot);
-    }
-    if (rc < 0)
-        goto done;
-
-    moved = (struct index_object){.size = obj.size, .mtime_ns = obj.mtime_ns};
-    memcpy(moved.etag, obj.etag, 16);
-    if (target) {
-        rc = target->ops->put(target, obj.size, move_read, &src, a, &moved);
-        for (uint32_t i = 0; rc == 0 && i < moved.n_extents; i++)
-            ((struct index_extent *)moved.extents)[i].flags = flags;
-    } else {
-        rc = hot_put(srv, obj.size, &src, a, &w, &moved);
-    }
-    if (rc < 0)
-        goto done;
-    crash_point(src.crash_at, 2); /* tier copy durable, index not switched */
-
-    struct index_op op = {
-        .kind = INDEX_OP_SET_EXTENTS,
-        .bucket_id = bucket_id,
-        .key = key,
-        .object = &moved,
-        .expect_extents = obj.extents,
-        .n_expect_extents = obj.n_extents,
-        .expect_inline_len = obj.inline_len,
-        .arena = a,
-    };
-    rc = committer_run(srv->committer, &op, 1);
-    if (rc == 0)
-        rc = op.result;
-    if (target && target->ops->settle && moved.n_extents)
-        target->ops->settle(target, moved.extents, moved.n_extents);
-    if (rc < 0) {
-        /* Not published: the copy goes back at once. */
-        if (target && moved.n_extents)
-            target->ops->release(target, moved.extents, moved.n_extents);
-        goto done;
-    }
-    is_published = true;
-    crash_point(src.crash_at, 3); /* switched; the old extents not yet reused */
-    *moved_len = obj.size;
-    rc = 1;
-
-done:
-    storage_writer_destroy(w, is_published);
-    storage_reader_destroy(src.hot);
-    tier_reader_destroy(src.tier);
-    tier_pins_drop(ts, &tp, TIER_MAX);
-    if (has_pin)
-        storage_reader_unpin(srv->storage, pin);
-    count_move(ts, rc, *moved_len);
-    if (rc < 0 && rc != -ESTALE && rc != -ENOENT)
-        log_warn("tier: moving an object of bucket %llu to %s failed: %s",
-                 (unsigned long long)bucket_id, tier_class_name(ts, flags), strerror(-rc));
-    arena_destroy(a);
-    return rc;
+    struct tier_move_item it = {.bucket_id = bucket_id, .key = key, .flags = flags};
+    memcpy(it.etag, etag, 16);
+    tier_move_batch(srv, &it, 1);
+    *moved_len = it.moved_len;
+    return it.result;
 }
 
 /* ---- sweeps ------------------------------------------------------------- */

@@ -71,12 +71,16 @@ struct tier_space {
  * later), -EILSEQ (stored data fails its checksum), -EIO.
  */
 struct tier_ops {
-    /* Stores 'size' bytes read from 'src' and makes them durable. Fills
+    /* Stores 'size' bytes read from 'src', durable once it returns (or,
+     * for a tier with 'sync', once sync returns 0). Fills
      * out->extents (flags carry the tier id; in 'a'), out->n_extents,
      * out->sums and out->sums_len. Nothing else of 'out' is touched. On
      * failure nothing stays allocated. */
     int (*put)(struct tier *t, uint64_t size, tier_source_fn src, void *src_ctx, struct arena *a,
                struct index_object *out);
+    /* Makes every put so far durable (one fdatasync per volume written).
+     * NULL when put is durable by itself (remote). */
+    int (*sync)(struct tier *t);
     /* A reader of bytes [first, first+len) of 'obj' (its extents are in
      * this tier) under 'pin' (from pin, borrowed until reader_destroy). */
     int (*reader_create)(struct tier *t, uint64_t pin, const struct index_object *obj,
@@ -207,6 +211,22 @@ void tier_release(struct tier_set *ts, const struct index_extent *e, size_t n);
  */
 int tier_move(struct server *srv, uint64_t bucket_id, struct slice key, const uint8_t etag[16],
               uint32_t flags, uint64_t *moved_len);
+
+/* One object of a batch move: in 'bucket_id', 'key', 'etag', 'flags' (key
+ * borrowed until the call returns); out 'result' and 'moved_len' as
+ * tier_move's return value and '*moved_len'. */
+struct tier_move_item {
+    uint64_t bucket_id;
+    struct slice key;
+    uint8_t etag[16];
+    uint32_t flags;
+    int result;
+    uint64_t moved_len;
+};
+/* Moves 'n' objects as tier_move does each, with one sync per target
+ * tier and ONE index transaction for the whole batch (so small objects
+ * cost a fraction of an fdatasync each). Each item gets its own result. */
+void tier_move_batch(struct server *srv, struct tier_move_item *items, size_t n);
 
 /* Deletes the objects of tiers with a sweep (remote) that no record
  * references: tier copies a crash left unpublished, deletes a crash or

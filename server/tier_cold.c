@@ -125,7 +125,7 @@ cold_put(struct tier *base, uint64_t size, tier_source_fn src, void *src_ctx, st
     cold_footer_format(&f, foot);
     if ((rc = storage_writer_write(w, table, n_blocks * COLD_ENTRY_LEN)) < 0 ||
         (rc = storage_writer_write(w, foot, sizeof(foot))) < 0 ||
-        (rc = storage_writer_finish(w)) < 0 || (rc = storage_sync(t->st)) < 0)
+        (rc = storage_writer_finish(w)) < 0)
         goto fail;
     const struct storage_extent *se;
     size_t n = storage_writer_extents(w, &se);
@@ -150,6 +150,13 @@ fail:
     free(plain);
     cold_codec_destroy(codec);
     return rc;
+}
+
+/* Durability of the puts so far: one fdatasync per cold volume written. */
+static int
+cold_sync(struct tier *base)
+{
+    return storage_sync(((struct cold_tier *)base)->st);
 }
 
 /* ---- reading ------------------------------------------------------------ */
@@ -334,6 +341,7 @@ cold_destroy(struct tier *base)
 
 static const struct tier_ops cold_ops = {
     .put = cold_put,
+    .sync = cold_sync,
     .reader_create = cold_reader_create,
     .read = cold_read,
     .reader_destroy = cold_reader_destroy,

@@ -496,6 +496,7 @@ remote_destroy(struct tier *base)
 
 static const struct tier_ops remote_ops = {
     .put = remote_put,
+    .sync = NULL,
     .reader_create = remote_reader_create,
     .read = remote_read,
     .reader_destroy = remote_reader_destroy,

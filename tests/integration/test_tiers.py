@@ -429,7 +429,8 @@ def test_remote_tier(_shared):
             pass
         settles(lambda: srv.proc.poll() is not None, True, "the crash point fired")
         srv.kill()
-        h.eq(len(remote_keys(remote)), 3, "the orphan is on the remote")
+        orphans = len(remote_keys(remote)) - 2
+        h.check(orphans >= 1, "unpublished copies are on the remote (%d)" % orphans)
         with open(srv.config_path, "w") as f:
             f.write(remote_config(remote))
         srv.start()
