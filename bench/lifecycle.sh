@@ -130,7 +130,7 @@ RATIO=$(awk -v p="$SIZE" -v c="$COLD" 'BEGIN{printf "%.3f", p/c}')
 got=$(shard cat s3://big/cold/0000000000 | md5sum | cut -d' ' -f1)
 [ "$got" = "$MD5" ] || die "cold object differs from the file"
 echo "RESULT transition_big_mib_s=$(echo "$BIG_RUNS" | median) runs=$(csv $BIG_RUNS) size_mib=$((SIZE >> 20))"
-echo "RESULT compression plain_bytes=$SIZE cold_bytes=$COLD ratio=$RATIO (zstd level 3, 256 KiB blocks)"
+echo "RESULT compression plain_bytes=$SIZE cold_bytes=$COLD ratio=$RATIO (zstd level 3, cold_block_size default)"
 
 # ---------------- cold_vs_hot ----------------
 range_rps() { # range_rps BUCKET PREFIX

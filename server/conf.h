@@ -56,6 +56,7 @@ struct config {
     /* Tiers (tier.c, tier_cold.c). */
     char cold_dir[4096];         /* the cold tier's volumes; "" = DATA/cold */
     uint32_t cold_zstd_level;    /* zstd level of cold blocks (1..19) */
+    uint32_t cold_block_size;    /* plain bytes per cold block (power of 2, 4K..16M) */
     uint64_t cold_volume_size;   /* bytes per cold volume; 0 = volume_size */
     uint32_t cold_max_volumes;   /* 0 = max_volumes */
     char tier_standard_ia[32];   /* the tier class STANDARD_IA maps to (COLD) */

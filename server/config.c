@@ -77,6 +77,7 @@ static const struct directive directives[] = {
     {"lifecycle_max_mib_per_s", DIR_U32, FIELD(lifecycle_max_mib_per_s), 0},
     {"cold_dir", DIR_STRING, FIELD(cold_dir), FIELD_LEN(cold_dir)},
     {"cold_zstd_level", DIR_U32, FIELD(cold_zstd_level), 0},
+    {"cold_block_size", DIR_SIZE32, FIELD(cold_block_size), 0},
     {"cold_volume_size", DIR_SIZE, FIELD(cold_volume_size), 0},
     {"cold_max_volumes", DIR_U32, FIELD(cold_max_volumes), 0},
     {"tier_standard_ia", DIR_STRING, FIELD(tier_standard_ia), FIELD_LEN(tier_standard_ia)},
@@ -141,6 +142,7 @@ config_defaults(struct config *c)
     c->lifecycle_max_objects_per_s = 1000;
     c->lifecycle_max_mib_per_s = 64;
     c->cold_zstd_level = 3;
+    c->cold_block_size = 64 * 1024;
     snprintf(c->tier_standard_ia, sizeof(c->tier_standard_ia), "COLD");
     snprintf(c->tier_glacier_ir, sizeof(c->tier_glacier_ir), "COLD");
     snprintf(c->remote_tier_class, sizeof(c->remote_tier_class), "REMOTE");

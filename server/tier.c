@@ -118,6 +118,7 @@ tier_set_open(struct server *srv)
         .volume_size = srv->cfg.cold_volume_size ? srv->cfg.cold_volume_size : srv->cfg.volume_size,
         .max_volumes = srv->cfg.cold_max_volumes ? srv->cfg.cold_max_volumes : srv->cfg.max_volumes,
         .zstd_level = (int)srv->cfg.cold_zstd_level,
+        .block_len = srv->cfg.cold_block_size,
         .max_pins = srv->cfg.reader_pins_max,
     };
     int rc = tier_cold_open(&cc, &ts->tiers[TIER_COLD]);

@@ -128,6 +128,7 @@ struct tier_cold_config {
     uint64_t volume_size;
     uint32_t max_volumes;
     int zstd_level;
+    uint32_t block_len; /* plain bytes per block: a power of 2, 4 KiB..16 MiB */
     uint32_t max_pins;
 };
 int tier_cold_open(const struct tier_cold_config *cfg, struct tier **out);

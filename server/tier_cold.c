@@ -2,8 +2,9 @@
  * tier_cold.c: the local cold tier, one implementation of struct
  * tier_ops (tier.h). Its bytes live in a second volume set (storage/,
  * opened on cold_dir), one blob per object in the format of
- * cold_format.h: zstd-compressed blocks of COLD_TIER_BLOCK_LEN plain
- * bytes (raw when incompressible), an entry per block, a footer.
+ * cold_format.h: zstd-compressed blocks of cold_block_size plain bytes
+ * (raw when incompressible), an entry per block, a footer. Each blob
+ * records its block length, so changing the setting affects new blobs.
  *
  * Space is storage/'s: free space is rebuilt at startup from the extents
  * the index references (mark_used/ready), so a blob written but never
@@ -28,12 +29,11 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#define COLD_TIER_BLOCK_LEN (256u * 1024)
-
 struct cold_tier {
     struct tier base;
     struct storage *st;
     int level;
+    uint32_t block_len; /* plain bytes per block of new blobs */
 };
 
 struct tier_reader {
@@ -82,9 +82,10 @@ cold_put(struct tier *base, uint64_t size, tier_source_fn src, void *src_ctx, st
     struct cold_tier *t = (struct cold_tier *)base;
     struct storage_writer *w = NULL;
     struct cold_codec *codec = cold_codec_create(t->level);
-    uint64_t n_blocks = size / COLD_TIER_BLOCK_LEN + (size % COLD_TIER_BLOCK_LEN != 0);
-    size_t cap = cold_block_bound(COLD_TIER_BLOCK_LEN);
-    uint8_t *plain = xmalloc(COLD_TIER_BLOCK_LEN);
+    uint32_t bl = t->block_len;
+    uint64_t n_blocks = size / bl + (size % bl != 0);
+    size_t cap = cold_block_bound(bl);
+    uint8_t *plain = xmalloc(bl);
     uint8_t *stored = xmalloc(cap);
     uint8_t *table = NULL;
     uint64_t off = 0;
@@ -98,10 +99,10 @@ cold_put(struct tier *base, uint64_t size, tier_source_fn src, void *src_ctx, st
     if ((rc = storage_writer_create(t->st, UINT64_MAX, &w)) < 0)
         goto fail;
     for (uint64_t b = 0; b < n_blocks; b++) {
-        size_t plen = (size_t)MIN((uint64_t)COLD_TIER_BLOCK_LEN, size - b * COLD_TIER_BLOCK_LEN);
+        size_t plen = (size_t)MIN((uint64_t)bl, size - b * bl);
         size_t got = 0;
         while (got < plen) {
-            ssize_t n = src(src_ctx, b * COLD_TIER_BLOCK_LEN + got, plain + got, plen - got);
+            ssize_t n = src(src_ctx, b * bl + got, plain + got, plen - got);
             if (n <= 0) {
                 rc = n < 0 ? (int)n : -EIO;
                 goto fail;
@@ -117,10 +118,8 @@ cold_put(struct tier *base, uint64_t size, tier_source_fn src, void *src_ctx, st
         off += e.stored_len;
         cold_entry_format(&e, (uint32_t)b, table + b * COLD_ENTRY_LEN);
     }
-    struct cold_footer f = {.block_len = COLD_TIER_BLOCK_LEN,
-                            .n_blocks = (uint32_t)n_blocks,
-                            .size = size,
-                            .table_off = off};
+    struct cold_footer f = {
+        .block_len = bl, .n_blocks = (uint32_t)n_blocks, .size = size, .table_off = off};
     uint8_t foot[COLD_FOOTER_LEN];
     cold_footer_format(&f, foot);
     if ((rc = storage_writer_write(w, table, n_blocks * COLD_ENTRY_LEN)) < 0 ||
@@ -365,6 +364,12 @@ tier_cold_open(const struct tier_cold_config *cfg, struct tier **out)
     t->base.id = TIER_COLD;
     snprintf(t->base.name, sizeof(t->base.name), "COLD");
     t->level = cfg->zstd_level;
+    t->block_len = cfg->block_len;
+    if (t->block_len < COLD_BLOCK_LEN_MIN || t->block_len > COLD_BLOCK_LEN_MAX ||
+        (t->block_len & (t->block_len - 1)) != 0) {
+        free(t);
+        return -EINVAL;
+    }
     struct storage_config sc = {
         .dir = cfg->dir,
         .volume_size = cfg->volume_size,
