@@ -12,3 +12,4 @@ EXTRA_DIST += bench/cors.sh
 EXTRA_DIST += bench/ml.sh
 EXTRA_DIST += bench/policy.sh
 EXTRA_DIST += bench/rdma.sh
+EXTRA_DIST += bench/lifecycle.sh

@@ -1,6 +1,7 @@
 /*
  * cli_admin.c: `shard admin ...` (also `shardstore admin ...`, which execs
- * it), the client of the admin API under /_/admin/: each subcommand is one
+ * it), the client of the admin API under /_/admin/ and /_/lifecycle/: each
+ * subcommand is one
  * shard_request, so changes take effect at once. It keeps what `shardstore
  * admin` always did: credentials from SHARDSTORE_ACCESS_KEY/_SECRET_KEY,
  * else AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY; --endpoint (default
@@ -35,6 +36,7 @@ usage(FILE *f, const char *prog)
             "  grant USER BUCKET read|write|admin [--prefix P]  revoke USER BUCKET\n"
             "  grant list [USER]\n"
             "  bucket public BUCKET on|off   bucket list\n"
+            "  lifecycle status              lifecycle run [BUCKET]\n"
             "credentials: SHARDSTORE_ACCESS_KEY/SHARDSTORE_SECRET_KEY "
             "(or AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY) of root or an admin user\n",
             prog);
@@ -135,6 +137,13 @@ admin_req_of(int argc, char **argv, bool is_admin, bool is_read_only, const char
             "PUT", "/_/admin/buckets", {{"bucket", args[0]}, {"public", args[1]}}, 2};
     } else if (!strcmp(noun, "bucket") && !strcmp(verb, "list") && nargs == 0) {
         *r = (struct admin_req){"GET", "/_/admin/buckets", {{0}}, 0};
+    } else if (!strcmp(noun, "lifecycle") && !strcmp(verb, "status") && nargs == 0) {
+        *r = (struct admin_req){"GET", "/_/lifecycle/status", {{0}}, 0};
+    } else if (!strcmp(noun, "lifecycle") && !strcmp(verb, "run") && nargs <= 1) {
+        /* A pass now (of one bucket or of all); answers when it ends. */
+        *r = (struct admin_req){"POST", "/_/lifecycle/run", {{0}}, 0};
+        if (nargs == 1)
+            param_add(r, "bucket", args[0]);
     } else {
         return false;
     }

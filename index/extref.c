@@ -5,7 +5,10 @@
  * Most extents belong to exactly one record and are not listed anywhere
  * but in that record. When a copy makes a second record point at the same
  * extents, each extent gets an entry in the "extrefs" database:
- * (volume, offset) -> (count of records holding it, length). Dropping a
+ * (volume, offset[, flags]) -> (count of records holding it, length); the
+ * flags (the tier, server/tier.h) are in the key only when non-zero, so
+ * hot extents keep the original 12-byte key and an extent of another tier
+ * at the same volume and offset is another key. Dropping a
  * record's extents goes through index__extrefs_release, which only hands
  * an extent back to storage when no other record still holds it; an entry
  * whose count falls to one is deleted (the last holder owns the extent
@@ -17,16 +20,28 @@
 #include <errno.h>
 
 #define EXTREF_KEY_LEN 12 /* be32 volume, be64 offset */
+#define EXTREF_KEY_MAX 16 /* + be32 flags when non-zero */
 #define EXTREF_VAL_LEN 12 /* be32 count, be64 length */
 
 static void
-extref_key(uint8_t out[EXTREF_KEY_LEN], const struct index_extent *e)
+put_be32(uint8_t *out, uint32_t v)
 {
-    out[0] = (uint8_t)(e->volume >> 24);
-    out[1] = (uint8_t)(e->volume >> 16);
-    out[2] = (uint8_t)(e->volume >> 8);
-    out[3] = (uint8_t)e->volume;
+    out[0] = (uint8_t)(v >> 24);
+    out[1] = (uint8_t)(v >> 16);
+    out[2] = (uint8_t)(v >> 8);
+    out[3] = (uint8_t)v;
+}
+
+/* Formats the key of 'e' into 'out'; returns its length. */
+static size_t
+extref_key(uint8_t out[EXTREF_KEY_MAX], const struct index_extent *e)
+{
+    put_be32(out, e->volume);
     index__put_be64(out + 4, e->offset);
+    if (e->flags == 0)
+        return EXTREF_KEY_LEN;
+    put_be32(out + EXTREF_KEY_LEN, e->flags);
+    return EXTREF_KEY_MAX;
 }
 
 static uint32_t
@@ -59,9 +74,8 @@ index__extrefs_share(struct index *ix, MDB_txn *txn, const struct index_extent *
     for (size_t i = 0; i < n; i++) {
         if (e[i].len == 0)
             continue;
-        uint8_t kb[EXTREF_KEY_LEN], vb[EXTREF_VAL_LEN];
-        extref_key(kb, &e[i]);
-        MDB_val k = {sizeof(kb), kb}, v;
+        uint8_t kb[EXTREF_KEY_MAX], vb[EXTREF_VAL_LEN];
+        MDB_val k = {extref_key(kb, &e[i]), kb}, v;
         int rc = index__err(mdb_get(txn, ix->dbi_extrefs, &k, &v));
         uint32_t count = 1;
         if (rc == 0) {
@@ -90,9 +104,8 @@ index__extrefs_release(struct index *ix, MDB_txn *txn, struct index_extent *e, u
         return 0;
     uint32_t kept = 0;
     for (uint32_t i = 0; i < *n; i++) {
-        uint8_t kb[EXTREF_KEY_LEN], vb[EXTREF_VAL_LEN];
-        extref_key(kb, &e[i]);
-        MDB_val k = {sizeof(kb), kb}, v;
+        uint8_t kb[EXTREF_KEY_MAX], vb[EXTREF_VAL_LEN];
+        MDB_val k = {extref_key(kb, &e[i]), kb}, v;
         int rc = index__err(mdb_get(txn, ix->dbi_extrefs, &k, &v));
         if (rc == -ENOENT) {
             e[kept++] = e[i]; /* held by this record only: free it */
@@ -120,9 +133,8 @@ index__extrefs_release(struct index *ix, MDB_txn *txn, struct index_extent *e, u
 int
 index__extrefs_is_shared(struct index *ix, MDB_txn *txn, const struct index_extent *e, bool *shared)
 {
-    uint8_t kb[EXTREF_KEY_LEN];
-    extref_key(kb, e);
-    MDB_val k = {sizeof(kb), kb}, v;
+    uint8_t kb[EXTREF_KEY_MAX];
+    MDB_val k = {extref_key(kb, e), kb}, v;
     int rc = index__err(mdb_get(txn, ix->dbi_extrefs, &k, &v));
     *shared = rc == 0;
     return rc == -ENOENT ? 0 : rc;
@@ -134,7 +146,8 @@ index__extrefs_scan(struct index *ix, MDB_txn *txn, index_extent_fn fn, void *ct
     struct index__iter it;
     int rc = index__iter_begin(&it, txn, ix->dbi_extrefs, NULL, 0);
     while (rc == 0 && (rc = index__iter_next(&it)) == 1) {
-        if (it.k.mv_size != EXTREF_KEY_LEN || it.v.mv_size != EXTREF_VAL_LEN) {
+        if ((it.k.mv_size != EXTREF_KEY_LEN && it.k.mv_size != EXTREF_KEY_MAX) ||
+            it.v.mv_size != EXTREF_VAL_LEN) {
             rc = CORRUPT_BKPT("extref record length");
             break;
         }
@@ -144,6 +157,8 @@ index__extrefs_scan(struct index *ix, MDB_txn *txn, index_extent_fn fn, void *ct
             .offset = index__get_be64(kp + 4),
             .len = index__get_be64((const uint8_t *)it.v.mv_data + 4),
         };
+        if (it.k.mv_size == EXTREF_KEY_MAX)
+            e.flags = get_be32(kp + EXTREF_KEY_LEN);
         fn(ctx, &e);
         rc = 0;
     }

@@ -144,6 +144,7 @@ enum index_op_kind {
     INDEX_OP_MEMBERS_PUT,     /* attach 'members' to the object at 'key' (index_member below) */
     INDEX_OP_SET_META,        /* replace the metadata blob of an object (below) */
     INDEX_OP_SET_LOCK,        /* change retention or legal hold of a version (below) */
+    INDEX_OP_SET_EXTENTS,     /* move an object's bytes: replace its extents (below) */
 };
 
 /* ---- multipart uploads -------------------------------------------------- */
@@ -289,6 +290,19 @@ struct index_op {
      * otherwise -EACCES. A delete marker or absent version: -ENOENT;
      * an unversioned bucket: -EINVAL. */
     unsigned lock_what;
+    /* INDEX_OP_SET_EXTENTS: rewrites the record of 'key' with the
+     * extents and block sums of 'object' (inline_data too, normally
+     * none) and everything else as stored (size, ETag, mtime, metadata),
+     * only if the stored object still has object->etag, object->mtime_ns
+     * and exactly the 'n_expect_extents' extents 'expect_extents' (flags
+     * included) and 'expect_inline_len' inline bytes: else -ESTALE and
+     * nothing changes (an overwrite or another move wins); absent:
+     * -ENOENT; a bucket that versioning was ever turned on for:
+     * -ENOTSUP (versions keep their extents). freed = the old extents no
+     * other record holds. The new extents must be held by no record yet. */
+    const struct index_extent *expect_extents;
+    uint32_t n_expect_extents;
+    size_t expect_inline_len;
     /* Results, filled by index_commit: */
     int result; /* 0, -ENOENT (bucket gone or id 0), -EEXIST, -ESTALE,
                    -ENOSPC, -EACCES (Object Lock) */
@@ -408,6 +422,7 @@ struct index_list_entry {
     int64_t mtime_ns;
     uint8_t etag[16];
     uint32_t parts_count;
+    uint32_t flags; /* the first extent's flags (its tier: server/tier.h); 0 when none */
 };
 
 struct index_list_result {
@@ -701,7 +716,7 @@ enum index_bucket_config_kind {
     INDEX_BUCKET_CONFIG_LIFECYCLE = 1,
     INDEX_BUCKET_CONFIG_TAGGING = 2,
     INDEX_BUCKET_CONFIG_ENCRYPTION = 7, /* server/sse_bucket.c's default encryption */
-    INDEX_BUCKET_CONFIG_CORS = 10, /* numbered apart from other kinds being added meanwhile */
+    INDEX_BUCKET_CONFIG_CORS = 10,      /* numbered apart from other kinds being added meanwhile */
     INDEX_BUCKET_CONFIG_LOGGING = 11,
     /* Written by index_versioning_put only (2 bytes: state, flags bit 0
      * Object Lock): never put it with index_bucket_config_put. */

@@ -268,6 +268,11 @@ index_object_list(struct index *ix, const struct index_list_params *p, struct ar
         e->mtime_ns = r.obj.mtime_ns;
         memcpy(e->etag, r.obj.etag, 16);
         e->parts_count = r.obj.parts_count;
+        if (r.obj.n_extents) {
+            struct index_extent first;
+            index__record_extent(&r, 0, &first);
+            e->flags = first.flags;
+        }
     }
     if (rc < 0)
         goto fail;

@@ -6,7 +6,8 @@
  * that transaction, so they are atomic with the write. The extents of a
  * replaced or deleted version are copied out before the old record is
  * overwritten. INDEX_OP_SET_META rewrites a record with new metadata and
- * the same data. Multipart ops are dispatched to upload.c, which publishes a
+ * the same data; INDEX_OP_SET_EXTENTS the same object with its bytes
+ * elsewhere (a tier move). Multipart ops are dispatched to upload.c, which publishes a
  * completed upload through the same put path (index__object_write).
  */
 #include "index/index_int.h"
@@ -110,7 +111,8 @@ index__share_check(struct index *ix, MDB_txn *txn, const struct index_op *op, bo
     for (uint32_t i = 0; i < src.obj.n_extents; i++) {
         index__record_extent(&src, i, &e);
         const struct index_extent *want = &op->object->extents[i];
-        if (e.volume != want->volume || e.offset != want->offset || e.len != want->len)
+        if (e.volume != want->volume || e.flags != want->flags || e.offset != want->offset ||
+            e.len != want->len)
             return 0;
     }
     *is_same = true;
@@ -323,6 +325,74 @@ object_set_meta(struct index *ix, MDB_txn *txn, struct index_op *op)
 }
 
 /*
+ * INDEX_OP_SET_EXTENTS (contract in index.h): checks the stored record is
+ * the version the mover read, then writes it back with the new extents,
+ * sums and inline bytes, and hands the old extents to the extref count
+ * (a copy may still hold them). Same return convention as
+ * index__object_write.
+ */
+static int
+object_set_extents(struct index *ix, MDB_txn *txn, struct index_op *op)
+{
+    struct index__record old;
+    struct index_object o;
+    struct index_extent e;
+    /* A versioned bucket keeps each version's extents in `versions` too:
+     * moving only the latest record would leave those pointing at freed
+     * space, so its objects are not moved (the caller keeps them). */
+    enum index_versioning vstate;
+    bool has_lock;
+    int rc = index__versioning_read(ix, txn, op->bucket_id, &vstate, &has_lock);
+    if (rc != 0)
+        return rc;
+    if (vstate != INDEX_VERSIONING_OFF) {
+        op->result = -ENOTSUP;
+        return 0;
+    }
+    rc = object_lookup(ix, txn, op->bucket_id, op->key, &old);
+    if (rc == -ENOENT) {
+        op->result = -ENOENT;
+        return 0;
+    }
+    if (rc != 0)
+        return rc;
+    bool is_same = memcmp(old.obj.etag, op->object->etag, 16) == 0 &&
+                   old.obj.mtime_ns == op->object->mtime_ns &&
+                   old.obj.n_extents == op->n_expect_extents &&
+                   old.obj.inline_len == op->expect_inline_len;
+    for (uint32_t i = 0; is_same && i < old.obj.n_extents; i++) {
+        index__record_extent(&old, i, &e);
+        const struct index_extent *want = &op->expect_extents[i];
+        is_same = e.volume == want->volume && e.flags == want->flags && e.offset == want->offset &&
+                  e.len == want->len;
+    }
+    if (!is_same) {
+        op->result = -ESTALE;
+        return 0;
+    }
+    index__record_copy(&old, op->arena, &o);
+    op->freed = index__record_extents(&old, op->arena);
+    op->n_freed = old.obj.n_extents;
+    if (op->n_freed && (rc = index__extrefs_release(ix, txn, op->freed, &op->n_freed)) != 0)
+        return rc;
+    o.extents = op->object->extents;
+    o.n_extents = op->object->n_extents;
+    o.sums = op->object->sums;
+    o.sums_len = op->object->sums_len;
+    o.inline_data = op->object->inline_data;
+    o.inline_len = op->object->inline_len;
+    uint8_t lkey[INDEX_LKEY_MAX];
+    MDB_val k = {index__objkey_encode(lkey, op->bucket_id, op->key), lkey}, v;
+    size_t key_len = op->key.len > INDEX_DIRECT_MAX ? op->key.len : 0;
+    v.mv_size = index__record_len(&o, key_len);
+    v.mv_data = NULL;
+    if ((rc = index__err(mdb_put(txn, ix->dbi_objects, &k, &v, MDB_RESERVE))) != 0)
+        return rc;
+    index__record_format(v.mv_data, &o, op->key.ptr, key_len);
+    return 0;
+}
+
+/*
  * Applies 'op' inside write txn 'txn'. Sets op->result for the outcomes an
  * op can have on its own (condition failed, bucket gone) and returns 0;
  * returns -errno when the transaction itself failed and must be aborted.
@@ -348,6 +418,7 @@ apply_op(struct index *ix, MDB_txn *txn, struct index_op *op, uint64_t *checked_
     case INDEX_OP_MEMBERS_PUT:
     case INDEX_OP_SET_META:
     case INDEX_OP_SET_LOCK:
+    case INDEX_OP_SET_EXTENTS:
         break;
     case INDEX_OP_UPLOAD_CREATE:
     case INDEX_OP_PART_PUT:
@@ -360,8 +431,9 @@ apply_op(struct index *ix, MDB_txn *txn, struct index_op *op, uint64_t *checked_
     }
     if (!index__key_is_valid(op->key) ||
         ((op->kind == INDEX_OP_PUT || op->kind == INDEX_OP_SET_META ||
-          op->kind == INDEX_OP_SET_LOCK) &&
-         !index__object_is_valid(op->object))) {
+          op->kind == INDEX_OP_SET_LOCK || op->kind == INDEX_OP_SET_EXTENTS) &&
+         !index__object_is_valid(op->object)) ||
+        (op->kind == INDEX_OP_SET_EXTENTS && op->n_expect_extents && !op->expect_extents)) {
         op->result = -EINVAL;
         return 0;
     }
@@ -391,6 +463,8 @@ apply_op(struct index *ix, MDB_txn *txn, struct index_op *op, uint64_t *checked_
         }
         return index__version_set_lock(ix, txn, op);
     }
+    if (op->kind == INDEX_OP_SET_EXTENTS)
+        return object_set_extents(ix, txn, op);
     return index__object_write(ix, txn, op, op->kind == INDEX_OP_DELETE);
 }
 

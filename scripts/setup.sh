@@ -5,7 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 BUILD_PKGS="autoconf automake libtool pkg-config make gcc libmicrohttpd-dev libgnutls28-dev libssl-dev
-  liburing-dev liblmdb-dev libxxhash-dev libexpat1-dev libcurl4-openssl-dev zlib1g-dev libisal-dev curl
+  liburing-dev liblmdb-dev libxxhash-dev libexpat1-dev libcurl4-openssl-dev zlib1g-dev libisal-dev libzstd-dev curl
   libfabric-dev libfabric-bin"
 TEST_PKGS="s3cmd rclone clang libclang-rt-14-dev clang-format cppcheck chromium chromium-driver python3-torch"
 # What bench/*.sh drive the servers with (the peers install their own servers).

@@ -30,6 +30,7 @@
 #include "server/extents.h"
 #include "server/lifecycle.h"
 #include "server/rdma.h"
+#include "server/tier.h"
 #include "server/metrics.h"
 #include "server/offload.h"
 #include "server/ops.h"
@@ -167,6 +168,29 @@ admin_metrics(struct s3_req *r)
            "Multipart uploads aborted by lifecycle rules", ls.uploads_aborted);
     metric(&b, "shardstore_lifecycle_errors_total", "counter",
            "Lifecycle steps that failed (retried at the next pass)", ls.errors);
+    metric(&b, "shardstore_lifecycle_objects_transitioned_total", "counter",
+           "Objects moved to another storage class by lifecycle Transition rules",
+           ls.objects_transitioned);
+    metric(&b, "shardstore_lifecycle_bytes_transitioned_total", "counter",
+           "Bytes of the objects lifecycle Transition rules moved", ls.bytes_transitioned);
+    struct tier_stats ts;
+    struct tier_space space[TIER_MAX];
+    tier_stats_get(srv->tiers, &ts, space);
+    metric(&b, "shardstore_tier_objects_moved_total", "counter",
+           "Objects moved between tiers (lifecycle and x-amz-storage-class)", ts.objects_moved);
+    metric(&b, "shardstore_tier_bytes_moved_total", "counter",
+           "Plain bytes of the objects moved between tiers", ts.bytes_moved);
+    metric(&b, "shardstore_tier_errors_total", "counter",
+           "Moves between tiers that failed (nothing changed; retried)", ts.errors);
+    metrics_render_header(&b, "shardstore_tier_used_bytes", "gauge",
+                          "Bytes a tier stores (compressed in the cold tier)");
+    for (uint32_t i = 1; i < TIER_MAX; i++) {
+        const char *name = tier_name(srv->tiers, i);
+        if (name)
+            metrics_render_sample(&b, "shardstore_tier_used_bytes",
+                                  arena_sprintf(r->arena, "tier=\"%s\"", name),
+                                  (double)space[i].used_bytes);
+    }
     s3_respond_body(r, 200, "text/plain; version=0.0.4; charset=utf-8", b.ptr, b.len);
     buf_cleanup(&b);
 }
@@ -236,12 +260,20 @@ scrub_one(void *ctx, uint64_t bucket_id, struct slice key, const struct index_ob
         sc->skipped++;
         return 0;
     }
+    struct tier_pins tp = {0};
+    if (tier_pins_take(sc->srv->tiers, &tp) < 0) {
+        storage_reader_unpin(st, pin);
+        sc->skipped++;
+        return 0;
+    }
     struct arena *a = arena_create(4096);
     struct index_object obj;
     long bad = 0;
     int rc = index_object_get(sc->srv->index, bucket_id, key, a, &obj);
     if (rc < 0 && rc != -ENOENT) {
         bad = rc;
+    } else if (rc == 0 && TIER_OF(tier_object_flags(&obj)) != TIER_HOT) {
+        bad = tier_verify(sc->srv->tiers, &tp, &obj);
     } else if (rc == 0 && obj.n_extents > 0) {
         struct storage_extent *se = arena_calloc(a, obj.n_extents, sizeof(*se));
         extents_from_index(obj.extents, obj.n_extents, se);
@@ -250,6 +282,7 @@ scrub_one(void *ctx, uint64_t bucket_id, struct slice key, const struct index_ob
             bad = storage_verify(st, se, obj.n_extents, obj.sums, obj.sums_len);
     }
     storage_reader_unpin(st, pin);
+    tier_pins_drop(sc->srv->tiers, &tp, TIER_MAX);
     arena_destroy(a);
     if (bad == 0)
         return 0;
@@ -307,18 +340,48 @@ admin_scrub(struct s3_req *r)
     buf_cleanup(&sc.bad);
 }
 
-/* JSON of lifecycle counts (a pass's, or the totals). */
+/* Lifecycle counts (a pass's, or the totals with the tiers' when 'ts' is
+ * set) as JSON, or as "key=value" lines when 'is_text'. */
 static void
-lifecycle_json(struct buf *b, const struct lifecycle_stats *st)
+lifecycle_format(struct buf *b, const struct lifecycle_stats *st, struct tier_set *ts, bool is_text)
 {
-    buf_printf(b,
-               "{\"passes\":%" PRIu64 ",\"last_pass_end_ns\":%" PRId64 ",\"last_pass_ms\":%" PRId64
-               ",\"objects_scanned\":%" PRIu64 ",\"objects_expired\":%" PRIu64
-               ",\"bytes_expired\":%" PRIu64 ",\"uploads_aborted\":%" PRIu64 ",\"errors\":%" PRIu64
-               ",\"tags_read\":%" PRIu64 "}\n",
-               st->passes, st->last_pass_end_ns, st->last_pass_ms, st->objects_scanned,
-               st->objects_expired, st->bytes_expired, st->uploads_aborted, st->errors,
-               st->tags_read);
+    struct lc_field {
+        const char *name;
+        int64_t v;
+    } f[24];
+    size_t n = 0;
+#define LC_FIELD(k, val) f[n++] = (struct lc_field){k, (int64_t)(val)}
+    LC_FIELD("passes", st->passes);
+    LC_FIELD("last_pass_end_ns", st->last_pass_end_ns);
+    LC_FIELD("last_pass_ms", st->last_pass_ms);
+    LC_FIELD("objects_scanned", st->objects_scanned);
+    LC_FIELD("objects_expired", st->objects_expired);
+    LC_FIELD("bytes_expired", st->bytes_expired);
+    LC_FIELD("uploads_aborted", st->uploads_aborted);
+    LC_FIELD("errors", st->errors);
+    LC_FIELD("tags_read", st->tags_read);
+    LC_FIELD("objects_transitioned", st->objects_transitioned);
+    LC_FIELD("bytes_transitioned", st->bytes_transitioned);
+    LC_FIELD("transition_errors", st->transition_errors);
+    if (ts) {
+        struct tier_stats t;
+        struct tier_space space[TIER_MAX];
+        tier_stats_get(ts, &t, space);
+        LC_FIELD("tier_objects_moved", t.objects_moved);
+        LC_FIELD("tier_bytes_moved", t.bytes_moved);
+        LC_FIELD("tier_errors", t.errors);
+        LC_FIELD("cold_used_bytes", space[TIER_COLD].used_bytes);
+        LC_FIELD("cold_total_bytes", space[TIER_COLD].total_bytes);
+    }
+#undef LC_FIELD
+    buf_append_str(b, is_text ? "" : "{");
+    for (size_t i = 0; i < n; i++) {
+        if (is_text)
+            buf_printf(b, "%s=%" PRId64 "\n", f[i].name, f[i].v);
+        else
+            buf_printf(b, "%s\"%s\":%" PRId64, i ? "," : "", f[i].name, f[i].v);
+    }
+    buf_append_str(b, is_text ? "" : "}\n");
 }
 
 static void
@@ -348,7 +411,8 @@ admin_lifecycle(struct s3_req *r, struct slice what, bool is_get)
         return;
     }
     buf_init(&b);
-    lifecycle_json(&b, &st);
+    lifecycle_format(&b, &st, is_get ? r->srv->tiers : NULL,
+                     slice_eq(s3_req_param_value(r, "format"), SLICE_LIT("text")));
     s3_respond_body(r, 200, "application/json", b.ptr, b.len);
     buf_cleanup(&b);
 }

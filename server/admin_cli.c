@@ -1,10 +1,11 @@
 /*
  * admin_cli.c: `shardstore admin ...` runs `shard admin ...`. The admin
  * client lives in client/cli_admin.c on libshard, the one owner of libcurl
- * in the tree, so the server binary links no HTTP client: it only hands its
- * command line over. The shard tool is taken from the directory of the
- * running shardstore (make install puts both in bindir; the build puts both
- * in the build directory), else from PATH. argv[0] of the tool is
+ * in the tree (the server links libshard only for its remote tier,
+ * tier_remote.c): this file only hands its command line over. The shard
+ * tool is taken from the directory of the running shardstore (make install
+ * puts both in bindir; the build puts both in the build directory), else
+ * from PATH. argv[0] of the tool is
  * "shardstore" so that its messages say "shardstore admin".
  */
 #include "config.h"

@@ -21,6 +21,7 @@
 #include "server/extents.h"
 #include "server/metrics.h"
 #include "server/server.h"
+#include "server/tier.h"
 #include "storage/storage.h"
 
 #include <errno.h>
@@ -65,10 +66,18 @@ release_freed(struct server *srv, struct index_op *ops, size_t n)
     for (size_t i = 0; i < n; i++) {
         if (ops[i].result != 0 || ops[i].n_freed == 0)
             continue;
-        struct storage_extent *se = xmalloc(sizeof(*se) * ops[i].n_freed);
-        extents_from_index(ops[i].freed, ops[i].n_freed, se);
-        storage_release(srv->storage, se, ops[i].n_freed);
-        free(se);
+        /* Hot extents first in the list; an object's bytes are in one tier. */
+        uint32_t n_hot = 0;
+        while (n_hot < ops[i].n_freed && TIER_OF(ops[i].freed[n_hot].flags) == TIER_HOT)
+            n_hot++;
+        if (n_hot) {
+            struct storage_extent *se = xmalloc(sizeof(*se) * n_hot);
+            extents_from_index(ops[i].freed, n_hot, se);
+            storage_release(srv->storage, se, n_hot);
+            free(se);
+        }
+        if (n_hot < ops[i].n_freed)
+            tier_release(srv->tiers, ops[i].freed + n_hot, ops[i].n_freed - n_hot);
     }
 }
 

@@ -53,6 +53,24 @@ struct config {
     uint32_t lifecycle_interval_s;        /* seconds between background passes; 0 = none */
     uint32_t lifecycle_max_objects_per_s; /* bound on expirations + aborts per second */
     uint32_t bucket_log_interval_s;       /* server access log delivery period; 0 = none */
+    uint32_t lifecycle_max_mib_per_s;     /* bound on transition bytes per second; 0: none */
+    /* Tiers (tier.c, tier_cold.c). */
+    char cold_dir[4096];         /* the cold tier's volumes; "" = DATA/cold */
+    uint32_t cold_zstd_level;    /* zstd level of cold blocks (1..19) */
+    uint32_t cold_block_size;    /* plain bytes per cold block (power of 2, 4K..16M) */
+    uint64_t cold_volume_size;   /* bytes per cold volume; 0 = volume_size */
+    uint32_t cold_max_volumes;   /* 0 = max_volumes */
+    char tier_standard_ia[32];   /* the tier class STANDARD_IA maps to (COLD) */
+    char tier_glacier_ir[32];    /* the tier class GLACIER_IR maps to (COLD) */
+    uint32_t test_tier_crash_at; /* tests only: kill the process at move step N */
+    /* The remote tier (tier_remote.c): on when the endpoint is set. */
+    char remote_tier_class[32];       /* its storage class name */
+    char remote_tier_endpoint[512];   /* http(s)://host:port of any S3 service */
+    char remote_tier_bucket[64];      /* the bucket it keeps objects in */
+    char remote_tier_prefix[256];     /* key prefix of those objects */
+    char remote_tier_access_key[129]; /* credentials there */
+    char remote_tier_secret_key[129];
+    char remote_tier_region[64]; /* "" = us-east-1 */
     /* HTTPS when both are set (tls.c): PEM files, the chain (server
      * certificate first) and its private key. HTTPS goes on the listen
      * address, or with tls_listen_addr on that second address, plain HTTP

@@ -75,6 +75,25 @@ static const struct directive directives[] = {
     {"lifecycle_interval_s", DIR_U32, FIELD(lifecycle_interval_s), 0},
     {"lifecycle_max_objects_per_s", DIR_U32, FIELD(lifecycle_max_objects_per_s), 0},
     {"bucket_log_interval_s", DIR_U32, FIELD(bucket_log_interval_s), 0},
+    {"lifecycle_max_mib_per_s", DIR_U32, FIELD(lifecycle_max_mib_per_s), 0},
+    {"cold_dir", DIR_STRING, FIELD(cold_dir), FIELD_LEN(cold_dir)},
+    {"cold_zstd_level", DIR_U32, FIELD(cold_zstd_level), 0},
+    {"cold_block_size", DIR_SIZE32, FIELD(cold_block_size), 0},
+    {"cold_volume_size", DIR_SIZE, FIELD(cold_volume_size), 0},
+    {"cold_max_volumes", DIR_U32, FIELD(cold_max_volumes), 0},
+    {"tier_standard_ia", DIR_STRING, FIELD(tier_standard_ia), FIELD_LEN(tier_standard_ia)},
+    {"tier_glacier_ir", DIR_STRING, FIELD(tier_glacier_ir), FIELD_LEN(tier_glacier_ir)},
+    {"test_tier_crash_at", DIR_U32, FIELD(test_tier_crash_at), 0},
+    {"remote_tier_class", DIR_STRING, FIELD(remote_tier_class), FIELD_LEN(remote_tier_class)},
+    {"remote_tier_endpoint", DIR_STRING, FIELD(remote_tier_endpoint),
+     FIELD_LEN(remote_tier_endpoint)},
+    {"remote_tier_bucket", DIR_STRING, FIELD(remote_tier_bucket), FIELD_LEN(remote_tier_bucket)},
+    {"remote_tier_prefix", DIR_STRING, FIELD(remote_tier_prefix), FIELD_LEN(remote_tier_prefix)},
+    {"remote_tier_access_key", DIR_STRING, FIELD(remote_tier_access_key),
+     FIELD_LEN(remote_tier_access_key)},
+    {"remote_tier_secret_key", DIR_STRING, FIELD(remote_tier_secret_key),
+     FIELD_LEN(remote_tier_secret_key)},
+    {"remote_tier_region", DIR_STRING, FIELD(remote_tier_region), FIELD_LEN(remote_tier_region)},
     {"tls_cert_file", DIR_STRING, FIELD(tls_cert_file), FIELD_LEN(tls_cert_file)},
     {"tls_key_file", DIR_STRING, FIELD(tls_key_file), FIELD_LEN(tls_key_file)},
     {"tls_listen", DIR_TLS_LISTEN, 0, 0},
@@ -133,6 +152,13 @@ config_defaults(struct config *c)
     c->lifecycle_interval_s = 3600;
     c->lifecycle_max_objects_per_s = 1000;
     c->bucket_log_interval_s = 60;
+    c->lifecycle_max_mib_per_s = 64;
+    c->cold_zstd_level = 3;
+    c->cold_block_size = 64 * 1024;
+    snprintf(c->tier_standard_ia, sizeof(c->tier_standard_ia), "COLD");
+    snprintf(c->tier_glacier_ir, sizeof(c->tier_glacier_ir), "COLD");
+    snprintf(c->remote_tier_class, sizeof(c->remote_tier_class), "REMOTE");
+    snprintf(c->remote_tier_prefix, sizeof(c->remote_tier_prefix), "shardstore-tier/");
     c->metrics_access = METRICS_ACCESS_ADMIN;
     c->rdma = false;
     snprintf(c->rdma_provider, sizeof(c->rdma_provider), "auto");

@@ -440,7 +440,7 @@ on_completed(void *cls, struct MHD_Connection *conn, void **req_cls,
     if (r->verify_payload_sha)
         auth_checksum_cleanup(&r->payload_sha);
     if (r->has_pin)
-        storage_reader_unpin(srv->storage, r->pin);
+        s3_req_unpin(r);
     int64_t end_ns = clock_mono_ns();
     bool is_complete = toe == MHD_REQUEST_TERMINATED_COMPLETED_OK;
     metrics_request_done(r->op, r->status, r->respond_ns - r->start_ns, end_ns - r->start_ns,

@@ -29,15 +29,18 @@ void op_delete_bucket_tagging(struct s3_req *r);
 
 /* What the worker did since start (lifecycle_stats_get). */
 struct lifecycle_stats {
-    uint64_t passes;          /* passes completed */
-    int64_t last_pass_end_ns; /* wall clock; 0 before the first */
-    int64_t last_pass_ms;     /* duration of the last pass */
-    uint64_t objects_scanned; /* objects looked at */
-    uint64_t objects_expired; /* deleted by an Expiration rule */
-    uint64_t bytes_expired;   /* their sizes */
-    uint64_t uploads_aborted; /* by AbortIncompleteMultipartUpload */
-    uint64_t errors;          /* failed index or commit steps (retried next pass) */
-    uint64_t tags_read;       /* object records read for a Tag filter's sake */
+    uint64_t passes;               /* passes completed */
+    int64_t last_pass_end_ns;      /* wall clock; 0 before the first */
+    int64_t last_pass_ms;          /* duration of the last pass */
+    uint64_t objects_scanned;      /* objects looked at */
+    uint64_t objects_expired;      /* deleted by an Expiration rule */
+    uint64_t bytes_expired;        /* their sizes */
+    uint64_t uploads_aborted;      /* by AbortIncompleteMultipartUpload */
+    uint64_t errors;               /* failed index or commit steps (retried next pass) */
+    uint64_t tags_read;            /* object records read for a Tag filter's sake */
+    uint64_t objects_transitioned; /* moved to another storage class by a Transition */
+    uint64_t bytes_transitioned;   /* their sizes */
+    uint64_t transition_errors;    /* moves that failed (also in 'errors'; retried) */
 };
 
 /*

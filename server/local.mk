@@ -19,6 +19,7 @@ shardstore_SOURCES = server/main.c server/server.h server/conf.h server/config.c
 	server/lifecycle.h server/lifecycle.c server/op_lifecycle.c \
 	server/bucket_access.h server/bucket_access.c server/op_access.c server/acl.h server/acl.c server/op_post.c \
 	server/rdma.h server/rdma.c \
+	server/tier.h server/tier.c server/tier_cold.c server/op_tier.c server/tier_remote.c server/cold_format.h server/cold_format.c \
 	server/tls.h server/tls.c server/sse.h server/sse.c server/sse_bucket.c \
 	server/metrics.h server/metrics.c server/access_log.h server/access_log.c \
 	server/error_ring.h server/error_ring.c server/console.h server/console.c
@@ -36,8 +37,9 @@ server/console_assets.c: $(CONSOLE_FILES) $(srcdir)/server/console/embed.sh
 # GetObjectAttributes; CORS; server access logging (issue 13).
 shardstore_SOURCES += server/op_attributes.c server/op_cors.c server/bucket_log.h \
 	server/bucket_log.c
-shardstore_CFLAGS = $(AM_CFLAGS) $(MHD_CFLAGS) $(GNUTLS_CFLAGS) $(EXPAT_CFLAGS)
-shardstore_LDADD = server/libs3parse.la auth/libauth.la index/libindex.la storage/libstorage.la \
+# libshard (the S3 client) is linked for the remote tier only (tier_remote.c).
+shardstore_CFLAGS = $(AM_CFLAGS) $(MHD_CFLAGS) $(GNUTLS_CFLAGS) $(EXPAT_CFLAGS) $(ZSTD_CFLAGS)
+shardstore_LDADD = server/libs3parse.la client/libshard_core.la auth/libauth.la index/libindex.la storage/libstorage.la \
 	transport/libtransport.la $(LIBFABRIC_LIBS) \
 	common/libcommon.la $(MHD_LIBS) $(GNUTLS_LIBS) $(EXPAT_LIBS) $(OPENSSL_LIBS) $(URING_LIBS) $(LMDB_LIBS) \
-	$(XXHASH_LIBS) -lpthread
+	$(XXHASH_LIBS) $(ZSTD_LIBS) $(LIBCURL_LIBS) -lpthread

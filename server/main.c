@@ -28,6 +28,7 @@
 #include "server/server.h"
 #include "shard_version.h"
 #include "server/sse.h"
+#include "server/tier.h"
 #include "storage/storage.h"
 
 #include <errno.h>
@@ -137,14 +138,18 @@ mark_extent(void *ctx, const struct index_extent *e)
     struct storage_extent se;
     extents_from_index(e, 1, &se);
     extern struct storage *g_storage_for_scan;
-    if (*rc == 0 && storage_mark_used(g_storage_for_scan, &se) != 0) {
-        log_error("index references an invalid extent (volume %u offset %llu len %llu)", e->volume,
-                  (unsigned long long)e->offset, (unsigned long long)e->len);
+    extern struct tier_set *g_tiers_for_scan;
+    int mrc = TIER_OF(e->flags) == TIER_HOT ? storage_mark_used(g_storage_for_scan, &se)
+                                            : tier_mark_used(g_tiers_for_scan, e);
+    if (*rc == 0 && mrc != 0) {
+        log_error("index references an invalid extent (volume %u flags %u offset %llu len %llu)",
+                  e->volume, e->flags, (unsigned long long)e->offset, (unsigned long long)e->len);
         *rc = -EINVAL;
     }
 }
 
 struct storage *g_storage_for_scan;
+struct tier_set *g_tiers_for_scan;
 
 static int
 open_stores(struct server *srv)
@@ -175,13 +180,18 @@ open_stores(struct server *srv)
         log_error("cannot open storage in %s: %s", path, strerror(-rc));
         return rc;
     }
+    if ((rc = tier_set_open(srv)) < 0)
+        return rc;
     g_storage_for_scan = srv->storage;
+    g_tiers_for_scan = srv->tiers;
     int scan_rc = 0;
     rc = index_extents_scan(srv->index, mark_extent, &scan_rc);
     if (rc == 0)
         rc = scan_rc;
     if (rc == 0)
         rc = storage_ready(srv->storage);
+    if (rc == 0)
+        rc = tier_set_ready(srv->tiers);
     if (rc < 0) {
         log_error("cannot rebuild free space: %s", strerror(-rc));
         return rc;
@@ -317,6 +327,7 @@ out:
     committer_destroy(srv.committer);
     reserve_table_destroy(srv.reserves);
     part_layout_destroy(srv.part_layout);
+    tier_set_close(srv.tiers);
     storage_close(srv.storage);
     index_close(srv.index);
     access_log_close();

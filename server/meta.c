@@ -6,7 +6,9 @@
  * Names are lower-case header names: content-type, content-encoding,
  * content-disposition, content-language, cache-control, expires,
  * x-amz-meta-*, x-amz-checksum-<algo>, x-amz-checksum-type,
- * x-amz-storage-class, x-amz-website-redirect-location; and the internal
+ * x-amz-website-redirect-location (x-amz-storage-class was stored too
+ * before tiers existed; the class now comes from the extents, tier.h,
+ * and GET/HEAD skip a stored one); and the internal
  * entries (META_INTERNAL_PREFIX): x-shard-part-sizes (a multipart object's part sizes,
  * little-endian u64s, written and read only through meta_part_sizes_format/_parse) and the tags
  * (META_TAGS).
@@ -105,8 +107,13 @@ meta_get(const struct meta *m, const char *name)
 }
 
 static const char *stored_headers[] = {
-    "content-type",  "content-encoding", "content-disposition", "content-language",
-    "cache-control", "expires",          "x-amz-storage-class", "x-amz-website-redirect-location",
+    "content-type",
+    "content-encoding",
+    "content-disposition",
+    "content-language",
+    "cache-control",
+    "expires",
+    "x-amz-website-redirect-location",
 };
 
 /* Removes "aws-chunked" from a Content-Encoding list: it describes the

@@ -23,6 +23,7 @@
 #include "server/server.h"
 #include "server/sse.h"
 #include "server/tar.h"
+#include "server/tier.h"
 #include "server/util.h"
 #include "server/xml_in.h"
 #include "server/xml_out.h"
@@ -265,6 +266,12 @@ entry_open(struct batch *b)
     /* The extents of an encrypted object hold ciphertext: such entries
      * are refused, like tar members of encrypted objects (op_member.c). */
     if (sse_object_is_encrypted(&obj, b->scratch)) {
+        err = S3_ERR_NOT_IMPLEMENTED;
+        goto fail;
+    }
+    /* Tiered bytes are read through their tier (op_get.c), which batch
+     * entries do not do: such entries are refused the same way. */
+    if (TIER_OF(tier_object_flags(&obj)) != TIER_HOT) {
         err = S3_ERR_NOT_IMPLEMENTED;
         goto fail;
     }

@@ -104,14 +104,40 @@ s3_copy_range(struct server *srv, const struct index_object *src, uint64_t first
               struct storage_writer **out, uint8_t md5_out[16])
 {
     *out = NULL;
+    struct tier_pins tp = {0};
+    struct tier_reader *trd = NULL;
     int rc = storage_writer_create(srv->storage, len, out);
     if (rc < 0)
         return rc;
+    if (TIER_OF(tier_object_flags(src)) != TIER_HOT) {
+        /* The caller's pins (s3_req_pin) hold the source; these only
+         * give the tier reader a handle. */
+        if ((rc = tier_pins_take(srv->tiers, &tp)) < 0 ||
+            (rc = tier_reader_create(srv->tiers, &tp, src, first, len, &trd)) < 0) {
+            tier_pins_drop(srv->tiers, &tp, TIER_MAX);
+            return rc;
+        }
+    }
     struct auth_checksum md5;
     if (md5_out)
         auth_checksum_init(&md5, AUTH_CK_MD5);
     char *buf = xmalloc(COPY_BUF_LEN);
-    uint64_t ext_start = 0;
+    uint64_t ext_start = 0, pos = 0;
+    while (trd && rc == 0 && pos < len) {
+        ssize_t n = tier_reader_read(trd, pos, buf, (size_t)MIN((uint64_t)COPY_BUF_LEN, len - pos));
+        if (n <= 0) {
+            rc = n < 0 ? (int)n : -EIO;
+            break;
+        }
+        if (md5_out)
+            auth_checksum_update(&md5, buf, (size_t)n);
+        rc = storage_writer_write(*out, buf, (size_t)n);
+        pos += (uint64_t)n;
+    }
+    if (trd)
+        len = 0;
+    tier_reader_destroy(trd);
+    tier_pins_drop(srv->tiers, &tp, TIER_MAX);
     for (uint32_t i = 0; i < src->n_extents && rc == 0 && len > 0; i++) {
         struct storage_extent e;
         extents_from_index(&src->extents[i], 1, &e);
@@ -234,11 +260,14 @@ copy_once(struct s3_req *r, const struct index_bucket *dst_bk, const struct inde
     if (!sse_for_read(r, &src_meta, true, src_sse) || !sse_for_write(r, dst_bk, dst_sse))
         return 1;
     bool is_shared = sse_copy_shares(src_sse, dst_sse);
+    uint32_t class_flags;
+    if (!s3_storage_class_from_request(r, &class_flags))
+        return 1;
     /* Copying a named version onto its own key restores it (S3 allows it). */
     struct slice cs = s3_req_header(r, "x-amz-copy-source");
     bool is_versioned_src = cs.ptr && memmem(cs.ptr, cs.len, "?versionId=", 11) != NULL;
     if (!is_replace && is_shared && !is_versioned_src && src_bk->id == dst_bk->id &&
-        slice_eq(sk, r->key)) {
+        slice_eq(sk, r->key) && class_flags == tier_object_flags(src)) {
         s3_respond_error(r, S3_ERR_INVALID_REQUEST,
                          "This copy request is illegal because it is trying to copy an object to "
                          "itself without changing the object's metadata, storage class, website "
@@ -267,6 +296,12 @@ copy_once(struct s3_req *r, const struct index_bucket *dst_bk, const struct inde
     if (!s3_tagging_for_copy(r, &new_meta) || !s3_acl_from_request(r, &new_meta))
         return 1;
     int rc;
+    if (!is_shared && TIER_OF(tier_object_flags(src)) != TIER_HOT) {
+        s3_respond_error(r, S3_ERR_NOT_IMPLEMENTED,
+                         "Copying an object stored in a tier with a change of encryption is not "
+                         "supported: copy it to STANDARD first.");
+        return 1;
+    }
     if (!is_shared) {
         rc = sse_copy_object(r, dst_bk, src, &src_meta, src_sse, &new_meta, dst_sse, out);
         goto done;
@@ -311,6 +346,10 @@ done:
         s3_respond_error(r, rc == -ENOENT ? S3_ERR_NO_SUCH_BUCKET : s3_error_from_errno(rc), NULL);
         return 1;
     }
+    /* The copy shares the source's bytes; a copy in another class (S3:
+     * STANDARD unless x-amz-storage-class says otherwise) moves them. */
+    if (rc == 0 && class_flags != tier_object_flags(out))
+        s3_storage_class_apply(r, dst_bk->id, out->etag, class_flags);
     return rc;
 }
 

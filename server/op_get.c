@@ -79,6 +79,8 @@ s3_req_pin(struct s3_req *r)
     if (r->has_pin)
         return true;
     int rc = storage_reader_pin(r->srv->storage, &r->pin);
+    if (rc == 0 && (rc = tier_pins_take(r->srv->tiers, &r->tier_pins)) < 0)
+        storage_reader_unpin(r->srv->storage, r->pin);
     if (rc < 0) {
         s3_respond_error(r, s3_error_from_errno(rc), NULL);
         return false;
@@ -93,7 +95,47 @@ s3_req_unpin(struct s3_req *r)
     if (!r->has_pin)
         return;
     storage_reader_unpin(r->srv->storage, r->pin);
+    tier_pins_drop(r->srv->tiers, &r->tier_pins, TIER_MAX);
     r->has_pin = false;
+}
+
+/* A tiered object's body streams through a tier reader (tier.h), owned
+ * by the response like a storage reader. */
+static ssize_t
+tier_reader_cb(void *cls, uint64_t pos, char *buf, size_t max)
+{
+    ssize_t n = tier_reader_read(cls, pos, buf, max);
+    if (n == 0)
+        return MHD_CONTENT_READER_END_OF_STREAM;
+    if (n < 0)
+        return MHD_CONTENT_READER_END_WITH_ERROR;
+    return n;
+}
+
+static void
+tier_reader_free(void *cls)
+{
+    tier_reader_destroy(cls);
+}
+
+/* The body of an object whose bytes are in a tier: the hot pin and the
+ * other tiers' pins are dropped, the tier's stays until completion. */
+static struct MHD_Response *
+tier_body_response(struct s3_req *r, const struct index_object *obj, uint64_t first, uint64_t len)
+{
+    struct tier_reader *trd = NULL;
+    uint32_t id = TIER_OF(tier_object_flags(obj));
+    /* Narrowed to nothing: it holds no hot extent back any more. */
+    if (storage_reader_narrow(r->srv->storage, r->pin, NULL, 0, 0, 0) < 0)
+        return NULL;
+    tier_pins_drop(r->srv->tiers, &r->tier_pins, id);
+    if (tier_reader_create(r->srv->tiers, &r->tier_pins, obj, first, len, &trd) < 0)
+        return NULL;
+    struct MHD_Response *resp = MHD_create_response_from_callback(
+        len, GET_BLOCK_LEN, tier_reader_cb, trd, tier_reader_free);
+    if (!resp)
+        tier_reader_destroy(trd);
+    return resp;
 }
 
 struct MHD_Response *
@@ -111,6 +153,9 @@ s3_body_response(struct s3_req *r, const struct index_object *obj, uint64_t firs
     if (obj->inline_len)
         return MHD_create_response_from_buffer(len, (void *)(obj->inline_data + first),
                                                MHD_RESPMEM_MUST_COPY);
+    if (TIER_OF(tier_object_flags(obj)) != TIER_HOT)
+        return tier_body_response(r, obj, first, len);
+    tier_pins_drop(r->srv->tiers, &r->tier_pins, TIER_MAX);
     struct storage_extent *se = arena_calloc(r->arena, obj->n_extents + 1, sizeof(*se));
     extents_from_index(obj->extents, obj->n_extents, se);
     int rc = storage_reader_create(r->srv->storage, r->pin, se, obj->n_extents, first, len, &rd);
@@ -224,8 +269,9 @@ object_headers(struct s3_req *r, struct MHD_Response *resp, const struct index_o
     bool want_checksum = slice_eq_nocase(s3_req_header(r, "x-amz-checksum-mode"), "ENABLED");
     for (size_t i = 0; i < m->n; i++) {
         const struct meta_entry *e = &m->entries[i];
-        if (slice_has_prefix(e->name, SLICE_LIT(META_INTERNAL_PREFIX)))
-            continue;
+        if (slice_has_prefix(e->name, SLICE_LIT(META_INTERNAL_PREFIX)) ||
+            slice_eq(e->name, SLICE_LIT("x-amz-storage-class")))
+            continue; /* the class is the extents' (tier.h), not a stored header */
         bool is_checksum = slice_has_prefix(e->name, SLICE_LIT("x-amz-checksum-"));
         if (is_checksum && !(want_checksum && is_whole))
             continue;
@@ -250,6 +296,9 @@ object_headers(struct s3_req *r, struct MHD_Response *resp, const struct index_o
     }
     if (!has_type)
         s3_resp_header(resp, "Content-Type", "binary/octet-stream");
+    uint32_t flags = tier_object_flags(obj);
+    if (flags) /* absent for STANDARD, as S3 */
+        s3_resp_header(resp, "x-amz-storage-class", tier_class_name(r->srv->tiers, flags));
     if (obj->parts_count)
         s3_resp_header(resp, "x-amz-mp-parts-count",
                        arena_sprintf(r->arena, "%" PRIu32, obj->parts_count));
@@ -348,9 +397,10 @@ get_or_head(struct s3_req *r, bool is_head)
         !s3_range_apply(r, obj.size, &first, &len, &status, content_range, sizeof(content_range)))
         goto unpin;
     struct MHD_Response *resp;
-    if (r->rdma && sse.mode) {
-        /* The extents hold ciphertext: the client repeats over HTTP. */
-        s3_rdma_decline(r, "an encrypted object is served over HTTP only");
+    if (r->rdma && (sse.mode || TIER_OF(tier_object_flags(&obj)) != TIER_HOT)) {
+        /* The extents hold ciphertext or tier blobs: the client repeats
+         * over HTTP. */
+        s3_rdma_decline(r, "an encrypted or tiered object is served over HTTP only");
         goto unpin;
     }
     /* Over RDMA the bytes are in the client's buffer before the reply. */

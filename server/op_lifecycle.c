@@ -6,7 +6,7 @@
  * as the XML a Get answers (lifecycle_xml.c formats it after validation),
  * so a Get returns the stored bytes and the worker re-parses them. A Put
  * needs Content-MD5 or an x-amz-checksum-* of the body, as S3 does. A
- * Transition is refused while no tier exists for its storage class: a
+ * Transition to a storage class no tier serves (tier.h) is refused: a
  * rule is never accepted only to be silently not applied.
  */
 #include "config.h"
@@ -21,6 +21,7 @@
 #include "server/ops.h"
 #include "server/req.h"
 #include "server/server.h"
+#include "server/tier.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -75,13 +76,17 @@ put_lifecycle_end(struct s3_req *r)
         s3_respond_error(r, status_error(st), msg);
         return;
     }
-    /* No tier exists yet for any storage class. */
+    /* Every Transition names a storage class some tier serves. */
     for (uint32_t i = 0; i < cfg.n_rules; i++) {
-        if (cfg.rules[i].n_transitions) {
-            s3_respond_error(r, S3_ERR_INVALID_STORAGE_CLASS,
-                             arena_sprintf(r->arena, "No tier is configured for storage class %s",
-                                           cfg.rules[i].transitions[0].storage_class));
-            return;
+        for (uint32_t k = 0; k < cfg.rules[i].n_transitions; k++) {
+            const char *cls = cfg.rules[i].transitions[k].storage_class;
+            uint32_t flags;
+            if (tier_class_parse(r->srv->tiers, slice_from_cstr(cls), &flags) < 0) {
+                s3_respond_error(
+                    r, S3_ERR_INVALID_STORAGE_CLASS,
+                    arena_sprintf(r->arena, "No tier is configured for storage class %s", cls));
+                return;
+            }
         }
     }
     struct buf b;

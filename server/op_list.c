@@ -196,14 +196,15 @@ list_owner_block(struct s3_req *r, const char *owner_id, const char *owner_name)
  */
 static void
 list_format_entries(struct buf *b, const struct index_list_result *res, bool is_url,
-                    struct slice owner)
+                    struct slice owner, const struct tier_set *ts)
 {
     size_t expansion = is_url ? LIST_URL_EXPANSION : XML_TEXT_EXPANSION;
     size_t need = 1;
     for (uint32_t i = 0; i < res->n_entries; i++) {
         const struct index_list_entry *e = &res->entries[i];
         need += e->key.len * expansion +
-                (e->is_prefix ? LIST_PREFIX_FIXED : LIST_CONTENTS_FIXED + owner.len);
+                (e->is_prefix ? LIST_PREFIX_FIXED
+                              : LIST_CONTENTS_FIXED + owner.len + TIER_CLASS_NAME_MAX);
     }
     buf_reserve(b, need);
     char *p = b->ptr + b->len;
@@ -225,7 +226,12 @@ list_format_entries(struct buf *b, const struct index_list_result *res, bool is_
             memcpy(p, owner.ptr, owner.len);
             p += owner.len;
         }
-        p = PUT_LIT(p, "<StorageClass>STANDARD</StorageClass></Contents>");
+        const char *cls = tier_class_name(ts, e->flags);
+        size_t cls_len = strlen(cls);
+        p = PUT_LIT(p, "<StorageClass>");
+        memcpy(p, cls, cls_len);
+        p += cls_len;
+        p = PUT_LIT(p, "</StorageClass></Contents>");
     }
     for (uint32_t i = 0; i < res->n_entries; i++) {
         const struct index_list_entry *e = &res->entries[i];
@@ -353,7 +359,8 @@ op_list_objects(struct s3_req *r)
             xml_elem_key(&b, "NextMarker", res.next_marker, is_url);
     }
     list_format_entries(&b, &res, is_url,
-                        fetch_owner ? list_owner_block(r, owner_id, owner_name) : SLICE_NULL);
+                        fetch_owner ? list_owner_block(r, owner_id, owner_name) : SLICE_NULL,
+                        r->srv->tiers);
     xml_end(&b, "ListBucketResult");
     list_respond(r, &b);
 }

@@ -154,11 +154,20 @@ member_builder_destroy(struct member_builder *b)
  * ====================================================================== */
 
 /* Reads bytes [pos, pos+len) of 'obj' into 'buf' (the caller holds a pin
- * on its extents). Returns 0 or -errno (-EIO when short). */
+ * on its extents), through 'trd' when its bytes are in a tier. Returns 0
+ * or -errno (-EIO when short). */
 static int
 object_read(struct server *srv, const struct index_object *obj, const struct storage_extent *se,
-            uint64_t pos, uint8_t *buf, size_t len)
+            struct tier_reader *trd, uint64_t pos, uint8_t *buf, size_t len)
 {
+    while (trd && len) {
+        ssize_t got = tier_reader_read(trd, pos, buf, len);
+        if (got <= 0)
+            return got < 0 ? (int)got : -EIO;
+        buf += got;
+        pos += (uint64_t)got;
+        len -= (size_t)got;
+    }
     if (obj->inline_len) {
         if (pos > obj->inline_len || len > obj->inline_len - pos)
             return -EIO;
@@ -195,6 +204,20 @@ build_from_storage(struct server *srv, struct arena *a, const struct index_objec
     uint8_t buf[TAR_BLOCK];
     struct storage_extent *se = arena_calloc(a, obj->n_extents + 1, sizeof(*se));
     extents_from_index(obj->extents, obj->n_extents, se);
+    /* A tiered object is read through its tier, under pins taken here:
+     * after the lookup, so space freed meanwhile (a delete or overwrite)
+     * may be read, but then the ETag-checked commit of the index fails. */
+    struct tier_reader *trd = NULL;
+    struct tier_pins pins = {0};
+    if (TIER_OF(tier_object_flags(obj)) != TIER_HOT) {
+        int rc = tier_pins_take(srv->tiers, &pins);
+        if (rc == 0)
+            rc = tier_reader_create(srv->tiers, &pins, obj, 0, obj->size, &trd);
+        if (rc < 0) {
+            tier_pins_drop(srv->tiers, &pins, TIER_MAX);
+            return rc;
+        }
+    }
     uint64_t pos = 0;
     while (pos < obj->size && !b->is_failed && !tar_parser_is_end(&b->parser)) {
         uint64_t skip = tar_parser_skippable(&b->parser);
@@ -205,12 +228,17 @@ build_from_storage(struct server *srv, struct arena *a, const struct index_objec
             continue;
         }
         size_t n = (size_t)MIN((uint64_t)TAR_BLOCK, obj->size - pos);
-        int rc = object_read(srv, obj, se, pos, buf, n);
-        if (rc < 0)
+        int rc = object_read(srv, obj, se, trd, pos, buf, n);
+        if (rc < 0) {
+            tier_reader_destroy(trd);
+            tier_pins_drop(srv->tiers, &pins, TIER_MAX);
             return rc;
+        }
         member_builder_feed(b, buf, n);
         pos += n;
     }
+    tier_reader_destroy(trd);
+    tier_pins_drop(srv->tiers, &pins, TIER_MAX);
     member_builder_finish(b, out);
     return 0;
 }

@@ -120,6 +120,12 @@ op_create_multipart(struct s3_req *r)
     if (sse.mode)
         sse_meta_set(r->arena, &m, sse_record_format(r->arena, &sse, NULL, 0));
     sse_obj_wipe(&sse);
+    uint32_t class_flags;
+    if (!s3_storage_class_from_request(r, &class_flags))
+        return;
+    if (class_flags) /* the completed object moves there */
+        meta_push(r, &m, TIER_META_STORAGE_CLASS,
+                  slice_from_cstr(tier_class_name(r->srv->tiers, class_flags)));
     struct slice alg = s3_req_header(r, "x-amz-checksum-algorithm");
     struct slice type = s3_req_header(r, "x-amz-checksum-type");
     enum auth_checksum_algo algo = AUTH_CK_NONE;
@@ -591,6 +597,31 @@ complete_repeated(struct s3_req *r, const struct index_bucket *bk)
     return true;
 }
 
+/* The class CreateMultipartUpload asked for (TIER_META_STORAGE_CLASS in
+ * the upload's metadata), or 0. */
+static uint32_t
+upload_class_flags(struct s3_req *r, const struct index_upload *up)
+{
+    struct meta um;
+    uint32_t flags = 0;
+    if (meta_decode(r->arena, up->meta, up->meta_len, &um)) {
+        struct slice cls = meta_get(&um, TIER_META_STORAGE_CLASS);
+        if (cls.ptr && tier_class_parse(r->srv->tiers, cls, &flags) < 0)
+            flags = 0;
+    }
+    return flags;
+}
+
+/* Moves a completed object to its upload's storage class. */
+static void
+complete_storage_class(struct s3_req *r, uint64_t bucket_id, const struct index_upload *up,
+                       const uint8_t etag[16])
+{
+    uint32_t flags = upload_class_flags(r, up);
+    if (flags)
+        s3_storage_class_apply(r, bucket_id, etag, flags);
+}
+
 static void
 complete_end(struct s3_req *r)
 {
@@ -793,6 +824,7 @@ complete_end(struct s3_req *r)
         s3_respond_error(r, e, NULL);
         return;
     }
+    complete_storage_class(r, bk.id, &up, obj.etag);
     complete_respond(r, etag, algo, ck, is_full, &sse, op.result_version_flags,
                      op.result_version_id);
 }
@@ -905,7 +937,7 @@ op_list_parts(struct s3_req *r)
     xml_elem_str(&b, "UploadId", up.upload_id);
     owner_xml(r, &b, "Initiator");
     owner_xml(r, &b, "Owner");
-    xml_elem_str(&b, "StorageClass", "STANDARD");
+    xml_elem_str(&b, "StorageClass", tier_class_name(r->srv->tiers, upload_class_flags(r, &up)));
     xml_elem_u64(&b, "PartNumberMarker", marker);
     if (n)
         xml_elem_u64(&b, "NextPartNumberMarker", parts[n - 1].number);

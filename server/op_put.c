@@ -85,6 +85,7 @@ struct put_ctx {
     struct sse_obj sse;             /* encryption at rest (sse.c); mode SSE_NONE: none */
     struct sse_writer *sse_writer;
     uint8_t sse_salt[AUTH_SSE_SALT_LEN];
+    uint32_t class_flags; /* x-amz-storage-class (tier.h); 0: STANDARD */
 };
 
 /* Gives back what the upload holds: the writer's space and buffers (unless
@@ -417,12 +418,16 @@ put_end(struct s3_req *r)
     }
     put_release(r, c, true);
     atomic_fetch_add(&r->srv->metrics.puts, 1);
+    bool is_moved =
+        c->class_flags && s3_storage_class_apply(r, c->bucket.id, etag, c->class_flags) == 0;
 
     char etag_s[48];
     s3_format_etag(etag, 0, etag_s);
     struct MHD_Response *resp = MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT);
     s3_resp_header(resp, "ETag", etag_s);
     s3_version_result_headers(r, resp, op.result_version_flags, op.result_version_id);
+    if (is_moved)
+        s3_resp_header(resp, "x-amz-storage-class", tier_class_name(r->srv->tiers, c->class_flags));
     if (ck_b64.len) {
         s3_resp_header(resp, auth_checksum_header(c->ck_algo),
                        arena_strndup(r->arena, ck_b64.ptr, ck_b64.len));
@@ -562,6 +567,8 @@ put_begin(struct s3_req *r, struct put_ctx *c)
     if (!c->is_part && !s3_tagging_from_request(r, &c->meta))
         return;
     if (!c->is_part && !s3_acl_from_request(r, &c->meta))
+        return;
+    if (!c->is_part && !s3_storage_class_from_request(r, &c->class_flags))
         return;
     if (!reserve_has_room(r->srv->reserves, r->user_id)) {
         s3_respond_error(r, S3_ERR_SLOW_DOWN,

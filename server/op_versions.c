@@ -17,6 +17,7 @@
 #include "server/ops.h"
 #include "server/req.h"
 #include "server/server.h"
+#include "server/tier.h"
 #include "server/util.h"
 #include "server/versioning.h"
 #include "server/xml_out.h"
@@ -245,7 +246,7 @@ op_list_object_versions(struct s3_req *r)
         xml_elem_str(&b, "ID", owner_id);
         xml_elem_str(&b, "DisplayName", owner_name);
         buf_append_str(&b, "</Owner>");
-        xml_elem_str(&b, "StorageClass", "STANDARD");
+        xml_elem_str(&b, "StorageClass", tier_class_name(r->srv->tiers, e->flags));
         buf_append_str(&b, "</Version>");
     }
     for (uint32_t i = 0; i < res.n_entries; i++) {

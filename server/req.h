@@ -13,6 +13,7 @@
 #include "index/index.h"
 #include "server/errors.h"
 #include "server/offload.h"
+#include "server/tier.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -130,6 +131,7 @@ struct s3_req {
      * value a 2xx answer (or a 501 decline) carries; 0: none. */
     struct s3_rdma *rdma;
     int rdma_reply;
+    struct tier_pins tier_pins; /* taken with 'pin' (s3_req_pin) */
 };
 
 /* Header lookup (case-insensitive). Returns an empty slice with ptr NULL when absent. */

@@ -30,6 +30,7 @@ struct reserve_table;
 struct sse_keys;
 struct part_layout;
 struct storage;
+struct tier_set;
 
 struct metrics {
     atomic_uint_fast64_t requests;
@@ -74,6 +75,7 @@ struct server {
     /* Compiled bucket policies, ACLs, ownership, PAB (bucket_access.c). */
     struct bucket_access_cache *access;
     struct rdma_server *rdma; /* the RDMA fast path (rdma.c); NULL: off */
+    struct tier_set *tiers;   /* the cold and remote tiers (tier.c) */
     char access_key[129];
     char secret_key[129];
     char owner_id[65]; /* canonical user id of the root user */

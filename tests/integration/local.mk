@@ -65,6 +65,10 @@ EXTRA_DIST += %D%/test_admin.py
 TESTS += %D%/test_lifecycle.py
 EXTRA_DIST += %D%/test_lifecycle.py
 
+# Storage classes, the cold tier, lifecycle transitions, crashes during moves.
+TESTS += %D%/test_tiers.py
+EXTRA_DIST += %D%/test_tiers.py
+
 TESTS += %D%/test_metrics.py
 EXTRA_DIST += %D%/test_metrics.py
 include %D%/mp.mk

@@ -4,7 +4,7 @@ lifecycle worker.
 - Put/Get/DeleteBucketLifecycleConfiguration round trips with boto3 and
   aws-cli; every validation error S3 gives (MalformedXML, InvalidArgument,
   InvalidRequest with S3's messages); Content-MD5 or a checksum required;
-  a Transition refused while no tier exists; NoSuchLifecycleConfiguration.
+  a Transition refused when no tier serves its class; NoSuchLifecycleConfiguration.
 - Put/Get/DeleteBucketTagging with S3's limits (InvalidTag) and NoSuchTagSet.
 - The worker, with lifecycle_day_seconds = 1: expiration by days, date,
   prefix and size (matching objects vanish, the others stay, space comes
@@ -187,14 +187,15 @@ def test_validation_errors(srv):
          "must be greater than 'Days' in the Transition action"),
         (lc_xml(rule("<Transition><Days>1</Days><StorageClass>cold!</StorageClass>"
                      "</Transition>")), 400, "InvalidStorageClass", None),
-        # Valid as S3 sees it, but no tier exists for the class yet: refused,
-        # never accepted and silently not applied.
-        (lc_xml(rule("<Transition><Days>1</Days><StorageClass>COLD</StorageClass>"
+        # Valid as S3 sees it, but no tier serves the class: refused, never
+        # accepted and silently not applied (COLD, STANDARD_IA and
+        # GLACIER_IR are served: test_tiers.py).
+        (lc_xml(rule("<Transition><Days>1</Days><StorageClass>DEEP_ARCHIVE</StorageClass>"
                      "</Transition>")), 400, "InvalidStorageClass",
-         "No tier is configured for storage class COLD"),
-        (lc_xml(rule("<Transition><Days>30</Days><StorageClass>STANDARD_IA</StorageClass>"
+         "No tier is configured for storage class DEEP_ARCHIVE"),
+        (lc_xml(rule("<Transition><Days>30</Days><StorageClass>ONEZONE_IA</StorageClass>"
                      "</Transition>")), 400, "InvalidStorageClass",
-         "No tier is configured for storage class STANDARD_IA"),
+         "No tier is configured for storage class ONEZONE_IA"),
     ]
     for i, (body, status, code, msg) in enumerate(cases):
         expect_put_error(srv, body, status, code, msg, "case %d" % i)

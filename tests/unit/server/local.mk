@@ -25,3 +25,10 @@ TESTS += %D%/test_reserve
 check_PROGRAMS += %D%/test_tar
 TESTS += %D%/test_tar
 EXTRA_DIST += %D%/tar_fixtures.py
+
+# server/cold_format.c (the cold tier's blob format) needs common/, xxhash and zstd.
+check_PROGRAMS += %D%/test_cold_format
+TESTS += %D%/test_cold_format
+%C%_test_cold_format_SOURCES = %D%/test_cold_format.c server/cold_format.c server/cold_format.h
+%C%_test_cold_format_CFLAGS = $(AM_CFLAGS) $(ZSTD_CFLAGS)
+%C%_test_cold_format_LDADD = common/libcommon.la tests/lib/libtest.la $(XXHASH_LIBS) $(ZSTD_LIBS)
