@@ -48,6 +48,7 @@
 #include "server/xml_out.h"
 #include "storage/storage.h"
 #include "server/guard.h"
+#include "server/hasher.h"
 
 #include <errno.h>
 #include <microhttpd.h>
@@ -282,6 +283,20 @@ offload_step(struct s3_req *r, void (*fn)(void *))
     r->job.arg = r;
     MHD_suspend_connection(r->conn);
     offload_submit(r->srv->offload, &r->job);
+}
+
+void
+http_body_pause(struct s3_req *r)
+{
+    /* Not reading, the connection is not slow: no upload rate applies. */
+    conn_phase(r->conn, GUARD_PHASE_BUSY);
+    MHD_suspend_connection(r->conn);
+}
+
+void
+http_body_resume(struct s3_req *r)
+{
+    MHD_resume_connection(r->conn);
 }
 
 /* Answers 'e' in the middle of the body and has MHD close the connection
@@ -615,6 +630,14 @@ http_start(struct server *srv)
         flags |= MHD_ALLOW_SUSPEND_RESUME;
         srv->offload = offload_create(c->worker_threads_max, stack);
     }
+    /* One hashing thread per core behind the receive path (hasher.c). */
+    long n_cores = sysconf(_SC_NPROCESSORS_ONLN);
+    srv->hasher =
+        hasher_create(n_cores > 0 ? (unsigned)MIN(n_cores, 16) : 2, c->test_hash_delay_ms);
+    if (!srv->hasher) {
+        log_error("cannot start the hashing threads");
+        goto fail;
+    }
     srv->guard = guard_create(c, stack);
     if (!srv->guard) {
         log_error("cannot start the connection guard");
@@ -656,6 +679,8 @@ fail:
     }
     offload_destroy(srv->offload);
     srv->offload = NULL;
+    hasher_destroy(srv->hasher);
+    srv->hasher = NULL;
     guard_destroy(srv->guard);
     srv->guard = NULL;
     tls_close();
@@ -703,6 +728,8 @@ http_stop(struct server *srv)
     }
     offload_destroy(srv->offload);
     srv->offload = NULL;
+    hasher_destroy(srv->hasher); /* every upload stream is closed */
+    srv->hasher = NULL;
     for (size_t i = 0; i < ARRAY_LEN(srv->endpoints); i++) {
         listener_close(eps[i].listener);
         eps[i].listener = NULL;
