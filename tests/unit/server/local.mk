@@ -25,3 +25,9 @@ TESTS += %D%/test_reserve
 check_PROGRAMS += %D%/test_tar
 TESTS += %D%/test_tar
 EXTRA_DIST += %D%/tar_fixtures.py
+
+# server/hasher.c against OpenSSL's digests (auth/ and common/ only).
+check_PROGRAMS += %D%/test_hasher
+TESTS += %D%/test_hasher
+%C%_test_hasher_SOURCES = %D%/test_hasher.c server/hasher.c
+%C%_test_hasher_LDADD = auth/libauth.la common/libcommon.la tests/lib/libtest.la -lpthread
