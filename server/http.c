@@ -285,9 +285,13 @@ offload_step(struct s3_req *r, void (*fn)(void *))
     offload_submit(r->srv->offload, &r->job);
 }
 
+/* Set by http_body_pause on this event thread during the current body_feed. */
+static _Thread_local bool is_paused_in_feed;
+
 void
 http_body_pause(struct s3_req *r)
 {
+    is_paused_in_feed = true;
     /* Not reading, the connection is not slow: no upload rate applies. */
     conn_phase(r->conn, GUARD_PHASE_BUSY);
     MHD_suspend_connection(r->conn);
@@ -416,7 +420,12 @@ on_access(void *cls, struct MHD_Connection *conn, const char *url, const char *m
         size_t n = *upload_data_size;
         *upload_data_size = 0;
         conn_phase(conn, GUARD_PHASE_BODY); /* again after a suspension */
+        is_paused_in_feed = false;
         if (!r->is_responded && !body_feed(r, upload_data, n)) {
+            /* Suspended by this very call (its first bytes paused the
+             * upload): closed at the next call, once resumed. */
+            if (is_paused_in_feed)
+                return MHD_YES;
             answer_and_close(r, r->body_error);
             return MHD_NO;
         }
