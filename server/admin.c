@@ -28,6 +28,7 @@
 #include "server/console.h"
 #include "server/errors.h"
 #include "server/extents.h"
+#include "server/hasher.h"
 #include "server/lifecycle.h"
 #include "server/rdma.h"
 #include "server/tier.h"
@@ -153,6 +154,15 @@ admin_metrics(struct s3_req *r)
     metric(&b, "shardstore_http_workers", "gauge", "Worker threads started for blocking steps",
            srv->offload ? offload_workers(srv->offload) : 0);
     rdma_server_metrics(srv->rdma, &b);
+    uint64_t hs_lane = 0, hs_plain = 0, hs_pauses = 0;
+    if (srv->hasher)
+        hasher_counts(srv->hasher, &hs_lane, &hs_plain, &hs_pauses);
+    metric(&b, "shardstore_hash_streams_lane_total", "counter",
+           "Uploads hashed in a lane of a multi-buffer MD5", hs_lane);
+    metric(&b, "shardstore_hash_streams_plain_total", "counter",
+           "Uploads hashed by a hashing thread with a plain MD5 (every lane taken)", hs_plain);
+    metric(&b, "shardstore_hash_pauses_total", "counter",
+           "Uploads that stopped reading until their hashing caught up", hs_pauses);
     struct lifecycle_stats ls = {0};
     if (srv->lifecycle)
         lifecycle_stats_get(srv->lifecycle, &ls);

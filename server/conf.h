@@ -45,6 +45,7 @@ struct config {
     int log_level;
     bool index_nosync;             /* tests only */
     uint32_t test_commit_delay_ms; /* tests only: each commit waits this long first */
+    uint32_t test_hash_delay_ms;   /* tests only: each hashing run waits this long first */
     uint32_t reader_pins_max;      /* reads (GET, copy, scrub) holding storage at once */
     uint32_t reader_pin_timeout_s; /* a streamed GET idle this long loses its pin; 0: never */
     char secret_key_file[4096];    /* key sealing access-key secrets; "" = DATA/secret.key */

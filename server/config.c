@@ -68,6 +68,7 @@ static const struct directive directives[] = {
     {"log_level", DIR_LOG_LEVEL, FIELD(log_level), 0},
     {"index_nosync", DIR_BOOL, FIELD(index_nosync), 0},
     {"test_commit_delay_ms", DIR_U32, FIELD(test_commit_delay_ms), 0},
+    {"test_hash_delay_ms", DIR_U32, FIELD(test_hash_delay_ms), 0},
     {"secret_key_file", DIR_STRING, FIELD(secret_key_file), FIELD_LEN(secret_key_file)},
     {"reader_pins_max", DIR_U32, FIELD(reader_pins_max), 0},
     {"reader_pin_timeout", DIR_U32, FIELD(reader_pin_timeout_s), 0},

@@ -50,6 +50,7 @@
 #include "server/xml_out.h"
 #include "storage/storage.h"
 #include "server/guard.h"
+#include "server/hasher.h"
 
 #include <errno.h>
 #include <microhttpd.h>
@@ -290,6 +291,24 @@ offload_step(struct s3_req *r, void (*fn)(void *))
     offload_submit(r->srv->offload, &r->job);
 }
 
+/* Set by http_body_pause on this event thread during the current body_feed. */
+static _Thread_local bool is_paused_in_feed;
+
+void
+http_body_pause(struct s3_req *r)
+{
+    is_paused_in_feed = true;
+    /* Not reading, the connection is not slow: no upload rate applies. */
+    conn_phase(r->conn, GUARD_PHASE_BUSY);
+    MHD_suspend_connection(r->conn);
+}
+
+void
+http_body_resume(struct s3_req *r)
+{
+    MHD_resume_connection(r->conn);
+}
+
 /* Answers 'e' in the middle of the body and has MHD close the connection
  * (the caller returns MHD_NO), so not one more body byte is read. MHD
  * (0.9.75) refuses to queue a response while it receives a body, so the
@@ -407,7 +426,12 @@ on_access(void *cls, struct MHD_Connection *conn, const char *url, const char *m
         size_t n = *upload_data_size;
         *upload_data_size = 0;
         conn_phase(conn, GUARD_PHASE_BODY); /* again after a suspension */
+        is_paused_in_feed = false;
         if (!r->is_responded && !body_feed(r, upload_data, n)) {
+            /* Suspended by this very call (its first bytes paused the
+             * upload): closed at the next call, once resumed. */
+            if (is_paused_in_feed)
+                return MHD_YES;
             answer_and_close(r, r->body_error);
             return MHD_NO;
         }
@@ -623,6 +647,14 @@ http_start(struct server *srv)
         flags |= MHD_ALLOW_SUSPEND_RESUME;
         srv->offload = offload_create(c->worker_threads_max, stack);
     }
+    /* One hashing thread per core behind the receive path (hasher.c). */
+    long n_cores = sysconf(_SC_NPROCESSORS_ONLN);
+    srv->hasher =
+        hasher_create(n_cores > 0 ? (unsigned)MIN(n_cores, 16) : 2, c->test_hash_delay_ms);
+    if (!srv->hasher) {
+        log_error("cannot start the hashing threads");
+        goto fail;
+    }
     srv->guard = guard_create(c, stack);
     if (!srv->guard) {
         log_error("cannot start the connection guard");
@@ -664,6 +696,8 @@ fail:
     }
     offload_destroy(srv->offload);
     srv->offload = NULL;
+    hasher_destroy(srv->hasher);
+    srv->hasher = NULL;
     guard_destroy(srv->guard);
     srv->guard = NULL;
     tls_close();
@@ -711,6 +745,8 @@ http_stop(struct server *srv)
     }
     offload_destroy(srv->offload);
     srv->offload = NULL;
+    hasher_destroy(srv->hasher); /* every upload stream is closed */
+    srv->hasher = NULL;
     for (size_t i = 0; i < ARRAY_LEN(srv->endpoints); i++) {
         listener_close(eps[i].listener);
         eps[i].listener = NULL;

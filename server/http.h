@@ -8,6 +8,7 @@
 #include <stdbool.h>
 
 struct MHD_Connection;
+struct s3_req;
 struct server;
 
 /* Listens on srv->cfg's address and serves. Returns 0 or -1 (logged). */
@@ -21,5 +22,12 @@ void http_reload(struct server *srv);
 
 /* Whether 'conn' came through an HTTPS endpoint (SSE-C needs one). */
 bool http_conn_is_tls(struct MHD_Connection *conn);
+
+/* Stops reading the body of 'r' (its connection is suspended) until
+ * http_body_resume; for an upload whose bytes queue up behind it. Only from
+ * r's body handler, with the offload pool on (not thread_per_connection). */
+void http_body_pause(struct s3_req *r);
+/* Reads the body of 'r' again; any thread, once per pause. */
+void http_body_resume(struct s3_req *r);
 
 #endif

@@ -4,7 +4,8 @@ bin_PROGRAMS += shardstore
 shardstore_SOURCES = server/main.c server/server.h server/conf.h server/config.c \
 	server/errors.h server/s3_errors.def server/errors.c server/util.h server/util.c \
 	server/xml_out.h server/xml_out.c server/meta.h server/meta.c server/commit.h server/commit.c \
-	server/offload.h server/offload.c server/listener.h server/listener.c server/http.h \
+	server/offload.h server/offload.c server/hasher.h server/hasher.c \
+	server/listener.h server/listener.c server/http.h \
 	server/http.c server/req.h server/req.c server/router.h server/router.c server/body.h \
 	server/body.c server/ops.h server/access.h server/access.c server/op_bucket.c \
 	server/op_list.c server/op_put.c server/op_get.c server/op_copy.c server/op_delete.c \

@@ -26,6 +26,8 @@
 #include "server/commit.h"
 #include "server/errors.h"
 #include "server/extents.h"
+#include "server/hasher.h"
+#include "server/http.h"
 #include "server/lifecycle.h"
 #include "server/meta.h"
 #include "server/ops.h"
@@ -46,6 +48,10 @@
 
 /* S3's limit for one part of a multipart upload. */
 #define PUT_MAX_PART_SIZE (5ull << 30)
+/* Bodies from this size on (or of unknown size) are hashed by the hashing
+ * threads (hasher.c); smaller ones on the receiving thread, where a hand-off
+ * would cost more than their hashing. */
+#define PUT_HASHER_MIN_LEN (256u << 10)
 
 static const enum auth_checksum_algo checksum_algos[] = {
     AUTH_CK_CRC32, AUTH_CK_CRC32C, AUTH_CK_CRC64NVME, AUTH_CK_SHA1, AUTH_CK_SHA256,
@@ -65,6 +71,7 @@ struct put_ctx {
     bool is_inline;
     struct auth_checksum md5;
     bool has_md5;
+    struct hasher_stream *hs; /* MD5 and 'ck' on the hashing threads instead */
     enum auth_checksum_algo ck_algo;
     struct auth_checksum ck;
     bool has_ck;
@@ -119,6 +126,8 @@ put_cleanup(struct s3_req *r)
     if (!c)
         return;
     put_release(r, c, false);
+    hasher_stream_destroy(c->hs);
+    c->hs = NULL;
     member_builder_destroy(c->members);
     c->members = NULL;
     sse_writer_destroy(c->sse_writer);
@@ -137,9 +146,13 @@ put_body(struct s3_req *r, const char *data, size_t len)
     struct put_ctx *c = r->op_ctx;
     if (c->has_declared_len && r->payload_len > c->declared_len)
         return S3_ERR_INCOMPLETE_BODY;
-    auth_checksum_update(&c->md5, data, len);
-    if (c->has_ck)
-        auth_checksum_update(&c->ck, data, len);
+    if (c->hs) {
+        hasher_stream_write(c->hs, data, len);
+    } else {
+        auth_checksum_update(&c->md5, data, len);
+        if (c->has_ck)
+            auth_checksum_update(&c->ck, data, len);
+    }
     if (c->members)
         member_builder_feed(c->members, data, len);
     if (c->is_inline) {
@@ -236,7 +249,12 @@ static enum s3_error
 put_verify(struct s3_req *r, struct put_ctx *c, uint8_t etag[16], struct slice *ck_b64)
 {
     uint8_t md5[AUTH_CK_MAX_DIGEST];
-    auth_checksum_final(&c->md5, md5);
+    uint8_t dig[AUTH_CK_MAX_DIGEST];
+    size_t n = 0;
+    if (c->hs)
+        n = hasher_stream_finish(c->hs, md5, dig); /* waits for the hashing threads */
+    else
+        auth_checksum_final(&c->md5, md5);
     c->has_md5 = false;
     memcpy(etag, md5, 16);
     if (c->has_content_md5 && !auth_equal_ct(md5, c->content_md5, 16))
@@ -244,8 +262,8 @@ put_verify(struct s3_req *r, struct put_ctx *c, uint8_t etag[16], struct slice *
     *ck_b64 = SLICE_NULL;
     if (!c->has_ck)
         return S3_OK;
-    uint8_t dig[AUTH_CK_MAX_DIGEST];
-    size_t n = auth_checksum_final(&c->ck, dig);
+    if (!c->hs)
+        n = auth_checksum_final(&c->ck, dig);
     c->has_ck = false;
     char *b64 = arena_alloc(r->arena, base64_encoded_len(n) + 1);
     size_t bl = base64_encode(dig, n, b64);
@@ -518,6 +536,26 @@ put_sse_begin(struct s3_req *r, struct put_ctx *c)
     return sse_for_read(r, &um, false, &c->sse);
 }
 
+/* Flow control of the hashing stream (hasher.c): too far ahead, the upload
+ * stops reading its connection; the event thread serves the others. */
+static void
+put_pause(void *arg)
+{
+    struct s3_req *r = arg;
+    /* The end step (on a worker, the connection suspended already) reads
+     * nothing more: it only waits for the hashing. */
+    if (!r->is_offloaded)
+        http_body_pause(r);
+}
+
+static void
+put_resume(void *arg)
+{
+    struct s3_req *r = arg;
+    if (!r->is_offloaded)
+        http_body_resume(r);
+}
+
 /* Sets up the streaming body of a PutObject or (with 'c->is_part') an
  * UploadPart: validation, digests, and the storage writer. */
 static void
@@ -603,6 +641,17 @@ put_begin(struct s3_req *r, struct put_ctx *c)
         if (c->is_part && c->has_declared_len && !c->sse.mode)
             part_layout_place(r->srv->part_layout, r->srv->storage, c->upload.upload_id,
                               c->part_number, c->declared_len, c->writer);
+    }
+    if (r->srv->hasher && !c->is_inline &&
+        (!c->has_declared_len || c->declared_len >= PUT_HASHER_MIN_LEN)) {
+        /* The receiving thread only copies; MD5 and the checksum run on a
+         * hashing thread, in a lane shared with other uploads. */
+        c->hs = hasher_stream_create(r->srv->hasher, c->has_ck ? c->ck_algo : AUTH_CK_NONE,
+                                     r->srv->offload ? put_pause : NULL, put_resume, r);
+        auth_checksum_cleanup(&c->md5);
+        c->has_md5 = false;
+        if (c->has_ck)
+            auth_checksum_cleanup(&c->ck); /* c->has_ck still says there is one */
     }
     if (!c->is_part && !c->sse.mode && member_put_is_tar(r))
         c->members = member_builder_create();

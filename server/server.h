@@ -20,6 +20,7 @@
 struct MHD_Daemon;
 struct committer;
 struct guard;
+struct hasher;
 struct index;
 struct lifecycle;
 struct bucket_log;
@@ -68,6 +69,7 @@ struct server {
     struct http_endpoint endpoints[2];
     struct offload *offload;         /* NULL with thread_per_connection */
     struct guard *guard;             /* slow-client rules (guard.c) */
+    struct hasher *hasher;           /* hashing threads of uploads (hasher.c) */
     struct reserve_table *reserves;  /* what each principal's uploads hold */
     struct part_layout *part_layout; /* where multipart parts go (part_layout.c) */
     struct lifecycle *lifecycle;     /* the lifecycle worker (lifecycle.c) */

@@ -71,6 +71,10 @@ EXTRA_DIST += %D%/test_tiers.py
 
 TESTS += %D%/test_metrics.py
 EXTRA_DIST += %D%/test_metrics.py
+
+# Uploads hashed on the hashing threads: multi-buffer lanes, paused uploads.
+TESTS += %D%/test_hasher.py
+EXTRA_DIST += %D%/test_hasher.py
 include %D%/mp.mk
 include %D%/users.mk
 

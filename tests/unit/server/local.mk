@@ -32,3 +32,9 @@ TESTS += %D%/test_cold_format
 %C%_test_cold_format_SOURCES = %D%/test_cold_format.c server/cold_format.c server/cold_format.h
 %C%_test_cold_format_CFLAGS = $(AM_CFLAGS) $(ZSTD_CFLAGS)
 %C%_test_cold_format_LDADD = common/libcommon.la tests/lib/libtest.la $(XXHASH_LIBS) $(ZSTD_LIBS)
+
+# server/hasher.c against OpenSSL's digests (auth/ and common/ only).
+check_PROGRAMS += %D%/test_hasher
+TESTS += %D%/test_hasher
+%C%_test_hasher_SOURCES = %D%/test_hasher.c server/hasher.c
+%C%_test_hasher_LDADD = auth/libauth.la common/libcommon.la tests/lib/libtest.la -lpthread
