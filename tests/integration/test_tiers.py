@@ -13,6 +13,8 @@
   of the tier copy written, copy durable but not published, published but
   old extents not yet reused): after a restart every object reads back
   byte for byte and, once all are deleted, neither tier holds a byte.
+- Where features meet: encrypted objects and versioned buckets stay hot, a
+  batch GET refuses a cold entry.
 - A full cold tier: moves fail cleanly (nothing visible changes), and
   succeed on a later pass once there is room.
 """
@@ -471,10 +473,40 @@ def test_remote_tier(_shared):
         remote.cleanup()
 
 
+def test_where_features_meet(srv):
+    """Encrypted objects and versioned buckets are never moved (their
+    readers and versions hold hot extents); a batch GET refuses a cold
+    entry. Each stays readable byte for byte."""
+    s3 = srv.client()
+    s3.create_bucket(Bucket="meet")
+    enc = text_like(300 * 1024, 7)
+    s3.put_object(Bucket="meet", Key="enc", Body=enc, StorageClass="COLD",
+                  ServerSideEncryption="AES256")
+    check_reads(s3, "meet", "enc", enc, "STANDARD", "encrypted, asked COLD")
+    s3.create_bucket(Bucket="meet-v")
+    s3.put_bucket_versioning(Bucket="meet-v", VersioningConfiguration={"Status": "Enabled"})
+    v1, v2 = mixed(200 * 1024, 8), mixed(250 * 1024, 9)
+    r1 = s3.put_object(Bucket="meet-v", Key="k", Body=v1, StorageClass="COLD")
+    s3.put_object(Bucket="meet-v", Key="k", Body=v2, StorageClass="COLD")
+    check_reads(s3, "meet-v", "k", v2, "STANDARD", "versioned, asked COLD")
+    old = s3.get_object(Bucket="meet-v", Key="k", VersionId=r1["VersionId"])["Body"].read()
+    h.same_bytes(old, v1, "the older version")
+    cold = text_like(100 * 1024, 10)
+    s3.put_object(Bucket="meet", Key="cold", Body=cold, StorageClass="COLD")
+    body = (b"<Batch><ContinueOnError>true</ContinueOnError><Entry><Key>cold</Key></Entry>"
+            b"<Entry><Key>enc</Key></Entry></Batch>")
+    r = srv.request("POST", "/meet", "batch", body=body)
+    h.eq(r.status, 200, "batch status")
+    h.check(b"__error__/cold" in r.body and b"NotImplemented" in r.body,
+            "a cold batch entry is a NotImplemented placeholder")
+    h.check(cold[:4096] not in r.body, "no cold bytes in the batch")
+
+
 # The last three start servers of their own (the shared one is unused).
 TESTS = [
     test_storage_class_put_head_list,
     test_multipart_and_copy,
+    test_where_features_meet,
     test_lifecycle_transition_and_space,
     test_kill9_during_moves,
     test_full_cold_tier,
