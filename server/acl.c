@@ -408,29 +408,36 @@ op_get_bucket_acl(struct s3_req *r)
     acl_respond(r, s3_bucket_owner_id(r, &bk), acl, bk.is_public_read);
 }
 
+/* The ACL a PutBucketAcl ('is_bucket') or PutObjectAcl asks for: its
+ * x-amz-acl / x-amz-grant-* headers or its AccessControlPolicy body (one
+ * of the two, as S3 requires), checked against the bucket's ownership
+ * and public access block. Fills 'acl' or '*e'. */
+static bool
+acl_from_put_request(struct s3_req *r, bool is_bucket, const char *owner, struct acl *acl,
+                     struct acl_error *e)
+{
+    bool has_headers;
+    if (!acl_from_headers(r, is_bucket, owner, acl, &has_headers, e))
+        return false;
+    if (has_headers && r->xml_body.len)
+        return acl_fail(e, S3_ERR_UNEXPECTED_CONTENT, NULL);
+    if (!has_headers && !r->xml_body.len)
+        return acl_fail(e, S3_ERR_MISSING_ACL_SECURITY_HEADER, NULL);
+    if (!has_headers && !acl_from_xml(r, acl, e))
+        return false;
+    return acl_allowed_by_bucket(r->access, acl, owner, e);
+}
+
 static void
 put_bucket_acl_end(struct s3_req *r)
 {
     struct index_bucket bk;
     struct acl *acl = arena_calloc(r->arena, 1, sizeof(*acl));
     struct acl_error e = {S3_OK, NULL};
-    bool has_headers;
     if (!s3_bucket_lookup(r, &bk))
         return;
     const char *owner = s3_bucket_owner_id(r, &bk);
-    if (!acl_from_headers(r, true, owner, acl, &has_headers, &e))
-        goto fail;
-    if (has_headers && r->xml_body.len) {
-        acl_fail(&e, S3_ERR_UNEXPECTED_CONTENT, NULL);
-        goto fail;
-    }
-    if (!has_headers && !r->xml_body.len) {
-        acl_fail(&e, S3_ERR_MISSING_ACL_SECURITY_HEADER, NULL);
-        goto fail;
-    }
-    if (!has_headers && !acl_from_xml(r, acl, &e))
-        goto fail;
-    if (!acl_allowed_by_bucket(r->access, acl, owner, &e))
+    if (!acl_from_put_request(r, true, owner, acl, &e))
         goto fail;
     int rc = bucket_acl_store(r, &bk, acl);
     if (rc < 0) {
@@ -662,23 +669,10 @@ put_object_acl_end(struct s3_req *r)
     struct index_bucket bk;
     struct acl *acl = arena_calloc(r->arena, 1, sizeof(*acl));
     struct acl_error e = {S3_OK, NULL};
-    bool has_headers;
     if (!s3_bucket_lookup(r, &bk))
         return;
     const char *owner = s3_bucket_owner_id(r, &bk);
-    if (!acl_from_headers(r, false, owner, acl, &has_headers, &e))
-        goto fail;
-    if (has_headers && r->xml_body.len) {
-        acl_fail(&e, S3_ERR_UNEXPECTED_CONTENT, NULL);
-        goto fail;
-    }
-    if (!has_headers && !r->xml_body.len) {
-        acl_fail(&e, S3_ERR_MISSING_ACL_SECURITY_HEADER, NULL);
-        goto fail;
-    }
-    if (!has_headers && !acl_from_xml(r, acl, &e))
-        goto fail;
-    if (!acl_allowed_by_bucket(r->access, acl, owner, &e))
+    if (!acl_from_put_request(r, false, owner, acl, &e))
         goto fail;
     int rc = object_acl_replace(r, &bk, acl);
     if (rc == -ENOENT)
