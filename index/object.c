@@ -275,6 +275,24 @@ members_put(struct index *ix, MDB_txn *txn, struct index_op *op)
     return index__members_write(ix, txn, op->bucket_id, op->key, op->if_match_etag, op->members);
 }
 
+/* Writes 'o' back as the record of op->key in the objects database (a
+ * rewrite of an existing record in place: SET_META, SET_EXTENTS). */
+static int
+object_record_rewrite(struct index *ix, MDB_txn *txn, const struct index_op *op,
+                      const struct index_object *o)
+{
+    uint8_t lkey[INDEX_LKEY_MAX];
+    MDB_val k = {index__objkey_encode(lkey, op->bucket_id, op->key), lkey}, v;
+    size_t key_len = op->key.len > INDEX_DIRECT_MAX ? op->key.len : 0;
+    v.mv_size = index__record_len(o, key_len);
+    v.mv_data = NULL;
+    int rc = index__err(mdb_put(txn, ix->dbi_objects, &k, &v, MDB_RESERVE));
+    if (rc != 0)
+        return rc;
+    index__record_format(v.mv_data, o, op->key.ptr, key_len);
+    return 0;
+}
+
 /*
  * INDEX_OP_SET_META (contract in index.h): copies the stored record out of
  * the txn's pages first, since the put below may reuse them, then writes
@@ -313,15 +331,7 @@ object_set_meta(struct index *ix, MDB_txn *txn, struct index_op *op)
     index__record_copy(&old, op->arena, &o);
     o.meta = op->object->meta;
     o.meta_len = op->object->meta_len;
-    uint8_t lkey[INDEX_LKEY_MAX];
-    MDB_val k = {index__objkey_encode(lkey, op->bucket_id, op->key), lkey}, v;
-    size_t key_len = op->key.len > INDEX_DIRECT_MAX ? op->key.len : 0;
-    v.mv_size = index__record_len(&o, key_len);
-    v.mv_data = NULL;
-    if ((rc = index__err(mdb_put(txn, ix->dbi_objects, &k, &v, MDB_RESERVE))) != 0)
-        return rc;
-    index__record_format(v.mv_data, &o, op->key.ptr, key_len);
-    return 0;
+    return object_record_rewrite(ix, txn, op, &o);
 }
 
 /*
@@ -381,15 +391,7 @@ object_set_extents(struct index *ix, MDB_txn *txn, struct index_op *op)
     o.sums_len = op->object->sums_len;
     o.inline_data = op->object->inline_data;
     o.inline_len = op->object->inline_len;
-    uint8_t lkey[INDEX_LKEY_MAX];
-    MDB_val k = {index__objkey_encode(lkey, op->bucket_id, op->key), lkey}, v;
-    size_t key_len = op->key.len > INDEX_DIRECT_MAX ? op->key.len : 0;
-    v.mv_size = index__record_len(&o, key_len);
-    v.mv_data = NULL;
-    if ((rc = index__err(mdb_put(txn, ix->dbi_objects, &k, &v, MDB_RESERVE))) != 0)
-        return rc;
-    index__record_format(v.mv_data, &o, op->key.ptr, key_len);
-    return 0;
+    return object_record_rewrite(ix, txn, op, &o);
 }
 
 /*
