@@ -351,7 +351,7 @@ static int
 get_from_mapping(struct rdma_server *rs, struct transport_xfer *x, struct storage_reader *rd,
                  uint64_t len)
 {
-    struct transport_done done[RDMA_DEPTH];
+    struct transport_done done[RDMA_DEPTH] = {{0}};
     size_t k = 0, posted = 0;
     int rc = 0;
     uint64_t pos = 0;
@@ -377,6 +377,13 @@ get_from_mapping(struct rdma_server *rs, struct transport_xfer *x, struct storag
             o += n;
         }
         pos += span.len;
+    }
+    /* The completions write into 'done', on this stack: wait for every
+     * write still posted before it goes away. */
+    for (size_t i = 0; i < RDMA_DEPTH; i++) {
+        int w = done[i].status == 1 ? transport_xfer_wait(x, &done[i], rs->timeout_ms) : 0;
+        if (w != 0 && rc == 0)
+            rc = w;
     }
     return rc;
 }
