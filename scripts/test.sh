@@ -5,14 +5,14 @@
 #   3. each libFuzzer target for FUZZ_SECONDS (clang)
 #   4. clang-format, cppcheck, whitespace (git diff --check)
 # Ends with "N passed, N failed, N skipped"; exits non-zero if anything failed.
-# Knobs: STAGES="release asan fuzz lint" (default all), FUZZ_SECONDS=20, JOBS=2.
+# Knobs: STAGES="release asan fuzz lint" (default all), FUZZ_SECONDS=15, JOBS=2.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 top=$(pwd)
 scripts/setup.sh --test || { echo "setup failed"; echo "0 passed, 1 failed"; exit 1; }
 
 STAGES=${STAGES:-"release asan fuzz lint"}
-FUZZ_SECONDS=${FUZZ_SECONDS:-20}
+FUZZ_SECONDS=${FUZZ_SECONDS:-15}
 JOBS=${JOBS:-2}
 pass=0 fail=0 skip=0
 failed_names=()

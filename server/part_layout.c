@@ -105,6 +105,8 @@ part_layout_place(struct part_layout *pl, struct storage *st, const char *upload
         r->room = room;
         r->part_len = len;
     }
+    if (!r)
+        goto done;
     r->last_use = ++pl->clock;
     uint64_t slot = (uint64_t)(part_number - 1) * r->part_len;
     if (len <= r->part_len && slot < r->room && len <= r->room - slot)

@@ -408,8 +408,10 @@ get_through_buffers(struct rdma_server *rs, struct transport_xfer *x, struct sto
         if (mem) {
             memcpy(pb[k]->ptr, mem + pos, want);
             n = (ssize_t)want;
-        } else {
+        } else if (rd) {
             n = storage_reader_read(rd, pos, pb[k]->ptr, want);
+        } else {
+            n = -EINVAL;
         }
         if (n <= 0) {
             rc = n < 0 ? (int)n : -EIO;

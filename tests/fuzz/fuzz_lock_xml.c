@@ -83,7 +83,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             memcpy(whole, body, 19);
             whole[19] = 'Z';
             int64_t ns2;
-            if (lock_date_parse((struct slice){whole, 20}, &ns2) != 0 || ns2 != ns - ns % 1000000000)
+            if (lock_date_parse((struct slice){whole, 20}, &ns2) != 0 ||
+                ns2 != ns - ns % 1000000000)
                 fuzz_xml_fail(target, "date does not parse again to the same second");
         }
     }
