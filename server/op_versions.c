@@ -22,6 +22,25 @@
 #include "server/versioning.h"
 #include "server/xml_out.h"
 
+/* The head of a ListVersionsResult, up to IsTruncated (both listings). */
+static void
+versions_result_begin(struct buf *b, struct s3_req *r, struct slice prefix, struct slice delimiter,
+                      uint64_t max_keys, struct slice key_marker, struct slice vid_marker,
+                      bool is_url, bool is_truncated)
+{
+    xml_begin(b, "ListVersionsResult");
+    xml_elem(b, "Name", r->bucket);
+    xml_elem_key(b, "Prefix", prefix, is_url);
+    xml_elem_key(b, "KeyMarker", key_marker, is_url);
+    xml_elem(b, "VersionIdMarker", vid_marker);
+    xml_elem_u64(b, "MaxKeys", max_keys);
+    if (delimiter.len)
+        xml_elem_key(b, "Delimiter", delimiter, is_url);
+    if (is_url)
+        xml_elem_str(b, "EncodingType", "url");
+    xml_elem_bool(b, "IsTruncated", is_truncated);
+}
+
 /* Appends the Owner element of 'owner_id'. */
 static void
 owner_elem(struct buf *b, const char *owner_id, const char *owner_name)
@@ -68,17 +87,8 @@ list_versioned(struct s3_req *r, const struct index_bucket *bk, const struct ind
     struct buf b;
     char vid[S3_VERSION_ID_MAX + 1], date[40], etag[48];
     buf_init(&b);
-    xml_begin(&b, "ListVersionsResult");
-    xml_elem(&b, "Name", r->bucket);
-    xml_elem_key(&b, "Prefix", p.prefix, is_url);
-    xml_elem_key(&b, "KeyMarker", key_marker, is_url);
-    xml_elem(&b, "VersionIdMarker", vid_marker);
-    xml_elem_u64(&b, "MaxKeys", p.max_keys);
-    if (p.delimiter.len)
-        xml_elem_key(&b, "Delimiter", p.delimiter, is_url);
-    if (is_url)
-        xml_elem_str(&b, "EncodingType", "url");
-    xml_elem_bool(&b, "IsTruncated", res.is_truncated);
+    versions_result_begin(&b, r, p.prefix, p.delimiter, p.max_keys, key_marker, vid_marker, is_url,
+                          res.is_truncated);
     if (res.is_truncated) {
         xml_elem_key(&b, "NextKeyMarker", res.next_key_marker, is_url);
         if (res.next_has_version_id) {
@@ -213,17 +223,8 @@ op_list_object_versions(struct s3_req *r)
 
     struct buf b;
     buf_init(&b);
-    xml_begin(&b, "ListVersionsResult");
-    xml_elem(&b, "Name", r->bucket);
-    xml_elem_key(&b, "Prefix", p.prefix, is_url);
-    xml_elem_key(&b, "KeyMarker", key_marker, is_url);
-    xml_elem(&b, "VersionIdMarker", vid_marker);
-    xml_elem_u64(&b, "MaxKeys", p.max_keys);
-    if (p.delimiter.len)
-        xml_elem_key(&b, "Delimiter", p.delimiter, is_url);
-    if (is_url)
-        xml_elem_str(&b, "EncodingType", "url");
-    xml_elem_bool(&b, "IsTruncated", res.is_truncated);
+    versions_result_begin(&b, r, p.prefix, p.delimiter, p.max_keys, key_marker, vid_marker, is_url,
+                          res.is_truncated);
     if (res.is_truncated) {
         xml_elem_key(&b, "NextKeyMarker", res.next_marker, is_url);
         xml_elem_str(&b, "NextVersionIdMarker", "null");
