@@ -352,6 +352,8 @@ struct index_upload_done {
     int64_t completed_ns;
     const uint8_t *result; /* op->done_result as committed (in the arena) */
     size_t result_len;
+    uint32_t version_flags; /* the version the completion wrote (0: none) */
+    uint8_t version_id[INDEX_VERSION_ID_LEN];
 };
 
 /* Reads the record of completed upload 'upload_id'. Returns 0 (copied

@@ -99,7 +99,9 @@
  *                key: upload id (16 raw)
  *                val: bucket_id (8, LE) | completed_ns (8, LE) | key_len
  *                     (2, LE) | result_len (4, LE) | key | result (opaque:
- *                     server/'s answer). Written by UPLOAD_COMPLETE in its
+ *                     server/'s answer) [| version_flags (4, LE) |
+ *                     version_id (16): present when the completion wrote a
+ *                     version with an id]. Written by UPLOAD_COMPLETE in its
  *                     transaction; bounded (INDEX_UPLOADS_DONE_MAX, _TTL_NS):
  *                     each completion drops up to two of the first records
  *                     (earliest initiated) past either bound.

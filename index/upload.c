@@ -326,6 +326,8 @@ upload_find(struct index *ix, MDB_txn *txn, struct index_op *op, bool must_match
 /* ---- completed uploads ("uploadsdone", keys.h) -------------------------- */
 
 #define DONE_HEAD_LEN 22
+/* The optional tail: the version the completion wrote (flags, id). */
+#define DONE_VERSION_LEN (4 + INDEX_VERSION_ID_LEN)
 
 /* Drops up to two of the first records (earliest-initiated uploads) when
  * the database holds more than INDEX_UPLOADS_DONE_MAX or the first was
@@ -370,8 +372,9 @@ done_put(struct index *ix, MDB_txn *txn, const uint8_t *raw, const struct index_
 {
     size_t rl = MIN(op->done_result_len, (size_t)INDEX_UPLOAD_DONE_RESULT_MAX);
     int64_t now_ns = op->object->mtime_ns;
+    bool has_version = (op->result_version_flags & INDEX_VERSION_HAS_ID) != 0;
     MDB_val k = {INDEX_UPLOAD_RAW_LEN, (void *)raw}, v;
-    v.mv_size = DONE_HEAD_LEN + op->key.len + rl;
+    v.mv_size = DONE_HEAD_LEN + op->key.len + rl + (has_version ? DONE_VERSION_LEN : 0);
     v.mv_data = NULL;
     int rc = index__err(mdb_put(txn, ix->dbi_uploadsdone, &k, &v, MDB_RESERVE));
     if (rc != 0)
@@ -384,6 +387,11 @@ done_put(struct index *ix, MDB_txn *txn, const uint8_t *raw, const struct index_
     memcpy(p + DONE_HEAD_LEN, op->key.ptr, op->key.len);
     if (rl)
         memcpy(p + DONE_HEAD_LEN + op->key.len, op->done_result, rl);
+    if (has_version) {
+        uint8_t *t = p + DONE_HEAD_LEN + op->key.len + rl;
+        index__put_le32(t, op->result_version_flags);
+        memcpy(t + 4, op->result_version_id, INDEX_VERSION_ID_LEN);
+    }
     return done_prune(ix, txn, now_ns);
 }
 
@@ -405,9 +413,16 @@ index_upload_done_get(struct index *ix, const char *upload_id, struct arena *a,
     const uint8_t *p = v.mv_data;
     size_t key_len = v.mv_size >= DONE_HEAD_LEN ? index__get_le16(p + 16) : 0;
     size_t rl = v.mv_size >= DONE_HEAD_LEN ? index__get_le32(p + 18) : 0;
-    if (v.mv_size < DONE_HEAD_LEN || key_len == 0 || DONE_HEAD_LEN + key_len + rl != v.mv_size) {
+    size_t body = DONE_HEAD_LEN + key_len + rl;
+    if (v.mv_size < DONE_HEAD_LEN || key_len == 0 ||
+        (body != v.mv_size && body + DONE_VERSION_LEN != v.mv_size)) {
         rc = CORRUPT_BKPT("completed upload record: lengths do not add up");
         goto fail;
+    }
+    memset(out, 0, sizeof(*out));
+    if (body + DONE_VERSION_LEN == v.mv_size) {
+        out->version_flags = index__get_le32(p + body);
+        memcpy(out->version_id, p + body + 4, INDEX_VERSION_ID_LEN);
     }
     out->bucket_id = index__get_le64(p);
     out->completed_ns = (int64_t)index__get_le64(p + 8);

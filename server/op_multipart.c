@@ -543,6 +543,7 @@ complete_respond_xml(struct s3_req *r, struct slice etag, struct slice ck_name, 
 #define DONE_CK_NAME "checksum-name"
 #define DONE_CK "checksum"
 #define DONE_CK_TYPE "checksum-type"
+#define DONE_SSE "sse" /* "S3" or "C": the encryption headers to repeat */
 
 static void
 complete_respond(struct s3_req *r, const char *etag, enum auth_checksum_algo algo, struct slice ck,
@@ -557,9 +558,10 @@ complete_respond(struct s3_req *r, const char *etag, enum auth_checksum_algo alg
 /* Encodes the completion record the index keeps with the completion. */
 static void
 done_result_encode(struct s3_req *r, const char *etag, enum auth_checksum_algo algo,
-                   struct slice ck, bool is_full, const uint8_t **out, size_t *out_len)
+                   struct slice ck, bool is_full, enum sse_mode sse_mode, const uint8_t **out,
+                   size_t *out_len)
 {
-    struct meta_entry e[4];
+    struct meta_entry e[5];
     size_t n = 0;
     e[n++] = (struct meta_entry){SLICE_LIT(DONE_ETAG), slice_from_cstr(etag)};
     if (ck.len) {
@@ -569,6 +571,9 @@ done_result_encode(struct s3_req *r, const char *etag, enum auth_checksum_algo a
         e[n++] = (struct meta_entry){SLICE_LIT(DONE_CK_TYPE),
                                      is_full ? SLICE_LIT("FULL_OBJECT") : SLICE_LIT("COMPOSITE")};
     }
+    if (sse_mode != SSE_NONE)
+        e[n++] = (struct meta_entry){SLICE_LIT(DONE_SSE),
+                                     sse_mode == SSE_C ? SLICE_LIT("C") : SLICE_LIT("S3")};
     struct meta m = {e, n};
     meta_encode(r->arena, &m, out, out_len);
 }
@@ -592,8 +597,13 @@ complete_repeated(struct s3_req *r, const struct index_bucket *bk)
         done.bucket_id != bk->id || !slice_eq(done.key, r->key) ||
         !meta_decode(r->arena, done.result, done.result_len, &m) || !meta_get(&m, DONE_ETAG).len)
         return false;
+    struct slice mode = meta_get(&m, DONE_SSE);
+    struct sse_obj sse = {.mode = SSE_NONE};
+    if (mode.len)
+        sse.mode = slice_eq(mode, SLICE_LIT("C")) ? SSE_C : SSE_S3;
     complete_respond_xml(r, meta_get(&m, DONE_ETAG), meta_get(&m, DONE_CK_NAME),
-                         meta_get(&m, DONE_CK), meta_get(&m, DONE_CK_TYPE), NULL, 0, NULL);
+                         meta_get(&m, DONE_CK), meta_get(&m, DONE_CK_TYPE), &sse,
+                         done.version_flags, done.version_id);
     return true;
 }
 
@@ -811,7 +821,7 @@ complete_end(struct s3_req *r)
     }
     char etag[48];
     s3_format_etag(obj.etag, n_used, etag);
-    done_result_encode(r, etag, algo, ck, is_full, &op.done_result, &op.done_result_len);
+    done_result_encode(r, etag, algo, ck, is_full, sse.mode, &op.done_result, &op.done_result_len);
     rc = committer_run(r->srv->committer, &op, 1);
     if (rc == 0)
         rc = op.result;

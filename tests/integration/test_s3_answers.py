@@ -97,6 +97,29 @@ def test_complete_twice(srv):
     eq(s3.get_object(Bucket=BUCKET, Key="twice")["Body"].read(), b"a" * (5 * MIB) + b"b" * 100, "object intact")
 
 
+def test_complete_twice_keeps_version_and_encryption(srv):
+    # A retried completion answers with the headers of the first: the
+    # version id it wrote and the encryption it applied.
+    s3 = srv.client()
+    s3.create_bucket(Bucket="twice-versioned")
+    s3.put_bucket_versioning(Bucket="twice-versioned", VersioningConfiguration={"Status": "Enabled"})
+    up = s3.create_multipart_upload(Bucket="twice-versioned", Key="k", ServerSideEncryption="AES256")["UploadId"]
+    p1 = s3.upload_part(Bucket="twice-versioned", Key="k", UploadId=up, PartNumber=1, Body=b"v" * 1000)
+    parts = {"Parts": [{"PartNumber": 1, "ETag": p1["ETag"]}]}
+    first = s3.complete_multipart_upload(Bucket="twice-versioned", Key="k", UploadId=up, MultipartUpload=parts)
+    check(first.get("VersionId"), "first completion has a version id")
+    eq(first.get("ServerSideEncryption"), "AES256", "first completion: encryption")
+    s3.put_object(Bucket="twice-versioned", Key="k", Body=b"newer")
+    for when in ("repeated", "repeated after a restart"):
+        again = s3.complete_multipart_upload(Bucket="twice-versioned", Key="k", UploadId=up, MultipartUpload=parts)
+        eq(again.get("VersionId"), first["VersionId"], when + ": version id")
+        eq(again.get("ServerSideEncryption"), "AES256", when + ": encryption")
+        eq(again["ETag"], first["ETag"], when + ": ETag")
+        srv.restart()
+        s3 = srv.client()
+    eq(s3.get_object(Bucket="twice-versioned", Key="k", VersionId=first["VersionId"])["Body"].read(), b"v" * 1000, "the version written once")
+
+
 def test_part_uploaded_twice(srv):
     s3 = srv.client()
     up = s3.create_multipart_upload(Bucket=BUCKET, Key="p2")["UploadId"]
@@ -446,6 +469,7 @@ TESTS = [
     test_setup,
     test_delete_bucket_aborts_uploads,
     test_complete_twice,
+    test_complete_twice_keeps_version_and_encryption,
     test_part_uploaded_twice,
     test_part_number_beyond,
     test_complete_checksum_mismatch,
