@@ -376,6 +376,7 @@ tier_cold_open(const struct tier_cold_config *cfg, struct tier **out)
         .max_volumes = cfg->max_volumes,
         .write_buffer_total = 8u << 20,
         .is_direct = true,
+        .is_sparse = true, /* a cold tier no rule uses costs no disk */
         .max_pins = cfg->max_pins,
         .pin_timeout_ms = 0,
     };

@@ -47,6 +47,7 @@ struct storage_config {
     uint32_t max_volumes;        /* new volumes are created on demand up to this */
     uint64_t write_buffer_total; /* bound on all staging buffers together (bytes) */
     bool is_direct;              /* O_DIRECT writes (false only where the fs refuses it) */
+    bool is_sparse;              /* volumes take disk as written (no fallocate up front) */
     uint32_t max_pins;           /* reader pins held at once; 0: STORAGE_PINS_DEFAULT */
     uint32_t pin_timeout_ms;     /* a revocable pin idle this long is revoked; 0: never */
 };

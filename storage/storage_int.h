@@ -107,6 +107,7 @@ struct storage {
     uint64_t volume_size;
     uint32_t max_volumes;
     bool is_direct;
+    bool is_sparse; /* volumes sized by ftruncate, blocks allocated as written */
 
     /* vols[0..n_volumes) are immutable once published (release store of
      * n_volumes), so readers index them without a lock. */

@@ -48,9 +48,10 @@ direct_io_works(int fd)
 
 /*
  * Opens (creating when 'is_create') volume 'id' and makes sure it is
- * 'st->volume_size' long. Returns 0 and sets '*out', or -errno (-ENOENT
- * when it does not exist and !is_create; -ENOSPC when fallocate finds no
- * room, in which case a file it created is removed again).
+ * 'st->volume_size' long (allocated up front, or sparse when
+ * st->is_sparse). Returns 0 and sets '*out', or -errno (-ENOENT when it
+ * does not exist and !is_create; -ENOSPC when fallocate finds no room, in
+ * which case a file it created is removed again).
  */
 static int
 volume_open(struct storage *st, uint32_t id, bool is_create, struct storage__volume **out)
@@ -88,7 +89,13 @@ volume_open(struct storage *st, uint32_t id, bool is_create, struct storage__vol
         err = -errno;
         goto fail;
     }
-    if ((uint64_t)sb.st_size < st->volume_size) {
+    if ((uint64_t)sb.st_size < st->volume_size && st->is_sparse) {
+        if (ftruncate(wfd, (off_t)st->volume_size) < 0) {
+            err = -errno;
+            log_warn("storage: ftruncate %s: %s", path, strerror(-err));
+            goto fail;
+        }
+    } else if ((uint64_t)sb.st_size < st->volume_size) {
         int ret = posix_fallocate(wfd, 0, (off_t)st->volume_size);
         if (ret != 0) {
             err = -ret;
@@ -221,6 +228,7 @@ storage_open(struct storage **out, const struct storage_config *cfg)
     st->volume_size = cfg->volume_size;
     st->max_volumes = cfg->max_volumes;
     st->is_direct = cfg->is_direct;
+    st->is_sparse = cfg->is_sparse;
     st->vols = xcalloc(cfg->max_volumes, sizeof(*st->vols));
     atomic_init(&st->n_volumes, 0);
     pthread_mutex_init(&st->alloc_lock, NULL);

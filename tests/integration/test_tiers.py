@@ -295,6 +295,13 @@ def test_full_cold_tier(_shared):
     srv = h.Server(config=cfg, tag="tier-full")
     try:
         srv.start()
+        # The cold volume is sparse: an unused tier takes no disk (the hot
+        # volume is allocated up front).
+        cold = os.stat(os.path.join(srv.data_dir, "cold", "vol-0000.dat"))
+        hot = os.stat(os.path.join(srv.data_dir, "volumes", "vol-0000.dat"))
+        h.eq(cold.st_size, 8 * MIB, "cold volume size")
+        h.check(cold.st_blocks * 512 < MIB, "unused cold volume allocated %d bytes" % (cold.st_blocks * 512))
+        h.check(hot.st_blocks * 512 >= 64 * MIB, "hot volume preallocated")
         s3 = srv.client()
         s3.create_bucket(Bucket="full")
         # Random bytes do not compress: 3 x 3 MiB cannot fit in 8 MiB.
