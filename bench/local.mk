@@ -13,3 +13,4 @@ EXTRA_DIST += bench/ml.sh
 EXTRA_DIST += bench/policy.sh
 EXTRA_DIST += bench/rdma.sh
 EXTRA_DIST += bench/lifecycle.sh
+EXTRA_DIST += bench/tls.sh

@@ -20,6 +20,7 @@
 #include "server/access.h"
 #include "server/errors.h"
 #include "server/extents.h"
+#include "server/http.h"
 #include "server/lifecycle.h"
 #include "server/meta.h"
 #include "server/ops.h"
@@ -161,7 +162,10 @@ s3_body_response(struct s3_req *r, const struct index_object *obj, uint64_t firs
     int rc = storage_reader_create(r->srv->storage, r->pin, se, obj->n_extents, first, len, &rd);
     if (rc < 0)
         goto fail;
-    if (storage_reader_is_one_span(rd)) {
+    /* Under TLS there is no sendfile: MHD would pread an fd response
+     * 4 KiB at a time (one TLS record, poll and send each); the streamed
+     * reader below reads GET_BLOCK_LEN at once. */
+    if (storage_reader_is_one_span(rd) && !http_conn_is_tls(r->conn)) {
         /* Zero copy: MHD sendfile()s from its own dup of storage's fd. */
         struct storage_send_span span;
         rc = storage_reader_span(rd, 0, &span);
