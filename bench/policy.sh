@@ -53,7 +53,9 @@ mkdir -p "$DATA"
 
 ss_launch "$DATA/ss"
 log "shardstore at $SS_EP"
-for b in plain guarded; do ss_curl -f -X PUT "$SS_EP/$b" -o /dev/null || die "create bucket $b failed"; done
+# plain: a default bucket (BucketOwnerEnforced); guarded: ACLs on (ObjectWriter) for its ACLs.
+ss_curl -f -X PUT "$SS_EP/plain" -o /dev/null || die "create bucket plain failed"
+ss_curl -f -X PUT "$SS_EP/guarded" -H "x-amz-object-ownership: ObjectWriter" -o /dev/null || die "create bucket guarded failed"
 
 # ---------------- the guarded bucket's configuration ----------------
 python3 - > "$W/policy.json" <<'PY'
