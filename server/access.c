@@ -364,12 +364,15 @@ s3_is_allowed(struct s3_req *r, enum auth_action action, struct slice key)
         return true;
     }
     bool is_bucket_res = is_bucket_resource(r, action);
-    unsigned need = bucket_access_object_acl_need(r);
     /* An object with an ACL of its own is read by that ACL, not by the
      * bucket's public-read flag (a private object in a public-read bucket
      * stays private): decide without the flag first, and look at the
-     * object only when the flag is what would let the caller in. */
-    bool is_object_read = is_bucket_action && is_public && need && !is_bucket_res && key.len;
+     * object only when the flag is what would let the caller in. (The
+     * operation's table lookup is paid only in public-read buckets.) */
+    unsigned need = 0;
+    if (is_bucket_action && is_public && !is_bucket_res && key.len)
+        need = bucket_access_object_acl_need(r);
+    bool is_object_read = need != 0;
     if (is_object_read)
         bv.is_public_read = false;
     bool base = auth_policy_allows(&r->principal, is_bucket_action ? &bv : NULL,
@@ -389,6 +392,8 @@ s3_is_allowed(struct s3_req *r, enum auth_action action, struct slice key)
         return verdict > 0;
     /* Denied so far, but not explicitly: the object's own ACL may allow
      * (read only when the request would otherwise fail). */
+    if (!need)
+        need = bucket_access_object_acl_need(r);
     return need && !is_bucket_res && s3_object_acl_allows(r, key, need);
 }
 

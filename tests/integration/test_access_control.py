@@ -445,6 +445,11 @@ def test_default_ownership_acls_off(srv):
         s3.create_bucket(Bucket="own-default2", ACL="public-read")
     h.eq(srv.request("HEAD", "/own-default2").status, 404, "no bucket made with a refused ACL")
     s3.create_bucket(Bucket="own-default3", ACL="private")
+    # No ownership stored (as for a bucket made before this default, or after
+    # DeleteBucketOwnershipControls): ACLs on, as before.
+    s3.delete_bucket_ownership_controls(Bucket="own-default3")
+    s3.put_object(Bucket="own-default3", Key="o", Body=b"o", ACL="public-read")
+    h.eq(anon(srv, "GET", "own-default3", "o").status, 200, "no stored ownership: ACLs on")
     # With ObjectWriter asked for, ACLs are on from the start.
     s3.create_bucket(Bucket="own-writer", ACL="public-read", ObjectOwnership="ObjectWriter")
     s3.put_object(Bucket="own-writer", Key="o", Body=b"o")
