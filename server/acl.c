@@ -630,6 +630,10 @@ op_get_object_acl(struct s3_req *r)
     }
     struct slice v = meta_get(&m, META_ACL);
     snprintf(owner, sizeof(owner), "%s", s3_bucket_owner_id(r, &bk));
+    /* With ACLs off the bucket owner owns every object and the answer is
+     * its FULL_CONTROL, whatever an object written earlier carries. */
+    if (r->access && r->access->ownership == OWNERSHIP_BUCKET_OWNER_ENFORCED)
+        v = SLICE_NULL;
     if (v.ptr && !object_acl_parse(v, owner, acl)) {
         s3_respond_error(r, S3_ERR_INTERNAL_ERROR, NULL);
         return;

@@ -406,6 +406,9 @@ def test_owner_enforced_turns_acls_off(srv):
     h.eq(anon(srv, "GET", b, "y").status, 200, "ACLs on again")
     s3.put_bucket_ownership_controls(Bucket=b, OwnershipControls={"Rules": [{"ObjectOwnership": "BucketOwnerEnforced"}]})
     h.eq(anon(srv, "GET", b, "y").status, 403, "ACLs off: the object ACL decides nothing")
+    owner = s3.get_bucket_acl(Bucket=b)["Owner"]["ID"]
+    h.eq(grants_of(s3.get_object_acl(Bucket=b, Key="y")), {(owner, "FULL_CONTROL")},
+         "ACLs off: GetObjectAcl shows only the owner's FULL_CONTROL")
     # A bucket whose ACL grants others cannot turn ACLs off.
     b2 = "acl-enforced2"
     s3.create_bucket(Bucket=b2, ACL="public-read", ObjectOwnership="ObjectWriter")
