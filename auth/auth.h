@@ -415,6 +415,8 @@ enum auth_iam_key {
     AUTH_IAM_KEY_SIGNATURE_VERSION,
     AUTH_IAM_KEY_AUTH_TYPE,
     AUTH_IAM_KEY_VERSION_ID,
+    AUTH_IAM_KEY_SOURCE_ARN,     /* a service's source resource (log delivery) */
+    AUTH_IAM_KEY_SOURCE_ACCOUNT, /* the account a service acts for */
 };
 
 /* Value 'i' (from 0) of condition key 'key' ('suffix': the tag key of the
@@ -435,6 +437,10 @@ struct auth_iam_request {
     struct slice user_name;  /* the user's name (principal ARN user/NAME) */
     struct slice user_id;    /* canonical id (CanonicalUser principals) */
     bool skip_public_allows; /* RestrictPublicBuckets: public Allows do not count */
+    /* Non-empty: the caller is this AWS service principal (e.g.
+     * "logging.s3.amazonaws.com"), matched by "Service" principals and
+     * "*" only; is_anonymous and is_root are then false. */
+    struct slice service;
     auth_iam_value_fn value;
     void *ctx;
 };

@@ -11,8 +11,9 @@
  * ACLs and grants). Principals: "*" (everyone, anonymous included),
  * arn:aws:iam::<account>:user/<name> (a shardstore user by name),
  * arn:aws:iam::<account>:root or a 12-digit account id (the root user),
- * {"CanonicalUser": "<user id>"}. The account part is not checked: one
- * shardstore is one account.
+ * {"CanonicalUser": "<user id>"}, {"Service": "<name>"} (an AWS service
+ * acting for the account: server access log delivery). The account part
+ * is not checked: one shardstore is one account.
  */
 #include "auth/auth_int.h"
 
@@ -25,11 +26,11 @@
  * Compiled form
  * ====================================================================== */
 
-enum principal_kind { PR_ANY, PR_USER, PR_ROOT, PR_CANONICAL };
+enum principal_kind { PR_ANY, PR_USER, PR_ROOT, PR_CANONICAL, PR_SERVICE };
 
 struct iam_principal {
     enum principal_kind kind;
-    struct slice value; /* user name or canonical id */
+    struct slice value; /* user name, canonical id or service name */
 };
 
 enum cond_base {
@@ -199,6 +200,8 @@ static const struct {
     {"s3:signatureversion", AUTH_IAM_KEY_SIGNATURE_VERSION},
     {"s3:authtype", AUTH_IAM_KEY_AUTH_TYPE},
     {"s3:versionid", AUTH_IAM_KEY_VERSION_ID},
+    {"aws:sourcearn", AUTH_IAM_KEY_SOURCE_ARN},
+    {"aws:sourceaccount", AUTH_IAM_KEY_SOURCE_ACCOUNT},
 };
 
 static const struct {
@@ -465,14 +468,15 @@ compile_principal(struct compiler *c, const struct json_value *v, struct iam_stm
         size_t n;
         bool is_aws = slice_eq(m->name, SLICE_LIT("AWS"));
         bool is_canonical = slice_eq(m->name, SLICE_LIT("CanonicalUser"));
-        if ((!is_aws && !is_canonical) || !string_list(c, m, false, &list, &n))
+        bool is_service = slice_eq(m->name, SLICE_LIT("Service"));
+        if ((!is_aws && !is_canonical && !is_service) || !string_list(c, m, false, &list, &n))
             return false;
         for (size_t i = 0; i < n; i++) {
             struct iam_principal *p = &st->principals[st->n_principals++];
-            if (is_canonical) {
+            if (is_canonical || is_service) {
                 if (list[i].len == 0)
                     return false;
-                p->kind = PR_CANONICAL;
+                p->kind = is_service ? PR_SERVICE : PR_CANONICAL;
                 p->value = list[i];
             } else if (!principal_aws(c, list[i], p)) {
                 return false;
@@ -913,13 +917,17 @@ principal_matches(const struct iam_stmt *st, const struct auth_iam_request *rq)
             is_match = true;
             break;
         case PR_ROOT:
-            is_match = rq->is_root;
+            is_match = rq->is_root && !rq->service.len;
             break;
         case PR_USER:
-            is_match = !rq->is_anonymous && !rq->is_root && slice_eq(p->value, rq->user_name);
+            is_match = !rq->is_anonymous && !rq->is_root && !rq->service.len &&
+                       slice_eq(p->value, rq->user_name);
             break;
         case PR_CANONICAL:
-            is_match = !rq->is_anonymous && slice_eq(p->value, rq->user_id);
+            is_match = !rq->is_anonymous && !rq->service.len && slice_eq(p->value, rq->user_id);
+            break;
+        case PR_SERVICE:
+            is_match = rq->service.len && slice_eq(p->value, rq->service);
             break;
         }
     }

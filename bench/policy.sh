@@ -6,10 +6,12 @@
 # Figures (medians of BENCH_RUNS runs; all runs listed; runs alternate plain, guarded,
 # plain, ... so drift hits both alike):
 #   range   shard bench range: 64 KiB range GETs (BENCH_CONC connections, BENCH_SECS s) of
-#           BENCH_OBJECTS objects of 1 MiB, req/s, in a bucket with no configuration ("plain")
+#           BENCH_OBJECTS objects of 1 MiB, req/s, in a default new bucket ("plain": no
+#           configuration but its BucketOwnerEnforced ownership)
 #           and in one with a 20-statement bucket policy (Allow and Deny statements with
 #           conditions on aws:SourceIp, s3:prefix, aws:CurrentTime, s3:ExistingObjectTag, ...,
-#           none of which denies the caller), a bucket ACL and object ACLs ("guarded");
+#           none of which denies the caller), a bucket ACL and object ACLs ("guarded",
+#           created ObjectWriter so ACLs are on);
 #           the ratio guarded/plain (goal >= 0.97).
 #   put     shard bench put: 4 KiB objects, PUT/s, same two buckets and ratio.
 #   post    POST Object (browser form upload, curl -F, SigV4-signed policy) of BENCH_POST_MB
@@ -53,7 +55,9 @@ mkdir -p "$DATA"
 
 ss_launch "$DATA/ss"
 log "shardstore at $SS_EP"
-for b in plain guarded; do ss_curl -f -X PUT "$SS_EP/$b" -o /dev/null || die "create bucket $b failed"; done
+# plain: a default bucket (BucketOwnerEnforced); guarded: ACLs on (ObjectWriter) for its ACLs.
+ss_curl -f -X PUT "$SS_EP/plain" -o /dev/null || die "create bucket plain failed"
+ss_curl -f -X PUT "$SS_EP/guarded" -H "x-amz-object-ownership: ObjectWriter" -o /dev/null || die "create bucket guarded failed"
 
 # ---------------- the guarded bucket's configuration ----------------
 python3 - > "$W/policy.json" <<'PY'

@@ -325,11 +325,14 @@ load_bucket_facts(struct s3_req *r)
 }
 
 /* Whether the bucket's public-read flag counts: not when Public Access
- * Block ignores public ACLs or Object Ownership turned ACLs off. */
+ * Block ignores public ACLs. With Object Ownership BucketOwnerEnforced no
+ * ACL can set the flag (PutBucketAcl is refused, and so is enforcing
+ * ownership on a public bucket), so there it is the operator's own
+ * setting (admin API) and counts like a grant. */
 static bool
 public_read_counts(const struct bucket_access *ba)
 {
-    return !ba || (!ba->ignore_public_acls && ba->ownership != OWNERSHIP_BUCKET_OWNER_ENFORCED);
+    return !ba || !ba->ignore_public_acls;
 }
 
 /* Whether 'action' addresses the bucket itself (its IAM resource is the
@@ -346,9 +349,8 @@ bool
 s3_is_allowed(struct s3_req *r, enum auth_action action, struct slice key)
 {
     load_bucket_facts(r);
-    struct auth_bucket_view bv = {.owner = r->bucket_rec.owner,
-                                  .is_public_read = r->bucket_rec.is_public_read &&
-                                                    public_read_counts(r->access)};
+    bool is_public = r->bucket_rec.is_public_read && public_read_counts(r->access);
+    struct auth_bucket_view bv = {.owner = r->bucket_rec.owner, .is_public_read = is_public};
     struct auth_grant_view gv = {.level = r->has_grant ? (int)r->grant.level : 0,
                                  .prefix = slice_from_cstr(r->grant.prefix)};
     bool is_bucket_action = action != AUTH_ACTION_SERVICE && action != AUTH_ACTION_CREATE_BUCKET &&
@@ -361,11 +363,27 @@ s3_is_allowed(struct s3_req *r, enum auth_action action, struct slice key)
          * callers too, as S3 does (a name's existence is public). */
         return true;
     }
+    bool is_bucket_res = is_bucket_resource(r, action);
+    /* An object with an ACL of its own is read by that ACL, not by the
+     * bucket's public-read flag (a private object in a public-read bucket
+     * stays private): decide without the flag first, and look at the
+     * object only when the flag is what would let the caller in. (The
+     * operation's table lookup is paid only in public-read buckets.) */
+    unsigned need = 0;
+    if (is_bucket_action && is_public && !is_bucket_res && key.len)
+        need = bucket_access_object_acl_need(r);
+    bool is_object_read = need != 0;
+    if (is_object_read)
+        bv.is_public_read = false;
     bool base = auth_policy_allows(&r->principal, is_bucket_action ? &bv : NULL,
                                    r->has_grant ? &gv : NULL, action, key, r->srv->owner_id);
+    if (is_object_read && !base && s3_object_acl_decide(r, key, need) < 0) {
+        bv.is_public_read = true;
+        base = auth_policy_allows(&r->principal, &bv, r->has_grant ? &gv : NULL, action, key,
+                                  r->srv->owner_id);
+    }
     if (!is_bucket_action)
         return base;
-    bool is_bucket_res = is_bucket_resource(r, action);
     int verdict = r->access ? bucket_access_decide(r, r->access, base, bucket_access_iam_action(r),
                                                    is_bucket_res ? SLICE_NULL : key,
                                                    bucket_access_acl_need(r))
@@ -374,7 +392,8 @@ s3_is_allowed(struct s3_req *r, enum auth_action action, struct slice key)
         return verdict > 0;
     /* Denied so far, but not explicitly: the object's own ACL may allow
      * (read only when the request would otherwise fail). */
-    unsigned need = bucket_access_object_acl_need(r);
+    if (!need)
+        need = bucket_access_object_acl_need(r);
     return need && !is_bucket_res && s3_object_acl_allows(r, key, need);
 }
 
@@ -389,6 +408,25 @@ s3_authorize(struct s3_req *r, enum auth_action action, struct slice key)
     return false;
 }
 
+/* s3_object_acl_decide for READ of 'key' in bucket 'bk' (access 'ba'),
+ * which need not be the request's bucket. */
+static int
+other_object_acl_decide(struct s3_req *r, const struct index_bucket *bk, struct bucket_access *ba,
+                        struct slice key)
+{
+    struct index_bucket saved = r->bucket_rec;
+    struct bucket_access *saved_access = r->access;
+    bool had_bucket = r->has_bucket;
+    r->bucket_rec = *bk;
+    r->has_bucket = true;
+    r->access = ba;
+    int d = s3_object_acl_decide(r, key, ACL_READ);
+    r->bucket_rec = saved;
+    r->has_bucket = had_bucket;
+    r->access = saved_access;
+    return d;
+}
+
 bool
 s3_authorize_bucket(struct s3_req *r, const struct index_bucket *bk, enum auth_action action,
                     struct slice key)
@@ -397,12 +435,25 @@ s3_authorize_bucket(struct s3_req *r, const struct index_bucket *bk, enum auth_a
     bool has_grant = !r->principal.is_anonymous && !r->principal.is_root &&
                      index_grant_get(r->srv->index, slice_from_cstr(r->user_id), bk->id, &g) == 0;
     struct bucket_access *ba = bucket_access_get(r->srv->access, bk->id);
+    bool is_public = bk->is_public_read && public_read_counts(ba);
+    bool is_object_read = action == AUTH_ACTION_READ && key.len;
     struct auth_bucket_view bv = {.owner = bk->owner,
-                                  .is_public_read = bk->is_public_read && public_read_counts(ba)};
+                                  .is_public_read = is_public && !is_object_read};
     struct auth_grant_view gv = {.level = has_grant ? (int)g.level : 0,
                                  .prefix = has_grant ? slice_from_cstr(g.prefix) : SLICE_NULL};
     bool is_allowed = auth_policy_allows(&r->principal, &bv, has_grant ? &gv : NULL, action, key,
                                          r->srv->owner_id);
+    if (!is_allowed && is_object_read) {
+        /* The source object's own ACL, else the bucket's public-read flag
+         * (as s3_is_allowed reads a GET). */
+        int d = other_object_acl_decide(r, bk, ba, key);
+        if (d < 0 && is_public) {
+            bv.is_public_read = true;
+            is_allowed = auth_policy_allows(&r->principal, &bv, has_grant ? &gv : NULL, action, key,
+                                            r->srv->owner_id);
+        }
+        is_allowed = is_allowed || d > 0;
+    }
     if (ba) {
         /* The policy is the source bucket's, and speaks of its name. */
         struct index_bucket saved = r->bucket_rec;

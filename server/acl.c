@@ -405,7 +405,11 @@ op_get_bucket_acl(struct s3_req *r)
     if (!s3_bucket_lookup(r, &bk))
         return;
     const struct acl *acl = r->access && r->access->has_acl ? &r->access->acl : &empty;
-    acl_respond(r, s3_bucket_owner_id(r, &bk), acl, bk.is_public_read);
+    /* With ACLs off the answer is the owner's FULL_CONTROL, as AWS reads
+     * it (an operator's public-read flag is not an ACL then). */
+    bool is_enforced = r->access && r->access->ownership == OWNERSHIP_BUCKET_OWNER_ENFORCED;
+    acl_respond(r, s3_bucket_owner_id(r, &bk), is_enforced ? &empty : acl,
+                bk.is_public_read && !is_enforced);
 }
 
 /* The ACL a PutBucketAcl ('is_bucket') or PutObjectAcl asks for: its
@@ -488,10 +492,11 @@ s3_bucket_acl_check_create(struct s3_req *r)
         s3_respond_error(r, e.code, e.msg);
         return false;
     }
-    /* A new bucket with x-amz-object-ownership: BucketOwnerEnforced takes
-     * no ACL but the owner's. */
+    /* A new bucket with BucketOwnerEnforced (asked for, or the default
+     * when x-amz-object-ownership is absent) takes no ACL but the owner's. */
     struct slice own = s3_req_header(r, "x-amz-object-ownership");
-    if (own.ptr && slice_eq(own, SLICE_LIT("BucketOwnerEnforced")) && acl->n) {
+    bool is_enforced = !own.ptr || slice_eq(own, SLICE_LIT("BucketOwnerEnforced"));
+    if (is_enforced && !acl_is_owner_only(acl, r->user_id[0] ? r->user_id : r->srv->owner_id)) {
         s3_respond_error(r, S3_ERR_INVALID_BUCKET_ACL_WITH_OWNERSHIP, NULL);
         return false;
     }
@@ -562,17 +567,18 @@ s3_acl_from_request(struct s3_req *r, struct meta *m)
         s3_respond_error(r, e.code, e.msg);
         return false;
     }
-    /* An ACL granting nothing beyond the owner is the default: not stored. */
-    bool is_stored =
-        has && acl->n && !(r->access && r->access->ownership == OWNERSHIP_BUCKET_OWNER_ENFORCED);
+    /* Stored even when it grants nobody (private): an object ACL of its own
+     * decides reads of the object instead of the bucket's public-read flag.
+     * With ACLs off nothing is stored (only owner-only ACLs got here). */
+    bool is_stored = has && !(r->access && r->access->ownership == OWNERSHIP_BUCKET_OWNER_ENFORCED);
     const char *owner = r->user_id[0] ? r->user_id : r->srv->owner_id;
     object_acl_set(r, m, owner, is_stored ? acl : NULL, &nm);
     *m = nm;
     return true;
 }
 
-bool
-s3_object_acl_allows(struct s3_req *r, struct slice key, unsigned need)
+int
+s3_object_acl_decide(struct s3_req *r, struct slice key, unsigned need)
 {
     struct index_object obj;
     struct meta m;
@@ -580,21 +586,27 @@ s3_object_acl_allows(struct s3_req *r, struct slice key, unsigned need)
     struct acl *acl;
     if (!r->has_bucket || key.len == 0 ||
         (r->access && r->access->ownership == OWNERSHIP_BUCKET_OWNER_ENFORCED))
-        return false;
+        return -1;
     if (index_object_get(r->srv->index, r->bucket_rec.id, key, r->arena, &obj) != 0 ||
         !meta_decode(r->arena, obj.meta, obj.meta_len, &m))
-        return false;
+        return -1;
     struct slice v = meta_get(&m, META_ACL);
     if (!v.ptr)
-        return false;
+        return -1;
     acl = arena_calloc(r->arena, 1, sizeof(*acl));
     if (!object_acl_parse(v, owner, acl))
-        return false;
+        return 0; /* unreadable: grants nothing */
     /* The object's writer owns it and has full control of it. */
     if (!r->principal.is_anonymous && !strcmp(owner, r->user_id))
-        return true;
+        return 1;
     bool ignore_public = r->access && r->access->ignore_public_acls;
-    return (acl_perms_for(acl, r, ignore_public) & need) == need;
+    return (acl_perms_for(acl, r, ignore_public) & need) == need ? 1 : 0;
+}
+
+bool
+s3_object_acl_allows(struct s3_req *r, struct slice key, unsigned need)
+{
+    return s3_object_acl_decide(r, key, need) > 0;
 }
 
 void
@@ -618,6 +630,10 @@ op_get_object_acl(struct s3_req *r)
     }
     struct slice v = meta_get(&m, META_ACL);
     snprintf(owner, sizeof(owner), "%s", s3_bucket_owner_id(r, &bk));
+    /* With ACLs off the bucket owner owns every object and the answer is
+     * its FULL_CONTROL, whatever an object written earlier carries. */
+    if (r->access && r->access->ownership == OWNERSHIP_BUCKET_OWNER_ENFORCED)
+        v = SLICE_NULL;
     if (v.ptr && !object_acl_parse(v, owner, acl)) {
         s3_respond_error(r, S3_ERR_INTERNAL_ERROR, NULL);
         return;
@@ -649,7 +665,10 @@ object_acl_replace(struct s3_req *r, const struct index_bucket *bk, const struct
             rc = -EIO;
             break;
         }
-        object_acl_set(r, &m, owner, acl->n ? acl : NULL, &nm);
+        /* Kept even when it grants nobody: see s3_acl_from_request. With
+         * ACLs off only an owner-only ACL got here, and none is stored. */
+        bool is_enforced = r->access && r->access->ownership == OWNERSHIP_BUCKET_OWNER_ENFORCED;
+        object_acl_set(r, &m, owner, is_enforced ? NULL : acl, &nm);
         meta_encode(r->arena, &nm, &obj.meta, &obj.meta_len);
         struct index_op op = {.kind = INDEX_OP_SET_META,
                               .bucket_id = bk->id,

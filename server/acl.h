@@ -25,17 +25,22 @@ struct s3_req;
 /*
  * Reads the ACL headers of an object write (x-amz-acl or x-amz-grant-*)
  * and, when there are any, stores the object's ACL (owner: the writer) in
- * 'm' under META_ACL; without them any META_ACL 'm' had (a copy's source)
- * is dropped. Enforces Object Ownership and BlockPublicAcls. Responds
- * with the error and returns false when the headers are refused.
+ * 'm' under META_ACL, even one granting nobody (x-amz-acl: private), which
+ * then keeps the bucket's public-read flag from serving the object;
+ * without them any META_ACL 'm' had (a copy's source) is dropped. Enforces Object Ownership and
+ * BlockPublicAcls. Responds with the error and returns false when the headers are refused.
  */
 bool s3_acl_from_request(struct s3_req *r, struct meta *m);
 /*
- * Whether the ACL of object 'key' in the request's bucket gives the
- * principal all of 'need' (ACL_* bits). Reads the object's record; false
- * when it has no ACL, ACLs are off (BucketOwnerEnforced) or the object is
- * missing.
+ * What the ACL of object 'key' in the request's bucket says about the
+ * principal having all of 'need' (ACL_* bits). Reads the object's record.
+ * Returns 1 (allowed: granted, or the principal wrote the object), 0 (the
+ * object has an ACL of its own that does not grant it) or -1 (no ACL of
+ * its own: the object is missing, was written without one, or ACLs are
+ * off with BucketOwnerEnforced).
  */
+int s3_object_acl_decide(struct s3_req *r, struct slice key, unsigned need);
+/* s3_object_acl_decide(r, key, need) > 0. */
 bool s3_object_acl_allows(struct s3_req *r, struct slice key, unsigned need);
 /* CreateBucket, before the bucket exists: validates the ACL headers (and
  * that BucketOwnerEnforced, x-amz-object-ownership, comes with no ACL).

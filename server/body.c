@@ -115,8 +115,9 @@ bool
 body_feed(struct s3_req *r, const char *data, size_t len)
 {
     feed_raw(r, data, len);
-    /* Past the route's limit nothing more is worth reading. */
-    return r->body_error != S3_ERR_ENTITY_TOO_LARGE;
+    /* Past the route's limit, or after an error the handler calls final,
+     * nothing more is worth reading. */
+    return r->body_error != S3_ERR_ENTITY_TOO_LARGE && !(r->body_error && r->is_body_error_final);
 }
 
 void

@@ -18,8 +18,9 @@ void body_start(struct s3_req *r);
 /* Feeds 'len' raw body bytes off the wire. Errors are kept in
  * r->body_error (the rest of the body is then discarded and the error
  * answered at the end). Returns false when reading on is pointless (the
- * payload passed r->payload_max, which handlers may lower): the caller
- * answers r->body_error at once and closes the connection. */
+ * payload passed r->payload_max, which handlers may lower, or on_body's
+ * error is final, r->is_body_error_final): the caller answers
+ * r->body_error at once and closes the connection. */
 bool body_feed(struct s3_req *r, const char *data, size_t len);
 /* Hands 'len' decoded payload bytes that came out of band (RDMA, rdma.c)
  * to the handler's on_body, counted and capped like bytes off the wire.

@@ -637,6 +637,8 @@ condition_value(void *ctx, enum auth_iam_key key, struct slice suffix, size_t i,
         return true;
     case AUTH_IAM_KEY_VERSION_ID:
         return param_value(r, "versionId", out);
+    case AUTH_IAM_KEY_SOURCE_ARN:
+    case AUTH_IAM_KEY_SOURCE_ACCOUNT: /* set only when a service calls */
     case AUTH_IAM_KEY_REQUEST_TAG_KEYS:
         break;
     }
@@ -692,4 +694,85 @@ bucket_access_decide(struct s3_req *r, const struct bucket_access *ba, bool base
         (acl_perms_for(&ba->acl, r, ba->ignore_public_acls) & acl_need) == acl_need)
         is_allowed = true;
     return is_allowed ? 1 : 0;
+}
+
+/* ======================================================================
+ * Server access log delivery
+ * ====================================================================== */
+
+/* The values the log delivery service's request has: the bucket it logs
+ * (aws:SourceArn), the account (aws:SourceAccount) and the time. */
+struct log_value_ctx {
+    const char *source_arn;
+    char buf[32];
+};
+
+static bool
+log_condition_value(void *ctx, enum auth_iam_key key, struct slice suffix, size_t i,
+                    struct slice *out)
+{
+    struct log_value_ctx *lc = ctx;
+    (void)suffix;
+    if (i > 0)
+        return false;
+    switch (key) {
+    case AUTH_IAM_KEY_SOURCE_ARN:
+        *out = slice_from_cstr(lc->source_arn);
+        return true;
+    case AUTH_IAM_KEY_SOURCE_ACCOUNT:
+        *out = SLICE_LIT(BUCKET_ACCESS_ACCOUNT_ID);
+        return true;
+    case AUTH_IAM_KEY_PRINCIPAL_TYPE:
+        *out = SLICE_LIT("Service");
+        return true;
+    case AUTH_IAM_KEY_SECURE_TRANSPORT:
+        *out = SLICE_LIT("true");
+        return true;
+    case AUTH_IAM_KEY_EPOCH_TIME:
+        snprintf(lc->buf, sizeof(lc->buf), "%" PRId64, clock_now_ns() / 1000000000);
+        *out = slice_from_cstr(lc->buf);
+        return true;
+    default:
+        return false;
+    }
+}
+
+bool
+bucket_access_allows_log_delivery(struct bucket_access_cache *c, const struct index_bucket *target,
+                                  struct slice key, struct slice source_bucket)
+{
+    struct bucket_access *ba = bucket_access_get(c, target->id);
+    bool is_allowed = false;
+    if (!ba)
+        return false;
+    if (ba->policy) {
+        struct arena *a = arena_create(512);
+        struct log_value_ctx lc = {
+            .source_arn =
+                arena_sprintf(a, "arn:aws:s3:::%.*s", (int)source_bucket.len, source_bucket.ptr),
+        };
+        struct auth_iam_request rq = {
+            .action = SLICE_LIT("s3:PutObject"),
+            .resource = slice_from_cstr(
+                arena_sprintf(a, "arn:aws:s3:::%s/%.*s", target->name, (int)key.len, key.ptr)),
+            .service = SLICE_LIT(BUCKET_ACCESS_LOG_SERVICE),
+            .value = log_condition_value,
+            .ctx = &lc,
+        };
+        enum auth_iam_effect eff = auth_iam_evaluate(ba->policy, &rq);
+        arena_destroy(a);
+        if (eff == AUTH_IAM_DENY)
+            goto out;
+        is_allowed = eff == AUTH_IAM_ALLOW;
+    }
+    /* With ACLs on, the bucket ACL's WRITE for the LogDelivery group. */
+    if (!is_allowed && ba->has_acl && ba->ownership != OWNERSHIP_BUCKET_OWNER_ENFORCED) {
+        for (size_t i = 0; i < ba->acl.n && !is_allowed; i++)
+            is_allowed = ba->acl.grants[i].kind == ACL_GRANTEE_LOG_DELIVERY &&
+                         (ba->acl.grants[i].perm & ACL_WRITE);
+    }
+
+out:
+    bucket_access_release(ba);
+    return is_allowed;
 }

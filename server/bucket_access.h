@@ -19,6 +19,9 @@ struct index;
 /* The account id in the ARNs shardstore shows (aws:PrincipalArn): one
  * server is one account. Policies may name any account id. */
 #define BUCKET_ACCESS_ACCOUNT_ID "000000000000"
+/* The service principal server access log delivery acts as. */
+#define BUCKET_ACCESS_LOG_SERVICE "logging.s3.amazonaws.com"
+struct index_bucket;
 struct s3_req;
 
 /* Configuration kinds in index/'s per-bucket store. Numbered away from
@@ -120,5 +123,16 @@ const char *bucket_access_iam_action(const struct s3_req *r);
 unsigned bucket_access_acl_need(const struct s3_req *r);
 /* The object ACL permission that grants the route's operation (0: none). */
 unsigned bucket_access_object_acl_need(const struct s3_req *r);
+/*
+ * Whether bucket 'target' lets server access log delivery for bucket
+ * 'source_bucket' write object 'key' (a TargetPrefix when checking a
+ * configuration), as AWS requires: its policy allows Service
+ * logging.s3.amazonaws.com s3:PutObject there (aws:SourceArn and
+ * aws:SourceAccount conditions answered) and denies nothing, or, with ACLs
+ * on, its ACL grants the LogDelivery group WRITE. No configuration: false.
+ */
+bool bucket_access_allows_log_delivery(struct bucket_access_cache *c,
+                                       const struct index_bucket *target, struct slice key,
+                                       struct slice source_bucket);
 
 #endif

@@ -16,6 +16,7 @@
 #include "index/index.h"
 #include "server/access.h"
 #include "server/body.h"
+#include "server/bucket_access.h"
 #include "server/bucket_log.h"
 #include "server/commit.h"
 #include "server/errors.h"
@@ -350,8 +351,24 @@ fail:
     return rc;
 }
 
+struct name_by_id {
+    uint64_t id;
+    char name[INDEX_MAX_BUCKET + 1];
+};
+
+static int
+match_bucket_id(void *ctx, const struct index_bucket *b)
+{
+    struct name_by_id *nb = ctx;
+    if (b->id != nb->id)
+        return 0;
+    snprintf(nb->name, sizeof(nb->name), "%s", b->name);
+    return 1;
+}
+
 /* Delivers batch file 'name' (SOURCE-NS.batch) and unlinks it when done
- * (or when nothing can take it: logging off, target gone). */
+ * (or when nothing can take it: logging off, target gone, or the target no
+ * longer lets log delivery write, as AWS delivers only while it does). */
 static void
 deliver_batch(struct bucket_log *bl, const char *name)
 {
@@ -405,6 +422,15 @@ deliver_batch(struct bucket_log *bl, const char *name)
         snprintf(hex + 2 * i, 3, "%02X", h[i]);
     char *key = arena_sprintf(a, "%.*s%s-%s", (int)cfg.target_prefix.len,
                               cfg.target_prefix.ptr ? cfg.target_prefix.ptr : "", when, hex);
+    struct name_by_id src = {.id = source_id};
+    if (index_bucket_list(ix, match_bucket_id, &src) < 0 || !src.name[0] ||
+        !bucket_access_allows_log_delivery(bl->srv->access, &dst, slice_from_cstr(key),
+                                           slice_from_cstr(src.name))) {
+        log_warn("bucket logging: %s does not let log delivery write %s: %s dropped", dst.name, key,
+                 name);
+        is_done = true;
+        goto out;
+    }
     int rc = put_object(bl, dst.id, slice_from_cstr(key), data, got, a);
     if (rc < 0) {
         log_warn("bucket logging: delivery of %s to %s failed: %d (kept for the next pass)", name,
@@ -564,6 +590,17 @@ put_logging_end(struct s3_req *r)
         s3_respond_error(r, S3_ERR_INVALID_TARGET_BUCKET_FOR_LOGGING,
                          "The owner for the bucket to be logged and the target bucket must be "
                          "the same.");
+        return;
+    }
+    /* ... and let the logging service write there: a bucket policy allowing
+     * Service logging.s3.amazonaws.com s3:PutObject, or with ACLs on a
+     * WRITE grant to the LogDelivery group. */
+    if (!bucket_access_allows_log_delivery(r->srv->access, &target, req.target_prefix,
+                                           slice_from_cstr(bk.name))) {
+        s3_respond_error(r, S3_ERR_INVALID_TARGET_BUCKET_FOR_LOGGING,
+                         "You must either provide the necessary permissions to the logging "
+                         "service using a bucket policy or give the log-delivery group WRITE and "
+                         "READ_ACP permissions to the target bucket");
         return;
     }
     struct buf b;

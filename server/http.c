@@ -343,7 +343,8 @@ answer_and_close(struct s3_req *r, enum s3_error e)
     struct buf body, head;
     buf_init(&body);
     buf_init(&head);
-    xml_error(&body, s3_error_code(e), s3_error_message(e), r->raw_path, r->request_id);
+    xml_error(&body, s3_error_code(e), r->body_error_msg ? r->body_error_msg : s3_error_message(e),
+              r->raw_path, r->request_id);
     buf_printf(&head,
                "HTTP/1.1 %d %s\r\nContent-Type: application/xml\r\nContent-Length: %zu\r\n"
                "x-amz-request-id: %s\r\nx-amz-id-2: %s\r\nServer: shardstore\r\n"

@@ -128,14 +128,17 @@ op_list_buckets(struct s3_req *r)
     buf_cleanup(&b);
 }
 
-/* x-amz-object-ownership of CreateBucket: 0 absent, an OWNERSHIP_* value,
- * or -1 for an unknown one. */
+/* x-amz-object-ownership of CreateBucket: an OWNERSHIP_* value (absent:
+ * BucketOwnerEnforced, AWS's default for new buckets since April 2023, so
+ * ACLs start off), or -1 for an unknown one. The setting is stored with
+ * every new bucket: a bucket with none stored (made before this default)
+ * keeps ACLs on. */
 static int
 bucket_ownership_from_header(struct s3_req *r)
 {
     struct slice v = s3_req_header(r, "x-amz-object-ownership");
     if (!v.ptr)
-        return 0;
+        return OWNERSHIP_BUCKET_OWNER_ENFORCED;
     if (slice_eq(v, SLICE_LIT("ObjectWriter")))
         return OWNERSHIP_OBJECT_WRITER;
     if (slice_eq(v, SLICE_LIT("BucketOwnerPreferred")))
@@ -199,7 +202,7 @@ create_bucket_end(struct s3_req *r)
         s3_respond_error(r, s3_error_from_errno(rc), NULL);
         return;
     }
-    if (own > 0) {
+    {
         char v = (char)('0' + own);
         rc = index_bucket_config_put(r->srv->index, bk.id,
                                      (enum index_bucket_config_kind)BUCKET_ACCESS_KIND_OWNERSHIP,

@@ -13,6 +13,9 @@
  * through MD5 (the ETag) and the checksum the form names; fields after the
  * file are ignored, as S3 ignores them. The end step checks the policy's
  * content-length-range and the checksum and commits the object like a PUT.
+ * A failure found while the body streams (bad signature or policy, denied,
+ * file too large) is answered at once with Connection: close, without
+ * reading the rest of the body.
  *
  * The form's fields that a PUT would carry as headers (Content-Type,
  * x-amz-meta-*, x-amz-acl, x-amz-checksum-*, Cache-Control, ...) replace
@@ -269,7 +272,7 @@ post_choose_checksum(struct post_ctx *c)
 }
 
 /* Judges the form once its fields are in; sets up the writer. Returns 0
- * or -1 (error set; the rest of the body is discarded). */
+ * or -1 (error set; answered at once, the rest of the body unread). */
 static int
 post_judge(struct s3_req *r, struct post_ctx *c)
 {
@@ -437,20 +440,26 @@ on_part_end(void *ctx)
 
 static const struct form_callbacks form_cb = {on_part, on_data, on_part_end};
 
+/* A failure known before the body is in is answered at once and the
+ * connection closed (r->is_body_error_final): the rest of a large upload
+ * is not read only to be thrown away. */
 static enum s3_error
 post_body(struct s3_req *r, const char *data, size_t len)
 {
     struct post_ctx *c = r->op_ctx;
     if (c->error != S3_OK || c->is_done)
-        return S3_OK; /* the rest is discarded; the end step answers */
+        return c->error;
     enum form_status st = form_parser_feed(&c->parser, data, len, &form_cb, r);
     if (st == FORM_ERROR)
         post_fail(c, S3_ERR_MALFORMED_POST_REQUEST, NULL);
     else if (st == FORM_DONE)
         c->is_done = true;
-    if (c->error != S3_OK)
+    if (c->error != S3_OK) {
         post_release(r, c, false);
-    return S3_OK;
+        r->is_body_error_final = true;
+        r->body_error_msg = c->error_msg;
+    }
+    return c->error;
 }
 
 /* ======================================================================

@@ -104,6 +104,11 @@ struct s3_req {
     uint64_t payload_len;     /* decoded payload bytes */
     uint64_t payload_max;     /* the most the route accepts (UINT64_MAX: no limit) */
     enum s3_error body_error; /* set when a body error occurred; rest discarded */
+    /* The handler's on_body set body_error as final: answered at once
+     * (with body_error_msg, NULL: the code's message) and the connection
+     * closed, rather than reading the rest of the body. */
+    bool is_body_error_final;
+    const char *body_error_msg;
     s3_body_fn on_body;
     s3_end_fn on_end;
     s3_cleanup_fn on_cleanup;

@@ -1,11 +1,10 @@
 /*
  * unsupported.c: the one table of request headers the server refuses
  * because it does not do what they ask. Accepting such a header and
- * ignoring it would claim a protection that is not applied (a "locked"
- * object that can be deleted, a "private" object that a public-read bucket
- * serves to anyone), so the
- * request is answered 501 NotImplemented naming the header, as S3 answers
- * what it cannot do. When a feature lands, its rows leave this table.
+ * ignoring it would claim a behaviour that is not applied (a redirect
+ * that never happens), so the request is answered 501 NotImplemented
+ * naming the header, as S3 answers what it cannot do. When a feature lands, its rows leave this
+ * table.
  *
  * Each row applies to some kinds of request (scope) and may accept the
  * values the server honours anyway (is_honoured). Headers every SDK sends
@@ -30,18 +29,6 @@ enum {
     SCOPE_ANY = 7,
 };
 
-/* x-amz-acl on an object write: object ACLs are kept (acl.c), but a
- * public-read bucket serves all its objects to anyone (shardstore's
- * public-read flag), so an object ACL that would take public reading away
- * there cannot be honoured. */
-static bool
-object_acl_is_honoured(struct s3_req *r, struct slice v)
-{
-    bool is_public = r->has_bucket && r->bucket_rec.is_public_read;
-    return !is_public || slice_eq(v, SLICE_LIT("public-read")) ||
-           slice_eq(v, SLICE_LIT("public-read-write"));
-}
-
 struct refused_header {
     const char *name; /* lower case; a prefix when it ends with '-' */
     unsigned scope;
@@ -50,10 +37,9 @@ struct refused_header {
 };
 
 /* Order matters only for the message: the first matching row names the
- * feature. (Server-side encryption headers are implemented: sse.c.) */
+ * feature. (Server-side encryption headers are implemented: sse.c; object
+ * ACLs, private ones in a public-read bucket included: acl.c.) */
 static const struct refused_header refused[] = {
-    {"x-amz-acl", SCOPE_OBJECT_WRITE, object_acl_is_honoured,
-     "a private object in a public-read bucket (the bucket serves every object to anyone)"},
     {"x-amz-website-redirect-location", SCOPE_OBJECT_WRITE, NULL, "website redirects"},
 };
 

@@ -264,12 +264,13 @@ def test_ownership_controls(srv):
     s3 = srv.client()
     b = "pol-own"
     s3.create_bucket(Bucket=b)
-    with h.client_error("OwnershipControlsNotFoundError", 404):
-        s3.get_bucket_ownership_controls(Bucket=b)
-    s3.put_bucket_ownership_controls(Bucket=b, OwnershipControls={
-        "Rules": [{"ObjectOwnership": "BucketOwnerEnforced"}]})
+    # AWS's default for new buckets since April 2023: ACLs off.
     got = s3.get_bucket_ownership_controls(Bucket=b)["OwnershipControls"]["Rules"][0]
-    h.eq(got["ObjectOwnership"], "BucketOwnerEnforced", "ownership reads back")
+    h.eq(got["ObjectOwnership"], "BucketOwnerEnforced", "a new bucket's default")
+    s3.put_bucket_ownership_controls(Bucket=b, OwnershipControls={
+        "Rules": [{"ObjectOwnership": "ObjectWriter"}]})
+    got = s3.get_bucket_ownership_controls(Bucket=b)["OwnershipControls"]["Rules"][0]
+    h.eq(got["ObjectOwnership"], "ObjectWriter", "ownership reads back")
     s3.delete_bucket_ownership_controls(Bucket=b)
     with h.client_error("OwnershipControlsNotFoundError", 404):
         s3.get_bucket_ownership_controls(Bucket=b)
@@ -290,7 +291,7 @@ def grants_of(resp):
 def test_bucket_acls(srv):
     s3 = srv.client()
     b = "acl-bucket"
-    s3.create_bucket(Bucket=b, ACL="authenticated-read")
+    s3.create_bucket(Bucket=b, ACL="authenticated-read", ObjectOwnership="ObjectWriter")
     s3.put_object(Bucket=b, Key="k", Body=b"k")
     carol = user_client(srv, "acl-carol", email="carol@example.com")
     carol_id = admin_user(srv, "acl-carol")["id"]
@@ -347,7 +348,7 @@ def admin_user(srv, name):
 def test_object_acls(srv):
     s3 = srv.client()
     b = "acl-object"
-    s3.create_bucket(Bucket=b)
+    s3.create_bucket(Bucket=b, ObjectOwnership="BucketOwnerPreferred")
     dave = user_client(srv, "acl-dave", email="dave@example.com")
     s3.put_object(Bucket=b, Key="pub", Body=b"p", ACL="public-read")
     s3.put_object(Bucket=b, Key="priv", Body=b"q")
@@ -405,9 +406,12 @@ def test_owner_enforced_turns_acls_off(srv):
     h.eq(anon(srv, "GET", b, "y").status, 200, "ACLs on again")
     s3.put_bucket_ownership_controls(Bucket=b, OwnershipControls={"Rules": [{"ObjectOwnership": "BucketOwnerEnforced"}]})
     h.eq(anon(srv, "GET", b, "y").status, 403, "ACLs off: the object ACL decides nothing")
+    owner = s3.get_bucket_acl(Bucket=b)["Owner"]["ID"]
+    h.eq(grants_of(s3.get_object_acl(Bucket=b, Key="y")), {(owner, "FULL_CONTROL")},
+         "ACLs off: GetObjectAcl shows only the owner's FULL_CONTROL")
     # A bucket whose ACL grants others cannot turn ACLs off.
     b2 = "acl-enforced2"
-    s3.create_bucket(Bucket=b2, ACL="public-read")
+    s3.create_bucket(Bucket=b2, ACL="public-read", ObjectOwnership="ObjectWriter")
     with h.client_error("InvalidBucketAclWithObjectOwnership", 400):
         s3.put_bucket_ownership_controls(Bucket=b2, OwnershipControls={
             "Rules": [{"ObjectOwnership": "BucketOwnerEnforced"}]})
@@ -415,11 +419,95 @@ def test_owner_enforced_turns_acls_off(srv):
         s3.create_bucket(Bucket="acl-enforced3", ACL="public-read", ObjectOwnership="BucketOwnerEnforced")
 
 
+def test_default_ownership_acls_off(srv):
+    """New buckets start with BucketOwnerEnforced (AWS since April 2023):
+    ACL-setting requests fail but for owner-only ones, ACL reads answer the
+    owner's FULL_CONTROL."""
+    s3 = srv.client()
+    b = "own-default"
+    s3.create_bucket(Bucket=b)
+    owner = s3.get_bucket_acl(Bucket=b)["Owner"]["ID"]
+    with h.client_error("AccessControlListNotSupported", 400):
+        s3.put_object(Bucket=b, Key="x", Body=b"x", ACL="public-read")
+    with h.client_error("AccessControlListNotSupported", 400):
+        s3.put_bucket_acl(Bucket=b, ACL="public-read")
+    with h.client_error("AccessControlListNotSupported", 400):
+        s3.create_multipart_upload(Bucket=b, Key="m", ACL="authenticated-read")
+    # Owner-only ACLs are accepted: bucket-owner-full-control, private.
+    s3.put_object(Bucket=b, Key="x", Body=b"x", ACL="bucket-owner-full-control")
+    s3.put_object(Bucket=b, Key="p", Body=b"p", ACL="private")
+    s3.put_object_acl(Bucket=b, Key="x", ACL="bucket-owner-full-control")
+    s3.put_bucket_acl(Bucket=b, ACL="private")
+    with h.client_error("AccessControlListNotSupported", 400):
+        s3.put_object_acl(Bucket=b, Key="x", ACL="public-read")
+    h.eq(grants_of(s3.get_bucket_acl(Bucket=b)), {(owner, "FULL_CONTROL")}, "GetBucketAcl with ACLs off")
+    h.eq(grants_of(s3.get_object_acl(Bucket=b, Key="x")), {(owner, "FULL_CONTROL")}, "GetObjectAcl with ACLs off")
+    h.eq(anon(srv, "GET", b, "x").status, 403, "nothing public")
+    # CreateBucket with a non-private canned ACL and no ownership.
+    with h.client_error("InvalidBucketAclWithObjectOwnership", 400):
+        s3.create_bucket(Bucket="own-default2", ACL="public-read")
+    h.eq(srv.request("HEAD", "/own-default2").status, 404, "no bucket made with a refused ACL")
+    s3.create_bucket(Bucket="own-default3", ACL="private")
+    # No ownership stored (as for a bucket made before this default, or after
+    # DeleteBucketOwnershipControls): ACLs on, as before.
+    s3.delete_bucket_ownership_controls(Bucket="own-default3")
+    s3.put_object(Bucket="own-default3", Key="o", Body=b"o", ACL="public-read")
+    h.eq(anon(srv, "GET", "own-default3", "o").status, 200, "no stored ownership: ACLs on")
+    # With ObjectWriter asked for, ACLs are on from the start.
+    s3.create_bucket(Bucket="own-writer", ACL="public-read", ObjectOwnership="ObjectWriter")
+    s3.put_object(Bucket="own-writer", Key="o", Body=b"o")
+    h.eq(anon(srv, "GET", "own-writer", "o").status, 200, "public-read with ObjectWriter")
+
+
+def test_private_object_in_public_bucket(srv):
+    """An object's own ACL decides reads of it: private in a public-read
+    bucket stays private, public-read in a private bucket is served."""
+    s3 = srv.client()
+    b = "acl-mixed"
+    s3.create_bucket(Bucket=b, ACL="public-read", ObjectOwnership="ObjectWriter")
+    erin = user_client(srv, "acl-erin")
+    r = srv.request("PUT", "/%s/secret" % b, body=b"s", headers={"x-amz-acl": "private"})
+    h.eq(r.status, 200, "x-amz-acl: private in a public-read bucket: %r" % r.body[:200])
+    s3.put_object(Bucket=b, Key="secret-boto", Body=b"s", ACL="private")
+    s3.put_object(Bucket=b, Key="plain", Body=b"p")
+    s3.put_object(Bucket=b, Key="src", Body=b"c")
+    s3.copy_object(Bucket=b, Key="secret-copy", CopySource={"Bucket": b, "Key": "src"}, ACL="private")
+    for k in ("secret", "secret-boto", "secret-copy"):
+        h.eq(anon(srv, "GET", b, k).status, 403, "anonymous GET of private %s" % k)
+        h.eq(anon(srv, "HEAD", b, k).status, 403, "anonymous HEAD of private %s" % k)
+    with h.client_error("AccessDenied", 403):
+        erin.get_object(Bucket=b, Key="secret")
+    # Others may not copy it out either.
+    erin_b = "acl-mixed-erin"
+    erin.create_bucket(Bucket=erin_b)
+    with h.client_error("AccessDenied", 403):
+        erin.copy_object(Bucket=erin_b, Key="stolen", CopySource={"Bucket": b, "Key": "secret"})
+    # The owner still reads it; objects without an ACL of their own follow
+    # the bucket; listing stays public.
+    h.eq(s3.get_object(Bucket=b, Key="secret")["Body"].read(), b"s", "owner reads")
+    h.eq(anon(srv, "GET", b, "plain").status, 200, "no object ACL: the bucket's public-read")
+    h.eq(anon(srv, "GET", b).status, 200, "anonymous list of a public-read bucket")
+    # PutObjectAcl both ways.
+    s3.put_object_acl(Bucket=b, Key="plain", ACL="private")
+    h.eq(anon(srv, "GET", b, "plain").status, 403, "PutObjectAcl private")
+    s3.put_object_acl(Bucket=b, Key="secret", ACL="public-read")
+    h.eq(anon(srv, "GET", b, "secret").status, 200, "PutObjectAcl public-read")
+    # A public-read object in a private bucket is served to anyone.
+    b2 = "acl-mixed-priv"
+    s3.create_bucket(Bucket=b2, ObjectOwnership="ObjectWriter")
+    s3.put_object(Bucket=b2, Key="open", Body=b"o", ACL="public-read")
+    s3.put_object(Bucket=b2, Key="closed", Body=b"c")
+    h.eq(anon(srv, "GET", b2, "open").status, 200, "public-read object in a private bucket")
+    h.eq(anon(srv, "GET", b2, "closed").status, 403, "private bucket, object without ACL")
+    h.eq(erin.get_object(Bucket=b2, Key="open")["Body"].read(), b"o", "another user reads it")
+    erin.copy_object(Bucket=erin_b, Key="copied", CopySource={"Bucket": b2, "Key": "open"})
+
+
 def test_awscli_policy(srv):
     h.require_tool("aws")
     s3 = srv.client()
     b = "pol-cli"
-    s3.create_bucket(Bucket=b)
+    s3.create_bucket(Bucket=b, ObjectOwnership="ObjectWriter")
     env = dict(os.environ, AWS_ACCESS_KEY_ID=h.ACCESS_KEY, AWS_SECRET_ACCESS_KEY=h.SECRET_KEY,
                AWS_DEFAULT_REGION=h.REGION, AWS_EC2_METADATA_DISABLED="true")
     env.pop("AWS_PROFILE", None)
@@ -463,6 +551,8 @@ TESTS = [
     test_bucket_acls,
     test_object_acls,
     test_owner_enforced_turns_acls_off,
+    test_default_ownership_acls_off,
+    test_private_object_in_public_bucket,
     test_awscli_policy,
 ]
 

@@ -139,7 +139,7 @@ def test_host_must_be_signed(srv):
 
 def test_anonymous_response_overrides_refused(srv):
     s3 = srv.client()
-    s3.create_bucket(Bucket=BUCKET + "-pub", ACL="public-read")
+    s3.create_bucket(Bucket=BUCKET + "-pub", ACL="public-read", ObjectOwnership="ObjectWriter")
     s3.put_object(Bucket=BUCKET + "-pub", Key="page", Body=b"<script>alert(1)</script>", ContentType="text/plain")
     path = "/%s-pub/page" % BUCKET
     r = srv.request("GET", path, sign=False)

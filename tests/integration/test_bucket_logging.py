@@ -6,7 +6,10 @@ requests arrive as objects under the target prefix within the delivery
 period, one line per request in S3's server access log format (fields
 checked: bucket, time, requester, request id, operation, key, request line,
 status, error code, bytes); a bucket without logging leaves no record; a
-target owned by another user is refused; and
+target owned by another user is refused; a target that does not let the
+logging service write (no bucket policy for Service logging.s3.amazonaws.com,
+no LogDelivery WRITE grant with ACLs on) is refused, and delivery stops while
+that permission is withdrawn; and
 records spooled by a server that never delivered (bucket_log_interval_s = 0)
 are delivered after a restart with a delivery period.
 """
@@ -43,6 +46,16 @@ def records(s3, bucket, prefix, want, timeout=15.0):
         time.sleep(0.3)
 
 
+def delivery_policy(bucket, prefix, source, effect="Allow"):
+    """AWS's documented bucket policy that lets log delivery write."""
+    return json.dumps({"Version": "2012-10-17", "Statement": [{
+        "Sid": "S3ServerAccessLogsPolicy", "Effect": effect,
+        "Principal": {"Service": "logging.s3.amazonaws.com"}, "Action": ["s3:PutObject"],
+        "Resource": "arn:aws:s3:::%s/%s*" % (bucket, prefix),
+        "Condition": {"ArnLike": {"aws:SourceArn": "arn:aws:s3:::%s" % source},
+                      "StringEquals": {"aws:SourceAccount": "000000000000"}}}]})
+
+
 def test_logging():
     with harness.Server(config="bucket_log_interval_s = 1\n", tag="bucketlog") as srv:
         check_logging(srv)
@@ -64,6 +77,23 @@ def check_logging(srv):
     carol.create_bucket(Bucket="carol-logs")
     with client_error("InvalidTargetBucketForLogging", 400):
         s3.put_bucket_logging(Bucket="logsrc", BucketLoggingStatus={"LoggingEnabled": {"TargetBucket": "carol-logs", "TargetPrefix": "x/"}})
+    # The target must let the logging service write (AWS): not yet.
+    with client_error("InvalidTargetBucketForLogging", 400):
+        s3.put_bucket_logging(Bucket="logsrc", BucketLoggingStatus={"LoggingEnabled": {"TargetBucket": "logdst", "TargetPrefix": "access/"}})
+    # A policy for another prefix or another source bucket is not enough.
+    s3.put_bucket_policy(Bucket="logdst", Policy=delivery_policy("logdst", "other/", "logsrc"))
+    with client_error("InvalidTargetBucketForLogging", 400):
+        s3.put_bucket_logging(Bucket="logsrc", BucketLoggingStatus={"LoggingEnabled": {"TargetBucket": "logdst", "TargetPrefix": "access/"}})
+    s3.put_bucket_policy(Bucket="logdst", Policy=delivery_policy("logdst", "access/", "quiet"))
+    with client_error("InvalidTargetBucketForLogging", 400):
+        s3.put_bucket_logging(Bucket="logsrc", BucketLoggingStatus={"LoggingEnabled": {"TargetBucket": "logdst", "TargetPrefix": "access/"}})
+    # With ACLs on, the LogDelivery group's WRITE does it too.
+    s3.create_bucket(Bucket="acllogs", ObjectOwnership="ObjectWriter")
+    with client_error("InvalidTargetBucketForLogging", 400):
+        s3.put_bucket_logging(Bucket="logsrc", BucketLoggingStatus={"LoggingEnabled": {"TargetBucket": "acllogs", "TargetPrefix": "a/"}})
+    s3.put_bucket_acl(Bucket="acllogs", ACL="log-delivery-write")
+    s3.put_bucket_logging(Bucket="logsrc", BucketLoggingStatus={"LoggingEnabled": {"TargetBucket": "acllogs", "TargetPrefix": "a/"}})
+    s3.put_bucket_policy(Bucket="logdst", Policy=delivery_policy("logdst", "access/", "logsrc"))
     s3.put_bucket_logging(Bucket="logsrc", BucketLoggingStatus={"LoggingEnabled": {"TargetBucket": "logdst", "TargetPrefix": "access/"}})
     eq(s3.get_bucket_logging(Bucket="logsrc")["LoggingEnabled"], {"TargetBucket": "logdst", "TargetPrefix": "access/"}, "configuration read back")
     put = s3.put_object(Bucket="logsrc", Key="dir/a b.txt", Body=b"12345")
@@ -88,6 +118,13 @@ def check_logging(srv):
     eq((miss[9], miss[10]), ("404", "NoSuchKey"), "error record")
     check(("REST.PUT.LOGGING", "-") in by_op, "the configuration change itself is logged: %r" % list(by_op))
     check(not any(g[1] == "quiet" for g in lines), "a bucket without logging leaves no record")
+    # Permission withdrawn (an explicit Deny): nothing more is delivered.
+    s3.put_bucket_policy(Bucket="logdst", Policy=delivery_policy("logdst", "access/", "logsrc", "Deny"))
+    time.sleep(1.5)  # what was spooled before goes out with the next pass
+    before = s3.list_objects_v2(Bucket="logdst", Prefix="access/").get("KeyCount", 0)
+    s3.put_object(Bucket="logsrc", Key="while-denied", Body=b"d")
+    time.sleep(2.5)
+    eq(s3.list_objects_v2(Bucket="logdst", Prefix="access/").get("KeyCount", 0), before, "no delivery while denied")
     # Off: no more records.
     s3.put_bucket_logging(Bucket="logsrc", BucketLoggingStatus={})
     eq(s3.get_bucket_logging(Bucket="logsrc").get("LoggingEnabled"), None, "logging off")
@@ -98,6 +135,7 @@ def test_records_survive_restart():
         s3 = srv.client()
         s3.create_bucket(Bucket="rsrc")
         s3.create_bucket(Bucket="rdst")
+        s3.put_bucket_policy(Bucket="rdst", Policy=delivery_policy("rdst", "r/", "rsrc"))
         s3.put_bucket_logging(Bucket="rsrc", BucketLoggingStatus={"LoggingEnabled": {"TargetBucket": "rdst", "TargetPrefix": "r/"}})
         for i in range(5):
             s3.put_object(Bucket="rsrc", Key="k%d" % i, Body=b"x")

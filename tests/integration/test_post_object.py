@@ -13,6 +13,7 @@ import http.server
 import json
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
@@ -142,7 +143,7 @@ def test_policy_violations(srv):
 def test_sigv2_redirect_tagging_acl_checksum(srv):
     s3 = srv.client()
     b = "post-v2"
-    s3.create_bucket(Bucket=b)
+    s3.create_bucket(Bucket=b, ObjectOwnership="ObjectWriter")  # the form sets an ACL
     data = b"hello form"
     crc = h.checksum_b64("CRC32", data) if hasattr(h, "checksum_b64") else None
     tagging = "<Tagging><TagSet><Tag><Key>a</Key><Value>1</Value></Tag></TagSet></Tagging>"
@@ -163,6 +164,60 @@ def test_sigv2_redirect_tagging_acl_checksum(srv):
     fields = sigv2_form(b, "v2/bad", [{"bucket": b}, {"key": "v2/bad"}, {"x-amz-checksum-crc32": "AAAAAA=="}])
     r = post(srv, b, fields + [("x-amz-checksum-crc32", "AAAAAA==")], data)
     h.expect_s3_error(r.status, r.body, 400, "BadDigest", "checksum mismatch")
+
+
+def test_acl_field_with_acls_off(srv):
+    """A default bucket (BucketOwnerEnforced) refuses a form's acl field as
+    it refuses x-amz-acl, but for bucket-owner-full-control."""
+    s3 = srv.client()
+    b = "post-acl-off"
+    s3.create_bucket(Bucket=b)
+    conds = [{"bucket": b}, {"key": "a"}, {"acl": "public-read"}]
+    r = post(srv, b, sigv2_form(b, "a", conds) + [("acl", "public-read")], b"x")
+    h.expect_s3_error(r.status, r.body, 400, "AccessControlListNotSupported", "acl field, ACLs off")
+    conds = [{"bucket": b}, {"key": "a"}, {"acl": "bucket-owner-full-control"}]
+    r = post(srv, b, sigv2_form(b, "a", conds) + [("acl", "bucket-owner-full-control")], b"x")
+    h.eq(r.status, 204, "bucket-owner-full-control (%r)" % r.body[:300])
+
+
+def test_failure_answered_before_the_body(srv):
+    """A POST whose form fails (here: anonymous, no policy allows it) is
+    answered as soon as that is known, with Connection: close, while most
+    of its declared body was never sent."""
+    s3 = srv.client()
+    b = "post-early"
+    s3.create_bucket(Bucket=b)
+    boundary = "----shardearly" + uuid.uuid4().hex
+    head = ("--%s\r\nContent-Disposition: form-data; name=\"key\"\r\n\r\nbig\r\n"
+            "--%s\r\nContent-Disposition: form-data; name=\"file\"; filename=\"big.bin\"\r\n"
+            "Content-Type: application/octet-stream\r\n\r\n" % (boundary, boundary)).encode()
+    declared = 256 * 1024 * 1024
+    sock = socket.create_connection(("127.0.0.1", srv.port), timeout=20)
+    try:
+        sock.sendall(("POST /%s HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n"
+                      "Content-Type: multipart/form-data; boundary=%s\r\nContent-Length: %d\r\n\r\n"
+                      % (b, srv.port, boundary, len(head) + declared)).encode())
+        sock.sendall(head + b"x" * 65536)
+        # Send no more: the answer must come anyway.
+        got = b""
+        while b"\r\n\r\n" not in got or b"</Error>" not in got:
+            chunk = sock.recv(65536)
+            if not chunk:
+                break
+            got += chunk
+    except socket.timeout:
+        raise h.Failure("no answer while the body was still owed (%d of %d bytes sent): %r"
+                        % (len(head) + 65536, len(head) + declared, got[:300]))
+    finally:
+        sock.close()
+    status_line, _, rest = got.partition(b"\r\n")
+    h.check(status_line.startswith(b"HTTP/1.1 403"), "early answer: %r" % got[:300])
+    h.check(b"connection: close" in rest.lower(), "Connection: close: %r" % got[:400])
+    h.check(b"<Code>AccessDenied</Code>" in got, "AccessDenied: %r" % got[:400])
+    with h.client_error("NoSuchKey", 404):
+        s3.get_object(Bucket=b, Key="big")
+    # The server still serves.
+    s3.put_object(Bucket=b, Key="after", Body=b"ok")
 
 
 def test_anonymous_post_allowed_by_policy(srv):
@@ -240,6 +295,8 @@ TESTS = [
     test_policy_violations,
     test_sigv2_redirect_tagging_acl_checksum,
     test_anonymous_post_allowed_by_policy,
+    test_acl_field_with_acls_off,
+    test_failure_answered_before_the_body,
     test_chromium_form_upload,
 ]
 

@@ -93,7 +93,7 @@ def wait_metric(srv, name, pred, what, limit_s=10):
 def setup(srv):
     s3 = srv.client()
     try:
-        s3.create_bucket(Bucket=BUCKET)
+        s3.create_bucket(Bucket=BUCKET, ObjectOwnership="ObjectWriter")  # ACLs on
     except s3.exceptions.BucketAlreadyOwnedByYou:
         pass
     s3.put_bucket_acl(Bucket=BUCKET, ACL="public-read")

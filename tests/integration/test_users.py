@@ -214,7 +214,7 @@ def test_write_grant(srv):
 def test_anonymous_and_public_read(srv):
     setup_users(srv)
     alice = client_for(srv, "alice")
-    alice.create_bucket(Bucket="alice-pub")
+    alice.create_bucket(Bucket="alice-pub", ObjectOwnership="ObjectWriter")  # ACLs on
     alice.put_object(Bucket="alice-pub", Key="open.txt", Body=b"for everyone")
     r = srv.request("GET", "/alice-pub/open.txt", sign=False)
     h.expect_s3_error(r.status, r.body, 403, "AccessDenied", "anonymous GET of a private bucket")
@@ -250,7 +250,7 @@ def test_anonymous_and_public_read(srv):
     r = srv.request("GET", "/alice-pub/open.txt", sign=False)
     h.expect_s3_error(r.status, r.body, 403, "AccessDenied", "anonymous GET after private")
     # Created public-read with the canned ACL header; the admin API flips it too.
-    alice.create_bucket(Bucket="alice-pub2", ACL="public-read")
+    alice.create_bucket(Bucket="alice-pub2", ACL="public-read", ObjectOwnership="ObjectWriter")
     alice.put_object(Bucket="alice-pub2", Key="o", Body=b"o")
     h.eq(srv.request("GET", "/alice-pub2/o", sign=False).status, 200, "public-read from CreateBucket")
     admin(srv, "PUT", "buckets", bucket="alice-pub2", public="off")

@@ -67,6 +67,31 @@ eval(const char *doc, const char *action, const char *resource, const char *user
     return e;
 }
 
+/* 'doc' decided for a request by AWS service principal 'service'. */
+static enum auth_iam_effect
+eval_service(const char *doc, const char *service, const char *resource)
+{
+    struct arena *a = arena_create(4096);
+    const struct auth_iam_policy *p;
+    const char *msg = NULL;
+    if (auth_iam_compile(doc, strlen(doc), SLICE_LIT("b"), NULL, NULL, a, &p, &msg) != 0) {
+        fprintf(stderr, "compile failed: %s\n%s\n", msg, doc);
+        arena_destroy(a);
+        return (enum auth_iam_effect) - 1;
+    }
+    struct values none = {{NULL}};
+    struct auth_iam_request rq = {
+        .action = SLICE_LIT("s3:PutObject"),
+        .resource = slice_from_cstr(resource),
+        .service = slice_from_cstr(service),
+        .value = value,
+        .ctx = &none,
+    };
+    enum auth_iam_effect e = auth_iam_evaluate(p, &rq);
+    arena_destroy(a);
+    return e;
+}
+
 #define STMT(effect, extra)                                                                        \
     "{\"Version\":\"2012-10-17\",\"Statement\":[{\"Effect\":\"" effect "\",\"Principal\":\"*\","   \
     "\"Action\":\"s3:GetObject\",\"Resource\":\"arn:aws:s3:::b/*\"" extra "}]}"
@@ -107,6 +132,21 @@ main(void)
     ASSERT_EQ(eval(nots, "s3:PutObject", "arn:aws:s3:::b/x", "admin", NULL), AUTH_IAM_NONE);
     ASSERT_EQ(eval(nots, "s3:GetObject", "arn:aws:s3:::b/x", "bob", NULL), AUTH_IAM_NONE);
     ASSERT_EQ(eval(nots, "s3:PutObject", "arn:aws:s3:::b/tmp/x", "bob", NULL), AUTH_IAM_NONE);
+    /* Service principals match only that service's requests (log delivery). */
+    const char *svc = "{\"Statement\":[{\"Effect\":\"Allow\",\"Principal\":{\"Service\":"
+                      "\"logging.s3.amazonaws.com\"},\"Action\":\"s3:PutObject\",\"Resource\":"
+                      "\"arn:aws:s3:::b/logs/*\"}]}";
+    ASSERT_EQ(eval(svc, "s3:PutObject", "arn:aws:s3:::b/logs/x", "bob", NULL), AUTH_IAM_NONE);
+    ASSERT_EQ(eval(svc, "s3:PutObject", "arn:aws:s3:::b/logs/x", NULL, NULL), AUTH_IAM_NONE);
+    ASSERT_EQ(eval_service(svc, "logging.s3.amazonaws.com", "arn:aws:s3:::b/logs/x"),
+              AUTH_IAM_ALLOW);
+    ASSERT_EQ(eval_service(svc, "logging.s3.amazonaws.com", "arn:aws:s3:::b/other"), AUTH_IAM_NONE);
+    ASSERT_EQ(eval_service(svc, "other.amazonaws.com", "arn:aws:s3:::b/logs/x"), AUTH_IAM_NONE);
+    /* A user principal never matches a service; "*" does. */
+    ASSERT_EQ(eval_service(nots, "logging.s3.amazonaws.com", "arn:aws:s3:::b/x"), AUTH_IAM_DENY);
+    const char *any = "{\"Statement\":[{\"Effect\":\"Allow\",\"Principal\":\"*\",\"Action\":"
+                      "\"s3:PutObject\",\"Resource\":\"arn:aws:s3:::b/*\"}]}";
+    ASSERT_EQ(eval_service(any, "logging.s3.amazonaws.com", "arn:aws:s3:::b/x"), AUTH_IAM_ALLOW);
     /* '?' and inner '*' in resources. */
     const char *glob = "{\"Statement\":[{\"Effect\":\"Allow\",\"Principal\":\"*\",\"Action\":"
                        "\"s3:GetObject\",\"Resource\":\"arn:aws:s3:::b/*/img?.png\"}]}";
