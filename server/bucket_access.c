@@ -21,6 +21,7 @@
 #include "common/common.h"
 #include "index/index.h"
 #include "server/bucket_access.h"
+#include "server/http.h"
 #include "server/meta.h"
 #include "server/req.h"
 #include "server/server.h"
@@ -446,16 +447,6 @@ struct value_ctx {
 };
 
 static bool
-conn_is_tls(struct MHD_Connection *conn)
-{
-    const union MHD_ConnectionInfo *ci =
-        conn ? MHD_get_connection_info(conn, MHD_CONNECTION_INFO_DAEMON) : NULL;
-    const union MHD_DaemonInfo *di =
-        ci ? MHD_get_daemon_info(ci->daemon, MHD_DAEMON_INFO_FLAGS) : NULL;
-    return di && (di->flags & MHD_USE_TLS);
-}
-
-static bool
 source_ip(struct value_ctx *vc, struct slice *out)
 {
     if (vc->has_ip) {
@@ -553,7 +544,7 @@ condition_value(void *ctx, enum auth_iam_key key, struct slice suffix, size_t i,
     case AUTH_IAM_KEY_SOURCE_IP:
         return source_ip(vc, out);
     case AUTH_IAM_KEY_SECURE_TRANSPORT:
-        *out = conn_is_tls(r->conn) ? SLICE_LIT("true") : SLICE_LIT("false");
+        *out = r->conn && http_conn_is_tls(r->conn) ? SLICE_LIT("true") : SLICE_LIT("false");
         return true;
     case AUTH_IAM_KEY_CURRENT_TIME: {
         int64_t s = clock_now_ns() / 1000000000;

@@ -20,7 +20,8 @@ void http_stop(struct server *srv);
  * A failed reload is logged and keeps the current pair. Main thread. */
 void http_reload(struct server *srv);
 
-/* Whether 'conn' came through an HTTPS endpoint (SSE-C needs one). */
+/* Whether 'conn' came through an HTTPS endpoint (SSE-C, aws:SecureTransport,
+ * and GET bodies, which cannot go out by sendfile under TLS). */
 bool http_conn_is_tls(struct MHD_Connection *conn);
 
 /* Stops reading the body of 'r' (its connection is suspended) until
