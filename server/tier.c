@@ -95,6 +95,12 @@ tier_name(const struct tier_set *ts, uint32_t id)
     return id < TIER_MAX && ts->tiers[id] ? ts->tiers[id]->name : NULL;
 }
 
+bool
+tier_reads_wait(const struct tier_set *ts, uint32_t id)
+{
+    return id < TIER_MAX && ts->tiers[id] && ts->tiers[id]->reads_wait;
+}
+
 uint32_t
 tier_object_flags(const struct index_object *obj)
 {

@@ -119,6 +119,7 @@ struct tier {
     const struct tier_ops *ops;
     uint32_t id;                        /* TIER_COLD, TIER_REMOTE */
     char name[TIER_CLASS_NAME_MAX + 1]; /* its own storage class */
+    bool reads_wait;                    /* reads wait on a network (remote) */
 };
 
 /* Opens the cold tier in 'dir' (created if needed). Returns 0 and sets
@@ -238,6 +239,9 @@ long tier_sweep(struct server *srv);
 void tier_stats_get(struct tier_set *ts, struct tier_stats *st, struct tier_space *space);
 /* The name of tier 'id' when it is configured, else NULL. */
 const char *tier_name(const struct tier_set *ts, uint32_t id);
+/* Whether reads of tier 'id' wait on a network (a remote tier), so a
+ * response body must read it off the event thread (tier_stream.h). */
+bool tier_reads_wait(const struct tier_set *ts, uint32_t id);
 
 /* ---- request helpers (op_tier.c) ---------------------------------------- */
 

@@ -17,12 +17,19 @@
   batch GET refuses a cold entry.
 - A full cold tier: moves fail cleanly (nothing visible changes), and
   succeed on a later pass once there is room.
+- Remote reads never wait on the event thread: with the remote stopped
+  (SIGSTOP) a GET of a remote object stalls alone while a hot GET on the
+  same single event thread answers; it completes byte for byte once the
+  remote runs again, and ends in error (never a short body claimed
+  complete) when the remote dies meanwhile.
 """
 import base64
 import hashlib
 import json
 import os
+import signal
 import sys
+import threading
 import time
 
 sys.path.insert(0, os.path.join(os.environ.get("SHARD_SRCDIR", "."), "tests", "integration"))
@@ -473,6 +480,100 @@ def test_remote_tier(_shared):
         remote.cleanup()
 
 
+def get_in_thread(srv, path, out):
+    """GET 'path' on a thread; 'out' gets the status and body, or the
+    exception, and 'done' once it returned."""
+    def run():
+        try:
+            r = srv.request("GET", path, timeout=60)
+            out["status"], out["body"] = r.status, r.body
+        except (OSError, h.http.client.HTTPException) as e:
+            out["error"] = e
+        out["done"] = time.monotonic()
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+    return t
+
+
+def test_remote_stall_blocks_nothing(_shared):
+    """Remote reads run on the workers: the remote stopped, a GET of a
+    remote object waits alone while a hot GET on the same (single) event
+    thread answers; it completes byte for byte once the remote runs again,
+    and ends in error when the remote dies while it waits. Every read kind
+    of a remote object (partNumber too) byte for byte."""
+    remote = h.Server(tag="tier-remote-stall")
+    srv = None
+    try:
+        remote.start()
+        remote.client().create_bucket(Bucket="tier-remote")
+        srv = h.Server(config=remote_config(remote, "http_threads = 1\n"), tag="tier-stall")
+        srv.start()
+        s3 = srv.client()
+        s3.create_bucket(Bucket="stall")
+        far = mixed(3 * MIB + 5, 60)
+        s3.put_object(Bucket="stall", Key="far", Body=far, StorageClass="WARM")
+        hot = text_like(200 * 1024, 61)
+        s3.put_object(Bucket="stall", Key="hot", Body=hot)
+        check_reads(s3, "stall", "far", far, "WARM", "remote object")
+        up = s3.create_multipart_upload(Bucket="stall", Key="mp", StorageClass="WARM")
+        parts_body = [mixed(5 * MIB, 62), text_like(2 * MIB + 3, 63)]
+        parts = []
+        for i, pb in enumerate(parts_body, 1):
+            r = s3.upload_part(Bucket="stall", Key="mp", UploadId=up["UploadId"], PartNumber=i, Body=pb)
+            parts.append({"PartNumber": i, "ETag": r["ETag"]})
+        done = s3.complete_multipart_upload(Bucket="stall", Key="mp", UploadId=up["UploadId"],
+                                            MultipartUpload={"Parts": parts})
+        check_reads(s3, "stall", "mp", b"".join(parts_body), "WARM", "remote multipart", done["ETag"])
+        for n, pb in enumerate(parts_body, 1):
+            g = s3.get_object(Bucket="stall", Key="mp", PartNumber=n)
+            h.same_bytes(g["Body"].read(), pb, "remote partNumber=%d" % n)
+
+        # The remote stops answering: its GET waits, the hot one does not.
+        os.kill(remote.proc.pid, signal.SIGSTOP)
+        stalled = {}
+        try:
+            t = get_in_thread(srv, "/stall/far", stalled)
+            time.sleep(0.5)
+            try:
+                r = srv.request("GET", "/stall/hot", timeout=8)
+                hot_answer = (r.status, r.body)
+            except (OSError, h.http.client.HTTPException) as e:
+                hot_answer = e
+            answered_while_stalled = "done" not in stalled
+        finally:
+            os.kill(remote.proc.pid, signal.SIGCONT)
+        t.join(60)
+        h.check(isinstance(hot_answer, tuple), "hot GET during the remote stall: %r" % (hot_answer,))
+        h.eq(hot_answer[0], 200, "hot GET status during the remote stall")
+        h.same_bytes(hot_answer[1], hot, "hot GET during the remote stall")
+        h.check(answered_while_stalled, "the hot GET answered while the remote GET waited")
+        h.check("error" not in stalled, "stalled GET after the remote resumed: %r" % stalled.get("error"))
+        h.eq(stalled.get("status"), 200, "stalled GET status")
+        h.same_bytes(stalled.get("body"), far, "stalled GET once the remote runs again")
+
+        # The remote dies while a GET waits on it: the GET ends in error.
+        os.kill(remote.proc.pid, signal.SIGSTOP)
+        died = {}
+        t = get_in_thread(srv, "/stall/far", died)
+        time.sleep(0.5)
+        remote.kill()
+        t.join(60)
+        h.check("done" in died, "the GET from a dead remote ended")
+        if "error" not in died:
+            h.check(died["status"] >= 500, "a dead remote's GET: %r" % died["status"])
+        r = srv.request("GET", "/stall/hot", timeout=8)
+        h.same_bytes(r.body, hot, "hot GET after the remote died")
+        problems = srv.stop()
+        if problems:
+            raise h.Failure("\n".join(problems))
+    finally:
+        if srv:
+            srv.kill()
+            srv.cleanup()
+        remote.kill()
+        remote.cleanup()
+
+
 def test_where_features_meet(srv):
     """Encrypted objects and versioned buckets are never moved (their
     readers and versions hold hot extents); a batch GET refuses a cold
@@ -512,6 +613,7 @@ TESTS = [
     test_full_cold_tier,
     test_cold_corruption_detected,
     test_remote_tier,
+    test_remote_stall_blocks_nothing,
 ]
 
 if __name__ == "__main__":
