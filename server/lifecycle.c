@@ -433,6 +433,31 @@ transition_object(struct lifecycle *lc, uint64_t bucket_id, const struct lc_conf
         flush_moves(lc, mb, st);
 }
 
+/* The mover of lifecycle_expire_versions: noncurrent versions' moves,
+ * batched and paced like transitions. */
+struct version_mover {
+    struct lifecycle *lc;
+    struct lifecycle_stats *st;
+    struct move_batch mb;
+};
+
+static void
+version_move_queue(void *ctx, const struct tier_move_item *it, uint64_t size)
+{
+    struct version_mover *m = ctx;
+    m->mb.items[m->mb.n++] = *it;
+    m->mb.bytes += size;
+    if (m->mb.n == MOVE_BATCH || m->mb.bytes >= MOVE_BATCH_BYTES)
+        flush_moves(m->lc, &m->mb, m->st);
+}
+
+static void
+version_move_flush(void *ctx)
+{
+    struct version_mover *m = ctx;
+    flush_moves(m->lc, &m->mb, m->st);
+}
+
 /* Commits the delete batch; counts what applied. */
 static void
 flush_deletes(struct lifecycle *lc, struct index_op *ops, const uint64_t *sizes, size_t n,
@@ -758,8 +783,14 @@ run_pass(struct lifecycle *lc, uint64_t only_id, struct lifecycle_stats *st)
         }
         if (config_has_expiration(&cfg) || config_has_transition(&cfg, false))
             expire_objects(lc, l.items[i].bucket_id, &cfg, st);
+        struct version_mover *vm = xcalloc(1, sizeof(*vm));
+        vm->lc = lc;
+        vm->st = st;
+        struct lifecycle_mover mover = {version_move_queue, version_move_flush, vm};
         lifecycle_expire_versions(lc->srv, l.items[i].bucket_id, &cfg, clock_now_ns() / 1000000000,
-                                  day_s(lc), stop_cb, lc, st);
+                                  day_s(lc), stop_cb, lc, &mover, st);
+        version_move_flush(vm);
+        free(vm);
         abort_uploads(lc, l.items[i].bucket_id, &cfg, st);
         arena_destroy(a);
     }

@@ -215,13 +215,17 @@ int tier_move(struct server *srv, uint64_t bucket_id, struct slice key, const ui
               uint32_t flags, uint64_t *moved_len);
 
 /* One object of a batch move: in 'bucket_id', 'key', 'etag', 'flags' (key
- * borrowed until the call returns); out 'result' and 'moved_len' as
- * tier_move's return value and '*moved_len'. */
+ * borrowed until the call returns), and in a versioned bucket the version
+ * 'version_id' when 'has_version_id' (all zero: null; else the latest);
+ * out 'result' and 'moved_len' as tier_move's return value and
+ * '*moved_len'. */
 struct tier_move_item {
     uint64_t bucket_id;
     struct slice key;
     uint8_t etag[16];
     uint32_t flags;
+    bool has_version_id;
+    uint8_t version_id[16]; /* INDEX_VERSION_ID_LEN */
     int result;
     uint64_t moved_len;
 };
