@@ -26,6 +26,7 @@
 # Env knobs: BENCH_RUNS=5 BENCH_BIG_MB=1024 (4096 for the 4 GiB case) BENCH_FILE=/tmp/bench-lifecycle-${BIG_MB}MiB.bin (kept
 #            between runs) BENCH_SMALL_N=2000 BENCH_SMALL_SIZE=16384
 #            BENCH_CONC=16 BENCH_SECS=6 BENCH_EXPIRE_N=50000 BENCH_DIR=/tmp (data + file)
+#            BENCH_SMALL_RUNS=$BENCH_RUNS
 #            BENCH_PHASES="big cold_vs_hot small fg expire" (a subset runs only those: at the
 #            issue's scale each phase is one bounded sitting; a phase that needs the cold
 #            object moves it once, untimed)
@@ -175,7 +176,7 @@ fi
 # ---------------- transition_small ----------------
 SM_OPS="" SM_MIB=""
 if phase small; then
-for i in $(seq 1 "$RUNS"); do
+for i in $(seq 1 "${BENCH_SMALL_RUNS:-$RUNS}"); do
   shard bench put --bucket "small$i" --prefix o/ --size "$SMALL_SIZE" --objects "$SMALL_N" \
     --concurrency 16 > /dev/null
   put_lc "small$i" "$TO_COLD"
