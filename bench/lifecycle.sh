@@ -26,7 +26,8 @@
 # Env knobs: BENCH_RUNS=5 BENCH_BIG_MB=1024 (4096 for the 4 GiB case) BENCH_FILE=/tmp/bench-lifecycle-${BIG_MB}MiB.bin (kept
 #            between runs) BENCH_SMALL_N=2000 BENCH_SMALL_SIZE=16384
 #            BENCH_CONC=16 BENCH_SECS=6 BENCH_EXPIRE_N=50000 BENCH_DIR=/tmp (data + file)
-#            BENCH_SMALL_RUNS=$BENCH_RUNS
+#            BENCH_SMALL_RUNS=$BENCH_RUNS BENCH_VOLUME_MB, BENCH_COLD_VOLUME_MB, BENCH_MAX_VOLUMES
+#            (volumes are preallocated: smaller ones when /tmp is short)
 #            BENCH_PHASES="big cold_vs_hot small fg expire" (a subset runs only those: at the
 #            issue's scale each phase is one bounded sitting; a phase that needs the cold
 #            object moves it once, untimed)
@@ -103,9 +104,10 @@ if [ "$NEED_BIG" = 1 ]; then
 fi
 
 cat > "$W/ss.conf" <<EOF
-volume_size = $(( (BIG_MB * 3 + 1024) ))M
-max_volumes = 4
-cold_volume_size = $(( BIG_MB * 2 + 512 ))M
+volume_size = ${BENCH_VOLUME_MB:-$(( BIG_MB * 3 + 1024 ))}M
+max_volumes = ${BENCH_MAX_VOLUMES:-4}
+cold_volume_size = ${BENCH_COLD_VOLUME_MB:-$(( BIG_MB * 2 + 512 ))}M
+cold_max_volumes = ${BENCH_MAX_VOLUMES:-4}
 lifecycle_day_seconds = 1
 lifecycle_interval_s = 0
 lifecycle_max_objects_per_s = 0
