@@ -214,14 +214,17 @@ for i in $(seq 1 "$RUNS"); do
   lc_run bgw > "$W/pass.out" &
   PASS=$!
   sleep 0.5
+  m0=$(ss_metric shardstore_tier_bytes_moved_total); t0=$(now)
   b=$(range_rps hot hot/)
+  m1=$(ss_metric shardstore_tier_bytes_moved_total); t1=$(now)
   kill "$PASS" 2>/dev/null || true; wait "$PASS" 2>/dev/null || true
-  log "fg_range run $i: alone $a req/s, with the worker $b req/s"
-  ALONE="$ALONE $a" BUSY="$BUSY $b"
+  wm=$(mibs_of "$(awk -v a="$t0" -v b="$t1" 'BEGIN{print b-a}')" "$(awk -v a="${m0:-0}" -v b="${m1:-0}" 'BEGIN{printf "%.0f", b-a}')")
+  log "fg_range run $i: alone $a req/s, with the worker $b req/s (the worker moved $wm MiB/s meanwhile)"
+  ALONE="$ALONE $a" BUSY="$BUSY $b" WMIB="${WMIB:-} $wm"
   ss_stop; ss_launch "$W/data" "$W/ss.conf"   # ends the pass; the next run starts fresh
   ss_curl -f -X DELETE "$SS_EP/bgw?lifecycle=" > /dev/null || true
 done
-echo "RESULT fg_range alone=$(echo "$ALONE" | median) with_worker=$(echo "$BUSY" | median) req/s ratio=$(ratio "$(echo "$BUSY" | median)" "$(echo "$ALONE" | median)") goal>=0.9 runs_alone=$(csv $ALONE) runs_with=$(csv $BUSY) conc=$CONC"
+echo "RESULT fg_range alone=$(echo "$ALONE" | median) with_worker=$(echo "$BUSY" | median) req/s ratio=$(ratio "$(echo "$BUSY" | median)" "$(echo "$ALONE" | median)") goal>=0.9 runs_alone=$(csv $ALONE) runs_with=$(csv $BUSY) conc=$CONC worker_mib_s=$(csv $WMIB)"
 fi
 
 # ---------------- expire ----------------
