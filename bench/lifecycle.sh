@@ -202,7 +202,7 @@ ss_stop
 sed -i '/lifecycle_max_objects_per_s\|lifecycle_max_mib_per_s/d' "$W/ss.conf"
 ss_launch "$W/data" "$W/ss.conf"
 shard mb s3://bgw
-shard bench put --bucket bgw --prefix o/ --size 1048576 --objects 2000 --concurrency 8 > /dev/null
+shard bench put --bucket bgw --prefix o/ --size 1048576 --objects "${BENCH_FG_OBJECTS:-2000}" --concurrency 8 > /dev/null
 ALONE="" BUSY=""
 for i in $(seq 1 "$RUNS"); do
   # Back to hot (untimed) so that the pass has work for the whole measurement.
