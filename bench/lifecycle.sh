@@ -231,6 +231,8 @@ fi
 if phase expire; then
 t0=$(now)
 shard bench put --bucket exp --prefix e/ --size 1 --objects "$EXPIRE_N" --concurrency 16 > /dev/null
+t1=$(now)
+log "expire: $EXPIRE_N objects written in $(f2 "$(awk -v a="$t0" -v b="$t1" 'BEGIN{print b-a}')") s"
 ss_stop
 cat >> "$W/ss.conf" <<EOF
 lifecycle_max_objects_per_s = 0
