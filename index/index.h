@@ -296,10 +296,13 @@ struct index_op {
      * only if the stored object still has object->etag, object->mtime_ns
      * and exactly the 'n_expect_extents' extents 'expect_extents' (flags
      * included) and 'expect_inline_len' inline bytes: else -ESTALE and
-     * nothing changes (an overwrite or another move wins); absent:
-     * -ENOENT; a bucket that versioning was ever turned on for:
-     * -ENOTSUP (versions keep their extents). freed = the old extents no
-     * other record holds. The new extents must be held by no record yet. */
+     * nothing changes (an overwrite or another move wins); absent or a
+     * delete marker: -ENOENT. In a bucket that versioning was ever turned
+     * on for, the version 'version_id' when 'has_version_id' (all zero:
+     * null), else the latest, is rewritten, with its "objects" copy when
+     * it is the latest (result_version_* name it). freed = the old
+     * extents no other record holds. The new extents must be held by no
+     * record yet. */
     const struct index_extent *expect_extents;
     uint32_t n_expect_extents;
     size_t expect_inline_len;
@@ -513,6 +516,7 @@ struct index_version_entry {
     int64_t mtime_ns;
     uint8_t etag[16];
     uint32_t parts_count;
+    uint32_t flags; /* the first extent's flags (its tier: server/tier.h); 0 when none */
 };
 
 struct index_version_list_result {

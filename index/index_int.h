@@ -123,6 +123,7 @@ int index__version_write(struct index *ix, MDB_txn *txn, struct index_op *op, bo
 /* INDEX_OP_SET_META on a given version, INDEX_OP_SET_LOCK (index.h).
  * Same return convention. */
 int index__version_set_meta(struct index *ix, MDB_txn *txn, struct index_op *op);
+int index__version_set_extents(struct index *ix, MDB_txn *txn, struct index_op *op);
 int index__version_set_lock(struct index *ix, MDB_txn *txn, struct index_op *op);
 /* Finds the version 'share_version_id' of the copy source of 'op' and
  * sets '*is_same' when it holds exactly op->object's extents. */

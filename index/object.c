@@ -347,16 +347,18 @@ object_set_extents(struct index *ix, MDB_txn *txn, struct index_op *op)
     struct index__record old;
     struct index_object o;
     struct index_extent e;
-    /* A versioned bucket keeps each version's extents in `versions` too:
-     * moving only the latest record would leave those pointing at freed
-     * space, so its objects are not moved (the caller keeps them). */
+    /* A versioned bucket keeps each version's extents in `versions`: the
+     * version record moves (and its `objects` copy with it). */
     enum index_versioning vstate;
     bool has_lock;
     int rc = index__versioning_read(ix, txn, op->bucket_id, &vstate, &has_lock);
     if (rc != 0)
         return rc;
-    if (vstate != INDEX_VERSIONING_OFF) {
-        op->result = -ENOTSUP;
+    if (vstate != INDEX_VERSIONING_OFF)
+        return index__version_set_extents(ix, txn, op);
+    static const uint8_t null_id[INDEX_VERSION_ID_LEN];
+    if (op->has_version_id && memcmp(op->version_id, null_id, INDEX_VERSION_ID_LEN) != 0) {
+        op->result = -ENOENT;
         return 0;
     }
     rc = object_lookup(ix, txn, op->bucket_id, op->key, &old);

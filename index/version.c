@@ -527,6 +527,57 @@ index__version_set_lock(struct index *ix, MDB_txn *txn, struct index_op *op)
     return ver_rewrite(ix, txn, op, &pos, is_newest, &o);
 }
 
+/*
+ * INDEX_OP_SET_EXTENTS in a versioned bucket (contract in index.h): the
+ * version op->version_id (or the latest) is checked to be the one the
+ * mover read, then rewritten with the new extents, sums and inline bytes,
+ * and its "objects" copy too when it is the latest, in this transaction;
+ * the old extents go to the extref count (a copy may still hold them).
+ */
+int
+index__version_set_extents(struct index *ix, MDB_txn *txn, struct index_op *op)
+{
+    struct ver_pos pos;
+    struct index_object o;
+    struct index_extent e;
+    bool is_newest;
+    int rc = ver_target(ix, txn, op, &pos, &is_newest);
+    if (rc == -ENOENT) {
+        op->result = -ENOENT;
+        return 0;
+    }
+    if (rc != 0)
+        return rc;
+    const struct index_object *old = &pos.rec.obj;
+    bool is_same =
+        memcmp(old->etag, op->object->etag, 16) == 0 && old->mtime_ns == op->object->mtime_ns &&
+        old->n_extents == op->n_expect_extents && old->inline_len == op->expect_inline_len;
+    for (uint32_t i = 0; is_same && i < old->n_extents; i++) {
+        index__record_extent(&pos.rec, i, &e);
+        const struct index_extent *want = &op->expect_extents[i];
+        is_same = e.volume == want->volume && e.flags == want->flags && e.offset == want->offset &&
+                  e.len == want->len;
+    }
+    if (!is_same) {
+        op->result = -ESTALE;
+        return 0;
+    }
+    index__record_copy(&pos.rec, op->arena, &o);
+    op->freed = index__record_extents(&pos.rec, op->arena);
+    op->n_freed = old->n_extents;
+    if (op->n_freed && (rc = index__extrefs_release(ix, txn, op->freed, &op->n_freed)) != 0)
+        return rc;
+    o.extents = op->object->extents;
+    o.n_extents = op->object->n_extents;
+    o.sums = op->object->sums;
+    o.sums_len = op->object->sums_len;
+    o.inline_data = op->object->inline_data;
+    o.inline_len = op->object->inline_len;
+    op->result_version_flags = o.version_flags;
+    memcpy(op->result_version_id, o.version_id, INDEX_VERSION_ID_LEN);
+    return ver_rewrite(ix, txn, op, &pos, is_newest, &o);
+}
+
 /* ---- versioning state --------------------------------------------------- */
 
 static void
@@ -852,6 +903,11 @@ index_version_list(struct index *ix, const struct index_version_list_params *p, 
         e.mtime_ns = r.obj.mtime_ns;
         memcpy(e.etag, r.obj.etag, 16);
         e.parts_count = r.obj.parts_count;
+        if (r.obj.n_extents) {
+            struct index_extent first;
+            index__record_extent(&r, 0, &first);
+            e.flags = first.flags;
+        }
         if (!vlist_add(&l, &e))
             break;
         l.prev_key = e.key;

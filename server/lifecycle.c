@@ -20,7 +20,8 @@
  * The listing has no tags: an object's record (its metadata blob) is read
  * only when a rule filtering on tags would expire it by now if its tags
  * matched, so buckets without Tag filters pay nothing more. Passes are
- * serialized by 'pass_mu' (background and on-demand ones) and paced to
+ * serialized by 'pass_mu' (background and on-demand ones), run on a thread
+ * LIFECYCLE_NICE below the requests' CPU priority and paced to
  * cfg.lifecycle_max_objects_per_s actions and cfg.lifecycle_max_mib_per_s
  * transition MiB per second.
  *
@@ -48,7 +49,11 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
 
 #define CACHE_SLOTS 256
 /* Deletes committed together (one index transaction). */
@@ -433,6 +438,31 @@ transition_object(struct lifecycle *lc, uint64_t bucket_id, const struct lc_conf
         flush_moves(lc, mb, st);
 }
 
+/* The mover of lifecycle_expire_versions: noncurrent versions' moves,
+ * batched and paced like transitions. */
+struct version_mover {
+    struct lifecycle *lc;
+    struct lifecycle_stats *st;
+    struct move_batch mb;
+};
+
+static void
+version_move_queue(void *ctx, const struct tier_move_item *it, uint64_t size)
+{
+    struct version_mover *m = ctx;
+    m->mb.items[m->mb.n++] = *it;
+    m->mb.bytes += size;
+    if (m->mb.n == MOVE_BATCH || m->mb.bytes >= MOVE_BATCH_BYTES)
+        flush_moves(m->lc, &m->mb, m->st);
+}
+
+static void
+version_move_flush(void *ctx)
+{
+    struct version_mover *m = ctx;
+    flush_moves(m->lc, &m->mb, m->st);
+}
+
 /* Commits the delete batch; counts what applied. */
 static void
 flush_deletes(struct lifecycle *lc, struct index_op *ops, const uint64_t *sizes, size_t n,
@@ -758,8 +788,14 @@ run_pass(struct lifecycle *lc, uint64_t only_id, struct lifecycle_stats *st)
         }
         if (config_has_expiration(&cfg) || config_has_transition(&cfg, false))
             expire_objects(lc, l.items[i].bucket_id, &cfg, st);
+        struct version_mover *vm = xcalloc(1, sizeof(*vm));
+        vm->lc = lc;
+        vm->st = st;
+        struct lifecycle_mover mover = {version_move_queue, version_move_flush, vm};
         lifecycle_expire_versions(lc->srv, l.items[i].bucket_id, &cfg, clock_now_ns() / 1000000000,
-                                  day_s(lc), stop_cb, lc, st);
+                                  day_s(lc), stop_cb, lc, &mover, st);
+        version_move_flush(vm);
+        free(vm);
         abort_uploads(lc, l.items[i].bucket_id, &cfg, st);
         arena_destroy(a);
     }
@@ -772,8 +808,26 @@ run_pass(struct lifecycle *lc, uint64_t only_id, struct lifecycle_stats *st)
     return is_stopping(lc) ? -ECANCELED : 0;
 }
 
-int
-lifecycle_run(struct lifecycle *lc, uint64_t bucket_id, struct lifecycle_stats *out)
+/* How far below the requests a pass runs (nice is per thread on Linux):
+ * under contention its copies and compression yield to foreground
+ * requests; its rates are maxima, not promises. */
+#define LIFECYCLE_NICE 10
+
+static void
+thread_lower_priority(void)
+{
+    id_t tid = (id_t)syscall(SYS_gettid);
+    errno = 0;
+    int cur = getpriority(PRIO_PROCESS, tid);
+    if (cur == -1 && errno != 0)
+        return;
+    if (setpriority(PRIO_PROCESS, tid, MIN(cur + LIFECYCLE_NICE, 19)) != 0)
+        log_warn("lifecycle: cannot lower the pass's CPU priority: %s", strerror(errno));
+}
+
+/* A pass on the calling thread. */
+static int
+run_here(struct lifecycle *lc, uint64_t bucket_id, struct lifecycle_stats *out)
 {
     struct lifecycle_stats st = {0};
     pthread_mutex_lock(&lc->pass_mu);
@@ -804,6 +858,35 @@ lifecycle_run(struct lifecycle *lc, uint64_t bucket_id, struct lifecycle_stats *
     return rc;
 }
 
+struct pass_call {
+    struct lifecycle *lc;
+    uint64_t bucket_id;
+    struct lifecycle_stats *out;
+    int rc;
+};
+
+static void *
+pass_main(void *arg)
+{
+    struct pass_call *c = arg;
+    thread_lower_priority();
+    c->rc = run_here(c->lc, c->bucket_id, c->out);
+    return NULL;
+}
+
+int
+lifecycle_run(struct lifecycle *lc, uint64_t bucket_id, struct lifecycle_stats *out)
+{
+    /* On a thread of its own, so that lowering its priority leaves the
+     * caller (a request worker) as it was. */
+    struct pass_call c = {lc, bucket_id, out, 0};
+    pthread_t t;
+    if (server_thread_start(&t, 0, pass_main, &c) != 0)
+        return run_here(lc, bucket_id, out);
+    pthread_join(t, NULL);
+    return c.rc;
+}
+
 void
 lifecycle_stats_get(struct lifecycle *lc, struct lifecycle_stats *out)
 {
@@ -821,6 +904,7 @@ lifecycle_main(void *arg)
 {
     struct lifecycle *lc = arg;
     uint32_t interval = lc->srv->cfg.lifecycle_interval_s;
+    thread_lower_priority();
     pthread_mutex_lock(&lc->mu);
     while (!lc->is_stopping) {
         struct timespec ts;
@@ -831,7 +915,7 @@ lifecycle_main(void *arg)
         if (lc->is_stopping)
             break;
         pthread_mutex_unlock(&lc->mu);
-        lifecycle_run(lc, 0, NULL);
+        run_here(lc, 0, NULL);
         pthread_mutex_lock(&lc->mu);
     }
     pthread_mutex_unlock(&lc->mu);

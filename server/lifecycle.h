@@ -55,9 +55,10 @@ struct lifecycle *lifecycle_create(struct server *srv);
 void lifecycle_destroy(struct lifecycle *lc);
 
 /*
- * Runs one pass now on the calling thread, over bucket 'bucket_id' only
- * (0: every bucket with a configuration), serialized with the background
- * passes; blocks until it ends. Fills '*out' (may be NULL) with what this
+ * Runs one pass now, over bucket 'bucket_id' only (0: every bucket with a
+ * configuration), serialized with the background passes, on a thread at a
+ * lower CPU priority than requests (the caller's when none can start);
+ * blocks until it ends. Fills '*out' (may be NULL) with what this
  * pass did. Returns 0, or -ECANCELED when the server is stopping.
  */
 int lifecycle_run(struct lifecycle *lc, uint64_t bucket_id, struct lifecycle_stats *out);

@@ -1,12 +1,14 @@
 /*
- * lifecycle_versions.c: NoncurrentVersionExpiration and
- * ExpiredObjectDeleteMarker over a versioned bucket. One walk of
+ * lifecycle_versions.c: NoncurrentVersionExpiration,
+ * NoncurrentVersionTransition and ExpiredObjectDeleteMarker over a
+ * versioned bucket. One walk of
  * index_version_list (key order, newest first) sees each key's versions
  * together: a version became noncurrent when the next newer one was
  * written (that version's mtime), so its age is known without another
  * read. Removals are DELETEs of one version id through the committer, in
  * batches: the index re-checks Object Lock inside the transaction, so a
  * locked version is never removed, and a version already gone is a no-op.
+ * Transitions of versions go to the pass's mover (tier_move by version id).
  */
 #include "config.h"
 
@@ -17,9 +19,11 @@
 #include "server/lifecycle_versions.h"
 #include "server/lifecycle_xml.h"
 #include "server/server.h"
+#include "server/tier.h"
 
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 
 #define VERSIONS_PAGE 1000
 
@@ -45,6 +49,36 @@ noncurrent_expiry_s(const struct lc_config *cfg, const struct lc_object *o, int6
         int64_t s = (int64_t)(((t + day_ns - 1) / day_ns) * day_s);
         if (best < 0 || s < best)
             best = s;
+    }
+    return best;
+}
+
+/* The NoncurrentVersionTransition of the enabled rules matching 'o' that
+ * is due by 'now_s' for a version noncurrent since 'since_ns' with
+ * 'newer' noncurrent versions newer than itself: among the due ones, the
+ * one due last (the furthest step of a chain). NULL when none is due. */
+static const struct lc_transition *
+noncurrent_transition(const struct lc_config *cfg, const struct lc_object *o, int64_t since_ns,
+                      uint32_t newer, uint64_t day_s, int64_t now_s)
+{
+    const struct lc_transition *best = NULL;
+    int64_t best_t = -1;
+    uint64_t day_ns = day_s * 1000000000ull;
+    for (uint32_t i = 0; i < cfg->n_rules; i++) {
+        const struct lc_rule *r = &cfg->rules[i];
+        if (!r->is_enabled || !r->n_nc_transitions || lc_rule_has_tags(r) || !lc_rule_matches(r, o))
+            continue;
+        for (uint32_t k = 0; k < r->n_nc_transitions; k++) {
+            const struct lc_transition *t = &r->nc_transitions[k];
+            if (!t->has_days || (t->has_newer && newer < t->newer))
+                continue;
+            uint64_t at = (uint64_t)(since_ns > 0 ? since_ns : 0) + (uint64_t)t->days * day_ns;
+            int64_t s = (int64_t)(((at + day_ns - 1) / day_ns) * day_s);
+            if (s <= now_s && s > best_t) {
+                best_t = s;
+                best = t;
+            }
+        }
     }
     return best;
 }
@@ -129,10 +163,38 @@ key_end(struct batch *b, uint64_t bucket_id, const struct lc_config *cfg, struct
         batch_add(b, bucket_id, o.key, ks->marker_flags, ks->marker_id, 0);
 }
 
+/* Sends noncurrent version 'e' (noncurrent since 'since_ns', 'newer'
+ * noncurrent versions newer than it) to the mover when a transition is
+ * due for it and it is not in that class yet. */
+static void
+transition_version(struct server *srv, uint64_t bucket_id, const struct lc_config *cfg,
+                   const struct index_version_entry *e, int64_t since_ns, uint32_t newer,
+                   int64_t now_s, uint64_t day_s, const struct lifecycle_mover *mover,
+                   struct lifecycle_stats *st)
+{
+    struct lc_object o = {.key = e->key, .size = e->size};
+    const struct lc_transition *t = noncurrent_transition(cfg, &o, since_ns, newer, day_s, now_s);
+    uint32_t flags;
+    if (!t)
+        return;
+    if (tier_class_parse(srv->tiers, slice_from_cstr(t->storage_class), &flags) < 0) {
+        st->errors++; /* the tier was removed from the configuration */
+        return;
+    }
+    if (flags == e->flags)
+        return;
+    struct tier_move_item it = {
+        .bucket_id = bucket_id, .key = e->key, .flags = flags, .has_version_id = true};
+    memcpy(it.etag, e->etag, 16);
+    if (!(e->version_flags & INDEX_VERSION_NULL))
+        memcpy(it.version_id, e->version_id, INDEX_VERSION_ID_LEN);
+    mover->queue(mover->ctx, &it, e->size);
+}
+
 void
 lifecycle_expire_versions(struct server *srv, uint64_t bucket_id, const struct lc_config *cfg,
                           int64_t now_s, uint64_t day_s, lifecycle_stop_fn stop, void *stop_ctx,
-                          struct lifecycle_stats *st)
+                          const struct lifecycle_mover *mover, struct lifecycle_stats *st)
 {
     enum index_versioning vst;
     bool has_lock;
@@ -177,6 +239,9 @@ lifecycle_expire_versions(struct server *srv, uint64_t bucket_id, const struct l
                 int64_t t = noncurrent_expiry_s(cfg, &o, ks.newer_mtime_ns, ks.n_noncurrent, day_s);
                 if (t >= 0 && t <= now_s)
                     batch_add(b, bucket_id, e->key, e->version_flags, e->version_id, e->size);
+                else if (!is_marker)
+                    transition_version(srv, bucket_id, cfg, e, ks.newer_mtime_ns, ks.n_noncurrent,
+                                       now_s, day_s, mover, st);
                 ks.n_noncurrent++;
             }
             ks.n_seen++;
@@ -185,6 +250,7 @@ lifecycle_expire_versions(struct server *srv, uint64_t bucket_id, const struct l
         /* Removals of this page go before the next one is listed; the
          * markers stay valid whatever is removed behind them. */
         batch_flush(b);
+        mover->flush(mover->ctx); /* before the page's keys go */
         if (!res.is_truncated)
             break;
         free(km);

@@ -20,7 +20,7 @@ shardstore_SOURCES = server/main.c server/server.h server/conf.h server/config.c
 	server/lifecycle.h server/lifecycle.c server/op_lifecycle.c \
 	server/bucket_access.h server/bucket_access.c server/op_access.c server/acl.h server/acl.c server/op_post.c \
 	server/rdma.h server/rdma.c \
-	server/tier.h server/tier.c server/tier_cold.c server/op_tier.c server/tier_remote.c server/cold_format.h server/cold_format.c \
+	server/tier.h server/tier.c server/tier_cold.c server/op_tier.c server/tier_remote.c server/tier_stream.h server/tier_stream.c server/cold_format.h server/cold_format.c \
 	server/tls.h server/tls.c server/sse.h server/sse.c server/sse_bucket.c \
 	server/metrics.h server/metrics.c server/access_log.h server/access_log.c \
 	server/error_ring.h server/error_ring.c server/console.h server/console.c

@@ -29,6 +29,7 @@
 #include "server/req.h"
 #include "server/server.h"
 #include "server/sse.h"
+#include "server/tier_stream.h"
 #include "server/util.h"
 #include "server/versioning.h"
 #include "server/xml_out.h"
@@ -120,7 +121,8 @@ tier_reader_free(void *cls)
 }
 
 /* The body of an object whose bytes are in a tier: the hot pin and the
- * other tiers' pins are dropped, the tier's stays until completion. */
+ * other tiers' pins are dropped, the tier's stays until completion. A
+ * tier whose reads wait on a network is read on the workers. */
 static struct MHD_Response *
 tier_body_response(struct s3_req *r, const struct index_object *obj, uint64_t first, uint64_t len)
 {
@@ -132,8 +134,11 @@ tier_body_response(struct s3_req *r, const struct index_object *obj, uint64_t fi
     tier_pins_drop(r->srv->tiers, &r->tier_pins, id);
     if (tier_reader_create(r->srv->tiers, &r->tier_pins, obj, first, len, &trd) < 0)
         return NULL;
-    struct MHD_Response *resp = MHD_create_response_from_callback(
-        len, GET_BLOCK_LEN, tier_reader_cb, trd, tier_reader_free);
+    struct MHD_Response *resp =
+        tier_reads_wait(r->srv->tiers, id)
+            ? tier_stream_response(r->srv, r->conn, trd, len)
+            : MHD_create_response_from_callback(len, GET_BLOCK_LEN, tier_reader_cb, trd,
+                                                tier_reader_free);
     if (!resp)
         tier_reader_destroy(trd);
     return resp;

@@ -144,8 +144,13 @@ list_versioned(struct s3_req *r, const struct index_bucket *bk, const struct ind
             buf_append_str(&b, "</Size>");
         }
         buf_append(&b, owner.ptr, owner.len);
-        buf_append_str(&b, is_marker ? "</DeleteMarker>"
-                                     : "<StorageClass>STANDARD</StorageClass></Version>");
+        if (is_marker) {
+            buf_append_str(&b, "</DeleteMarker>");
+        } else {
+            buf_append_str(&b, "<StorageClass>");
+            buf_append_str(&b, tier_class_name(r->srv->tiers, e->flags));
+            buf_append_str(&b, "</StorageClass></Version>");
+        }
     }
     buf_cleanup(&owner);
     for (uint32_t i = 0; i < res.n_entries; i++) {

@@ -95,6 +95,12 @@ tier_name(const struct tier_set *ts, uint32_t id)
     return id < TIER_MAX && ts->tiers[id] ? ts->tiers[id]->name : NULL;
 }
 
+bool
+tier_reads_wait(const struct tier_set *ts, uint32_t id)
+{
+    return id < TIER_MAX && ts->tiers[id] && ts->tiers[id]->reads_wait;
+}
+
 uint32_t
 tier_object_flags(const struct index_object *obj)
 {
@@ -434,8 +440,13 @@ move_prepare(struct server *srv, struct move_job *j)
     j->has_pin = true;
     if ((rc = tier_pins_take(ts, &j->tp)) < 0)
         return rc;
-    if ((rc = index_object_get(srv->index, it->bucket_id, it->key, j->a, &j->obj)) < 0)
+    rc = it->has_version_id ? index_object_version_get(srv->index, it->bucket_id, it->key,
+                                                       it->version_id, j->a, &j->obj)
+                            : index_object_get(srv->index, it->bucket_id, it->key, j->a, &j->obj);
+    if (rc < 0)
         return rc;
+    if (j->obj.version_flags & INDEX_VERSION_MARKER)
+        return -ENOENT;
     if (memcmp(j->obj.etag, it->etag, 16) != 0)
         return -ESTALE;
     /* Encrypted objects stay hot: their readers (sse.c) read hot extents. */
@@ -530,12 +541,14 @@ tier_move_batch(struct server *srv, struct tier_move_item *items, size_t n)
             .kind = INDEX_OP_SET_EXTENTS,
             .bucket_id = items[i].bucket_id,
             .key = items[i].key,
+            .has_version_id = items[i].has_version_id,
             .object = &jobs[i].moved,
             .expect_extents = jobs[i].obj.extents,
             .n_expect_extents = jobs[i].obj.n_extents,
             .expect_inline_len = jobs[i].obj.inline_len,
             .arena = jobs[i].a,
         };
+        memcpy(ops[n_ops - 1].version_id, items[i].version_id, INDEX_VERSION_ID_LEN);
     }
     int crc = n_ops ? committer_run(srv->committer, ops, n_ops) : 0;
     for (size_t i = 0, k = 0; i < n; i++) {

@@ -119,6 +119,7 @@ struct tier {
     const struct tier_ops *ops;
     uint32_t id;                        /* TIER_COLD, TIER_REMOTE */
     char name[TIER_CLASS_NAME_MAX + 1]; /* its own storage class */
+    bool reads_wait;                    /* reads wait on a network (remote) */
 };
 
 /* Opens the cold tier in 'dir' (created if needed). Returns 0 and sets
@@ -214,13 +215,17 @@ int tier_move(struct server *srv, uint64_t bucket_id, struct slice key, const ui
               uint32_t flags, uint64_t *moved_len);
 
 /* One object of a batch move: in 'bucket_id', 'key', 'etag', 'flags' (key
- * borrowed until the call returns); out 'result' and 'moved_len' as
- * tier_move's return value and '*moved_len'. */
+ * borrowed until the call returns), and in a versioned bucket the version
+ * 'version_id' when 'has_version_id' (all zero: null; else the latest);
+ * out 'result' and 'moved_len' as tier_move's return value and
+ * '*moved_len'. */
 struct tier_move_item {
     uint64_t bucket_id;
     struct slice key;
     uint8_t etag[16];
     uint32_t flags;
+    bool has_version_id;
+    uint8_t version_id[16]; /* INDEX_VERSION_ID_LEN */
     int result;
     uint64_t moved_len;
 };
@@ -238,6 +243,9 @@ long tier_sweep(struct server *srv);
 void tier_stats_get(struct tier_set *ts, struct tier_stats *st, struct tier_space *space);
 /* The name of tier 'id' when it is configured, else NULL. */
 const char *tier_name(const struct tier_set *ts, uint32_t id);
+/* Whether reads of tier 'id' wait on a network (a remote tier), so a
+ * response body must read it off the event thread (tier_stream.h). */
+bool tier_reads_wait(const struct tier_set *ts, uint32_t id);
 
 /* ---- request helpers (op_tier.c) ---------------------------------------- */
 

@@ -519,6 +519,7 @@ tier_remote_open(const struct server *srv, struct tier **out)
     struct remote_tier *t = xcalloc(1, sizeof(*t));
     t->base.ops = &remote_ops;
     t->base.id = TIER_REMOTE;
+    t->base.reads_wait = true;
     snprintf(t->base.name, sizeof(t->base.name), "%s", cfg->remote_tier_class);
     snprintf(t->endpoint, sizeof(t->endpoint), "%s", cfg->remote_tier_endpoint);
     snprintf(t->bucket, sizeof(t->bucket), "%s", cfg->remote_tier_bucket);

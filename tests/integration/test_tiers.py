@@ -13,16 +13,28 @@
   of the tier copy written, copy durable but not published, published but
   old extents not yet reused): after a restart every object reads back
   byte for byte and, once all are deleted, neither tier holds a byte.
-- Where features meet: encrypted objects and versioned buckets stay hot, a
-  batch GET refuses a cold entry.
+- Where features meet: encrypted objects stay hot, a batch GET refuses a
+  cold entry.
+- Versioned buckets: Transition moves the current version and
+  NoncurrentVersionTransition the noncurrent ones (beyond
+  NewerNoncurrentVersions); each reads back by versionId byte for byte,
+  ListObjectVersions names each version's class, a delete by versionId
+  gives the cold space back.
 - A full cold tier: moves fail cleanly (nothing visible changes), and
   succeed on a later pass once there is room.
+- Remote reads never wait on the event thread: with the remote stopped
+  (SIGSTOP) a GET of a remote object stalls alone while a hot GET on the
+  same single event thread answers; it completes byte for byte once the
+  remote runs again, and ends in error (never a short body claimed
+  complete) when the remote dies meanwhile.
 """
 import base64
 import hashlib
 import json
 import os
+import signal
 import sys
+import threading
 import time
 
 sys.path.insert(0, os.path.join(os.environ.get("SHARD_SRCDIR", "."), "tests", "integration"))
@@ -480,10 +492,104 @@ def test_remote_tier(_shared):
         remote.cleanup()
 
 
+def get_in_thread(srv, path, out):
+    """GET 'path' on a thread; 'out' gets the status and body, or the
+    exception, and 'done' once it returned."""
+    def run():
+        try:
+            r = srv.request("GET", path, timeout=60)
+            out["status"], out["body"] = r.status, r.body
+        except (OSError, h.http.client.HTTPException) as e:
+            out["error"] = e
+        out["done"] = time.monotonic()
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+    return t
+
+
+def test_remote_stall_blocks_nothing(_shared):
+    """Remote reads run on the workers: the remote stopped, a GET of a
+    remote object waits alone while a hot GET on the same (single) event
+    thread answers; it completes byte for byte once the remote runs again,
+    and ends in error when the remote dies while it waits. Every read kind
+    of a remote object (partNumber too) byte for byte."""
+    remote = h.Server(tag="tier-remote-stall")
+    srv = None
+    try:
+        remote.start()
+        remote.client().create_bucket(Bucket="tier-remote")
+        srv = h.Server(config=remote_config(remote, "http_threads = 1\n"), tag="tier-stall")
+        srv.start()
+        s3 = srv.client()
+        s3.create_bucket(Bucket="stall")
+        far = mixed(3 * MIB + 5, 60)
+        s3.put_object(Bucket="stall", Key="far", Body=far, StorageClass="WARM")
+        hot = text_like(200 * 1024, 61)
+        s3.put_object(Bucket="stall", Key="hot", Body=hot)
+        check_reads(s3, "stall", "far", far, "WARM", "remote object")
+        up = s3.create_multipart_upload(Bucket="stall", Key="mp", StorageClass="WARM")
+        parts_body = [mixed(5 * MIB, 62), text_like(2 * MIB + 3, 63)]
+        parts = []
+        for i, pb in enumerate(parts_body, 1):
+            r = s3.upload_part(Bucket="stall", Key="mp", UploadId=up["UploadId"], PartNumber=i, Body=pb)
+            parts.append({"PartNumber": i, "ETag": r["ETag"]})
+        done = s3.complete_multipart_upload(Bucket="stall", Key="mp", UploadId=up["UploadId"],
+                                            MultipartUpload={"Parts": parts})
+        check_reads(s3, "stall", "mp", b"".join(parts_body), "WARM", "remote multipart", done["ETag"])
+        for n, pb in enumerate(parts_body, 1):
+            g = s3.get_object(Bucket="stall", Key="mp", PartNumber=n)
+            h.same_bytes(g["Body"].read(), pb, "remote partNumber=%d" % n)
+
+        # The remote stops answering: its GET waits, the hot one does not.
+        os.kill(remote.proc.pid, signal.SIGSTOP)
+        stalled = {}
+        try:
+            t = get_in_thread(srv, "/stall/far", stalled)
+            time.sleep(0.5)
+            try:
+                r = srv.request("GET", "/stall/hot", timeout=8)
+                hot_answer = (r.status, r.body)
+            except (OSError, h.http.client.HTTPException) as e:
+                hot_answer = e
+            answered_while_stalled = "done" not in stalled
+        finally:
+            os.kill(remote.proc.pid, signal.SIGCONT)
+        t.join(60)
+        h.check(isinstance(hot_answer, tuple), "hot GET during the remote stall: %r" % (hot_answer,))
+        h.eq(hot_answer[0], 200, "hot GET status during the remote stall")
+        h.same_bytes(hot_answer[1], hot, "hot GET during the remote stall")
+        h.check(answered_while_stalled, "the hot GET answered while the remote GET waited")
+        h.check("error" not in stalled, "stalled GET after the remote resumed: %r" % stalled.get("error"))
+        h.eq(stalled.get("status"), 200, "stalled GET status")
+        h.same_bytes(stalled.get("body"), far, "stalled GET once the remote runs again")
+
+        # The remote dies while a GET waits on it: the GET ends in error.
+        os.kill(remote.proc.pid, signal.SIGSTOP)
+        died = {}
+        t = get_in_thread(srv, "/stall/far", died)
+        time.sleep(0.5)
+        remote.kill()
+        t.join(60)
+        h.check("done" in died, "the GET from a dead remote ended")
+        if "error" not in died:
+            h.check(died["status"] >= 500, "a dead remote's GET: %r" % died["status"])
+        r = srv.request("GET", "/stall/hot", timeout=8)
+        h.same_bytes(r.body, hot, "hot GET after the remote died")
+        problems = srv.stop()
+        if problems:
+            raise h.Failure("\n".join(problems))
+    finally:
+        if srv:
+            srv.kill()
+            srv.cleanup()
+        remote.kill()
+        remote.cleanup()
+
+
 def test_where_features_meet(srv):
-    """Encrypted objects and versioned buckets are never moved (their
-    readers and versions hold hot extents); a batch GET refuses a cold
-    entry. Each stays readable byte for byte."""
+    """Encrypted objects are never moved (their readers read hot extents);
+    in a versioned bucket the latest version moves; a batch GET refuses a
+    cold entry. Each stays readable byte for byte."""
     s3 = srv.client()
     s3.create_bucket(Bucket="meet")
     enc = text_like(300 * 1024, 7)
@@ -495,9 +601,10 @@ def test_where_features_meet(srv):
     v1, v2 = mixed(200 * 1024, 8), mixed(250 * 1024, 9)
     r1 = s3.put_object(Bucket="meet-v", Key="k", Body=v1, StorageClass="COLD")
     s3.put_object(Bucket="meet-v", Key="k", Body=v2, StorageClass="COLD")
-    check_reads(s3, "meet-v", "k", v2, "STANDARD", "versioned, asked COLD")
-    old = s3.get_object(Bucket="meet-v", Key="k", VersionId=r1["VersionId"])["Body"].read()
-    h.same_bytes(old, v1, "the older version")
+    check_reads(s3, "meet-v", "k", v2, "COLD", "versioned, asked COLD")
+    old = s3.get_object(Bucket="meet-v", Key="k", VersionId=r1["VersionId"])
+    h.eq(old.get("StorageClass"), "COLD", "the older version was moved when it was the latest")
+    h.same_bytes(old["Body"].read(), v1, "the older version")
     cold = text_like(100 * 1024, 10)
     s3.put_object(Bucket="meet", Key="cold", Body=cold, StorageClass="COLD")
     body = (b"<Batch><ContinueOnError>true</ContinueOnError><Entry><Key>cold</Key></Entry>"
@@ -509,16 +616,73 @@ def test_where_features_meet(srv):
     h.check(cold[:4096] not in r.body, "no cold bytes in the batch")
 
 
+NC_RULE = ("<Rule><ID>v</ID><Status>Enabled</Status><Filter><Prefix>k</Prefix></Filter>"
+           "<Transition><Days>1</Days><StorageClass>COLD</StorageClass></Transition>"
+           "<NoncurrentVersionTransition><NoncurrentDays>1</NoncurrentDays>"
+           "<NewerNoncurrentVersions>1</NewerNoncurrentVersions>"
+           "<StorageClass>GLACIER_IR</StorageClass></NoncurrentVersionTransition></Rule>")
+
+
+def test_versioned_transitions(srv):
+    """Transition and NoncurrentVersionTransition in a versioned bucket:
+    the current version and the noncurrent ones beyond the newest
+    NewerNoncurrentVersions move; every version reads back by versionId
+    byte for byte in its class; a delete by versionId frees its cold
+    bytes."""
+    s3 = srv.client()
+    s3.create_bucket(Bucket="vt-b")
+    s3.put_bucket_versioning(Bucket="vt-b", VersioningConfiguration={"Status": "Enabled"})
+    bodies = [mixed(300 * 1024 + i, 70 + i) for i in range(3)]
+    vids = [s3.put_object(Bucket="vt-b", Key="k", Body=b)["VersionId"] for b in bodies]
+    s3.put_object(Bucket="vt-b", Key="other", Body=b"out of the rule's prefix")
+    base_cold = cold_used(srv)
+    put_lifecycle(srv, "vt-b", NC_RULE)
+    time.sleep(2.1)
+    st = run_pass(srv, "vt-b")
+    # The current version (COLD) and the oldest (one newer noncurrent
+    # version kept): the middle one is the newest noncurrent, kept hot.
+    h.eq(st["objects_transitioned"], 2, "versions moved (%r)" % st)
+    want = {vids[0]: "GLACIER_IR", vids[1]: "STANDARD", vids[2]: "COLD"}
+    for vid, b in zip(vids, bodies):
+        hd = s3.head_object(Bucket="vt-b", Key="k", VersionId=vid)
+        h.eq(hd.get("StorageClass"), None if want[vid] == "STANDARD" else want[vid],
+             "HEAD class of version %s" % vid)
+        h.eq(hd["ETag"], '"%s"' % h.md5_hex(b), "ETag of version %s" % vid)
+        g = s3.get_object(Bucket="vt-b", Key="k", VersionId=vid)
+        h.same_bytes(g["Body"].read(), b, "GET of version %s" % vid)
+        g = s3.get_object(Bucket="vt-b", Key="k", VersionId=vid, Range="bytes=70000-200000")
+        h.same_bytes(g["Body"].read(), b[70000:200001], "Range of version %s" % vid)
+    check_reads(s3, "vt-b", "k", bodies[2], "COLD", "the current version")
+    lv = s3.list_object_versions(Bucket="vt-b", Prefix="k")
+    h.eq({v["VersionId"]: v["StorageClass"] for v in lv["Versions"]}, want,
+         "ListObjectVersions classes")
+    h.eq(s3.head_object(Bucket="vt-b", Key="other").get("StorageClass"), None, "other stays")
+    h.check(cold_used(srv) > base_cold, "the versions are in the cold tier")
+    h.eq(run_pass(srv, "vt-b")["objects_transitioned"], 0, "a second pass moves nothing")
+    # A new current version makes the old current one noncurrent: kept
+    # where it is (COLD) as the newest noncurrent.
+    s3.put_object(Bucket="vt-b", Key="k", Body=b"newest")
+    g = s3.get_object(Bucket="vt-b", Key="k", VersionId=vids[2])
+    h.eq(g.get("StorageClass"), "COLD", "the old current version stays cold")
+    h.same_bytes(g["Body"].read(), bodies[2], "the old current version")
+    # Deletes by versionId give the cold space back.
+    for vid in vids:
+        s3.delete_object(Bucket="vt-b", Key="k", VersionId=vid)
+    settles(lambda: cold_used(srv), base_cold, "cold bytes after the versions' deletes")
+
+
 # The last three start servers of their own (the shared one is unused).
 TESTS = [
     test_storage_class_put_head_list,
     test_multipart_and_copy,
     test_where_features_meet,
+    test_versioned_transitions,
     test_lifecycle_transition_and_space,
     test_kill9_during_moves,
     test_full_cold_tier,
     test_cold_corruption_detected,
     test_remote_tier,
+    test_remote_stall_blocks_nothing,
 ]
 
 if __name__ == "__main__":

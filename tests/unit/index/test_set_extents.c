@@ -7,7 +7,9 @@
  * (nothing freed) and a later delete of both frees the new ones once;
  * flags come back from lookups, listings, extrefs and the startup scan,
  * and a flagged extent at the same volume and offset as a hot one is a
- * different extent.
+ * different extent. In a versioned bucket the version named (or the
+ * latest) moves, its "objects" copy with it when it is the latest, and a
+ * delete of a moved version frees its new extent.
  */
 #include "index/index.h"
 #include "tests/lib/test.h"
@@ -47,10 +49,10 @@ put(struct arena *a, struct slice key, uint8_t tag, int64_t mtime_ns)
     ASSERT_EQ(commit1(&op), 0);
 }
 
-/* The move of 'key' (version 'tag'/'mtime_ns', extents 'expect') to 'cold'. */
+/* The move of 'key' (version 'tag'/'mtime_ns', extents 'expect') to 'to'. */
 static struct index_op
-move_op(struct arena *a, struct slice key, uint8_t tag, int64_t mtime_ns,
-        const struct index_extent *expect)
+move_op_to(struct arena *a, struct slice key, uint8_t tag, int64_t mtime_ns,
+           const struct index_extent *expect, const struct index_extent *to)
 {
     static const uint8_t sums[16] = {9};
     struct index_object *o = arena_calloc(a, 1, sizeof(*o));
@@ -58,7 +60,7 @@ move_op(struct arena *a, struct slice key, uint8_t tag, int64_t mtime_ns,
     o->mtime_ns = mtime_ns;
     memset(o->etag, tag, 16);
     o->n_extents = 1;
-    o->extents = &cold;
+    o->extents = to;
     o->sums = sums;
     o->sums_len = 16;
     return (struct index_op){.kind = INDEX_OP_SET_EXTENTS,
@@ -68,6 +70,14 @@ move_op(struct arena *a, struct slice key, uint8_t tag, int64_t mtime_ns,
                              .expect_extents = expect,
                              .n_expect_extents = 1,
                              .arena = a};
+}
+
+/* The move of 'key' (version 'tag'/'mtime_ns', extents 'expect') to 'cold'. */
+static struct index_op
+move_op(struct arena *a, struct slice key, uint8_t tag, int64_t mtime_ns,
+        const struct index_extent *expect)
+{
+    return move_op_to(a, key, tag, mtime_ns, expect, &cold);
 }
 
 struct scan_seen {
@@ -82,6 +92,102 @@ on_extent(void *ctx, const struct index_extent *e)
         s->cold++;
     else if (e->flags == 0 && e->offset == hot.offset)
         s->hot++;
+}
+
+/* A PUT of 'key' in versioned bucket 'vbid' on extent 'e'; its version id
+ * into 'vid'. */
+static void
+put_version(struct arena *a, uint64_t vbid, struct slice key, uint8_t tag,
+            const struct index_extent *e, uint8_t vid[INDEX_VERSION_ID_LEN])
+{
+    struct index_object *o = arena_calloc(a, 1, sizeof(*o));
+    o->size = 100;
+    o->mtime_ns = tag;
+    memset(o->etag, tag, 16);
+    o->n_extents = 1;
+    o->extents = e;
+    struct index_op op = {
+        .kind = INDEX_OP_PUT, .bucket_id = vbid, .key = key, .object = o, .arena = a};
+    ASSERT_EQ(commit1(&op), 0);
+    memcpy(vid, op.result_version_id, INDEX_VERSION_ID_LEN);
+}
+
+static void
+test_versioned(struct arena *a)
+{
+    static const struct index_extent v1_hot = {.volume = 0, .offset = 16384, .len = 100};
+    static const struct index_extent v2_hot = {.volume = 0, .offset = 32768, .len = 100};
+    static const struct index_extent v1_cold = {
+        .volume = 0, .flags = 0x101, .offset = 100, .len = 60};
+    static const struct index_extent v2_cold = {
+        .volume = 0, .flags = 0x101, .offset = 200, .len = 60};
+    uint8_t v1[INDEX_VERSION_ID_LEN], v2[INDEX_VERSION_ID_LEN];
+    struct index_bucket vb;
+    struct index_object got;
+    ASSERT_EQ(index_bucket_create(ix, SLICE_LIT("vb"), "o", 1, &vb), 0);
+    ASSERT_EQ(index_versioning_put(ix, vb.id, INDEX_VERSIONING_ENABLED, false), 0);
+    put_version(a, vb.id, SLICE_LIT("vk"), 0x31, &v1_hot, v1);
+    put_version(a, vb.id, SLICE_LIT("vk"), 0x32, &v2_hot, v2);
+
+    /* The noncurrent version, by id: it moves, the latest stays. */
+    struct index_op op = move_op_to(a, SLICE_LIT("vk"), 0x31, 0x31, &v1_hot, &v1_cold);
+    op.bucket_id = vb.id;
+    op.has_version_id = true;
+    memcpy(op.version_id, v1, INDEX_VERSION_ID_LEN);
+    ASSERT_EQ(commit1(&op), 0);
+    ASSERT_UEQ(op.n_freed, 1);
+    ASSERT_UEQ(op.freed[0].offset, v1_hot.offset);
+    ASSERT_EQ(index_object_version_get(ix, vb.id, SLICE_LIT("vk"), v1, a, &got), 0);
+    ASSERT_UEQ(got.extents[0].flags, v1_cold.flags);
+    ASSERT_UEQ(got.extents[0].offset, v1_cold.offset);
+    ASSERT_UEQ(got.sums_len, 16);
+    ASSERT_EQ(index_object_get(ix, vb.id, SLICE_LIT("vk"), a, &got), 0);
+    ASSERT_UEQ(got.extents[0].offset, v2_hot.offset);
+    ASSERT_UEQ(got.extents[0].flags, 0);
+    /* Again from the same read: stale. The latest's ETag on the old
+     * version's id: stale too. */
+    ASSERT_EQ(commit1(&op), -ESTALE);
+    op = move_op(a, SLICE_LIT("vk"), 0x32, 0x32, &v2_hot);
+    op.bucket_id = vb.id;
+    op.has_version_id = true;
+    memcpy(op.version_id, v1, INDEX_VERSION_ID_LEN);
+    ASSERT_EQ(commit1(&op), -ESTALE);
+
+    /* The latest, without an id: the version and its "objects" copy. */
+    op = move_op_to(a, SLICE_LIT("vk"), 0x32, 0x32, &v2_hot, &v2_cold);
+    op.bucket_id = vb.id;
+    ASSERT_EQ(commit1(&op), 0);
+    ASSERT_UEQ(op.n_freed, 1);
+    ASSERT_UEQ(op.freed[0].offset, v2_hot.offset);
+    ASSERT_EQ(memcmp(op.result_version_id, v2, INDEX_VERSION_ID_LEN), 0);
+    ASSERT_EQ(index_object_get(ix, vb.id, SLICE_LIT("vk"), a, &got), 0);
+    ASSERT_UEQ(got.extents[0].flags, v2_cold.flags);
+    ASSERT_UEQ(got.extents[0].offset, v2_cold.offset);
+    ASSERT_EQ(index_object_version_get(ix, vb.id, SLICE_LIT("vk"), v2, a, &got), 0);
+    ASSERT_UEQ(got.extents[0].offset, v2_cold.offset);
+
+    /* Listings of versions carry the flags; the scan sees both. */
+    struct index_version_list_params lp = {.bucket_id = vb.id, .max_keys = 10};
+    struct index_version_list_result lr;
+    ASSERT_EQ(index_version_list(ix, &lp, a, &lr), 0);
+    ASSERT_UEQ(lr.n_entries, 2);
+    ASSERT_UEQ(lr.entries[0].flags, v2_cold.flags);
+    ASSERT_UEQ(lr.entries[1].flags, v1_cold.flags);
+
+    /* Behind a delete marker the latest is absent; a version by id is
+     * still there. Deleting it frees its cold extent. */
+    struct index_op del = {
+        .kind = INDEX_OP_DELETE, .bucket_id = vb.id, .key = SLICE_LIT("vk"), .arena = a};
+    ASSERT_EQ(commit1(&del), 0);
+    op = move_op(a, SLICE_LIT("vk"), 0x32, 0x32, &v2_cold);
+    op.bucket_id = vb.id;
+    ASSERT_EQ(commit1(&op), -ENOENT);
+    del.has_version_id = true;
+    memcpy(del.version_id, v1, INDEX_VERSION_ID_LEN);
+    ASSERT_EQ(commit1(&del), 0);
+    ASSERT_UEQ(del.n_freed, 1);
+    ASSERT_UEQ(del.freed[0].flags, v1_cold.flags);
+    ASSERT_UEQ(del.freed[0].offset, v1_cold.offset);
 }
 
 int
@@ -168,6 +274,8 @@ main(void)
     ASSERT_EQ(commit1(&del), 0);
     ASSERT_UEQ(del.n_freed, 1);
     ASSERT_UEQ(del.freed[0].flags, cold.flags);
+
+    test_versioned(a);
 
     index_close(ix);
     arena_destroy(a);
