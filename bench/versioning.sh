@@ -174,7 +174,7 @@ fi
 ss_stop
 
 if ! skip list; then
-  declare -A IP=() IPR=()
+  declare -A IP=() IPR=() IPB=()
   [ -x "$VSPEED" ] || die "bench/version_speed not found next to $BIN; set VERSION_SPEED_BIN"
   quiet list
   out=$("$VSPEED" "$W/vs" 100000 10 "$RUNS") || die "version_speed failed: $out"
