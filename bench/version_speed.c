@@ -9,9 +9,11 @@
  * 1000 RUNS times and prints one line per run:
  *   RESULT op=list_versions entries=N secs=S entries_per_s=X
  * Before the listing it times the index's share of a PUT, in a second
- * index (DIR/put-index): RUNS rounds of 50,000 overwrites (batches of 16)
- * in an unversioned and a versioned bucket: RESULT op=index_put
- * bucket=... ops_per_s=X.
+ * index (DIR/put-index): RUNS rounds of 50,000 overwrites of 5000 keys
+ * (batches of 16) in an unversioned and a versioned bucket, the 16 keys of
+ * a batch consecutive or scattered over the 5000 (as concurrent clients
+ * make them): RESULT op=index_put bucket=... keys=... ops_per_s=X
+ * bytes_per_put=B, B being what LMDB wrote (dirty pages, /proc/self/io).
  * A shardstore started on DIR serves the same bucket (bench/versioning.sh).
  */
 #include "index/index.h"
@@ -20,6 +22,22 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/stat.h>
+
+/* Bytes this process has written so far (wchar of /proc/self/io), or 0. */
+static long long
+written_bytes(void)
+{
+    FILE *f = fopen("/proc/self/io", "r");
+    char line[128];
+    long long v = 0;
+    if (f == NULL)
+        return 0;
+    while (fgets(line, sizeof(line), f))
+        if (strncmp(line, "wchar:", 6) == 0)
+            v = atoll(line + 6);
+    fclose(f);
+    return v;
+}
 
 #define BATCH 1000
 #define PAGE 1000
@@ -81,27 +99,35 @@ main(int argc, char **argv)
      * alternated, without fsync. */
     /* In an index of its own (DIR/put-index): its made-up extents must not
      * reach the data dir's index, which a shardstore opens afterwards. */
-    struct index_bucket bu, bv;
+    struct index_bucket bu[2], bv[2];
     struct index_extent ext = {.volume = 0, .offset = 0, .len = 4096};
     struct index_object po = {.size = 4096, .n_extents = 1, .extents = &ext};
     struct index *pix = NULL;
     char *pdir = arena_sprintf(arena_create(4096), "%s/put-index", argv[1]);
     mkdir(pdir, 0755);
     if (index_open(&pix, pdir, 1ULL << 30, true) != 0 ||
-        index_bucket_create(pix, SLICE_LIT("put-unver"), "", 0, &bu) != 0 ||
-        index_bucket_create(pix, SLICE_LIT("put-ver"), "", 0, &bv) != 0 ||
-        index_versioning_put(pix, bv.id, INDEX_VERSIONING_ENABLED, false) != 0) {
+        index_bucket_create(pix, SLICE_LIT("put-unver"), "", 0, &bu[0]) != 0 ||
+        index_bucket_create(pix, SLICE_LIT("put-ver"), "", 0, &bv[0]) != 0 ||
+        index_bucket_create(pix, SLICE_LIT("put-unver-scattered"), "", 0, &bu[1]) != 0 ||
+        index_bucket_create(pix, SLICE_LIT("put-ver-scattered"), "", 0, &bv[1]) != 0 ||
+        index_versioning_put(pix, bv[0].id, INDEX_VERSIONING_ENABLED, false) != 0 ||
+        index_versioning_put(pix, bv[1].id, INDEX_VERSIONING_ENABLED, false) != 0) {
         index_close(pix);
         goto out;
     }
     for (int r = 0; r < runs; r++) {
-        for (int which = 0; which < 2; which++) {
-            uint64_t bid = which ? bv.id : bu.id;
+        for (int which = 0; which < 4; which++) {
+            bool is_scattered = which >= 2, is_versioned = which % 2;
+            uint64_t bid = is_versioned ? bv[is_scattered].id : bu[is_scattered].id;
+            long long w0 = written_bytes();
             t0 = clock_mono_ns();
             for (int i = 0; i < 50000; i += 16) {
                 arena_clear(a);
                 for (int j = 0; j < 16; j++) {
-                    char *key = arena_sprintf(a, "p/%010d", (i + j) % 5000);
+                    /* Scattered: 7919 is prime to 5000, so every key
+                     * still comes up once per 5000 PUTs. */
+                    int k = is_scattered ? (int)((int64_t)(i + j) * 7919 % 5000) : (i + j) % 5000;
+                    char *key = arena_sprintf(a, "p/%010d", k);
                     ops[j] = (struct index_op){.kind = INDEX_OP_PUT,
                                                .bucket_id = bid,
                                                .key = slice_from_cstr(key),
@@ -114,8 +140,12 @@ main(int argc, char **argv)
                 }
             }
             double secs = (double)(clock_mono_ns() - t0) / 1e9;
-            printf("RESULT op=index_put bucket=%s ops=50000 secs=%.3f ops_per_s=%.0f\n",
-                   which ? "versioned" : "unversioned", secs, 50000 / secs);
+            printf("RESULT op=index_put bucket=%s keys=%s ops=50000 secs=%.3f ops_per_s=%.0f "
+                   "bytes_per_put=%.0f\n",
+                   is_versioned ? "versioned" : "unversioned",
+                   is_scattered ? "scattered" : "consecutive", secs, 50000 / secs,
+                   (double)(written_bytes() - w0) / 50000);
+            fflush(stdout);
         }
     }
     index_close(pix);

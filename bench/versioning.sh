@@ -9,12 +9,18 @@
 #   deep       GET p50 latency of the latest version of a key with 1000 versions vs 1
 #   list       ListObjectVersions over 1,000,000 versions of 100,000 keys (every 7th key
 #              ending in a delete marker), built by bench/version_speed through the index
-#              API: entries/s in the index (pages of 1000), then over HTTP from a
-#              shardstore started on the same data (signed GETs on one keep-alive
-#              connection, the XML counted but not parsed); version_speed also times the
-#              index's share of a PUT (batches of 16 overwrites, no fsync), both buckets
+#              API: entries/s in the index (pages of 1000), then end to end from a
+#              shardstore started on the same data with `shard ls --versions -r` (libshard's
+#              shard_list_versions: pages of 1000 on one connection, every entry parsed and
+#              printed, lines counted by wc): entries/s and distinct keys/s, with the CPU
+#              seconds of the server and of the client; once, for reference, a Python
+#              client (botocore signer, XML counted not parsed); version_speed also times
+#              the index's share of a PUT (batches of 16 overwrites, no fsync, consecutive
+#              and scattered keys) with the LMDB bytes written per PUT, both buckets
 # Medians of BENCH_RUNS runs (all listed). Prints RESULT lines; ratios are versioned /
-# unversioned (goal >= 0.9), the list figure's goal is >= 500,000 entries/s.
+# unversioned (goal >= 0.9): the ratio of the medians, and the median of the ratios of
+# the runs taken side by side (pair_ratio, less exposed to load that comes and goes).
+# The list figure's goal is >= 500,000 entries/s.
 #
 #   SHARDSTORE_BIN (default build/dev/shardstore), SHARD_BIN (shard next to it),
 #   VERSION_SPEED_BIN (bench/version_speed next to it), BENCH_RUNS=5, BENCH_SECS=5,
@@ -47,6 +53,14 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
+pair_ratios() { # pair_ratios "A1 A2 ..." "B1 B2 ...": A_i / B_i for each run i
+  paste -d' ' <(echo $1 | tr ' ' '\n') <(echo $2 | tr ' ' '\n') |
+    awk '$1 > 0 && $2 > 0 { printf "%.2f ", $1 / $2 }'
+}
+cpu_s() { # cpu_s PID: user + system CPU seconds of a process so far
+  awk -v hz="$(getconf CLK_TCK)" '{ print ($14 + $15) / hz }' "/proc/$1/stat"
+}
+
 bench() { # bench OP BUCKET ARGS...: one `shard bench` run, its RESULT line
   local op=$1 b=$2 out; shift 2
   out=$(AWS_ACCESS_KEY_ID=$AK AWS_SECRET_ACCESS_KEY=$SK timeout 300 \
@@ -73,7 +87,8 @@ if ! skip put; then
     done
   done
   mu=$(echo ${R[unver]} | median); mv=$(echo ${R[ver]} | median)
-  echo "RESULT metric=put_4k unversioned_put_s=$(f1 "$mu") versioned_put_s=$(f1 "$mv") ratio=$(ratio "$mv" "$mu") runs_unversioned=$(csv ${R[unver]}) runs_versioned=$(csv ${R[ver]})"
+  pr=$(pair_ratios "${R[ver]}" "${R[unver]}")
+  echo "RESULT metric=put_4k unversioned_put_s=$(f1 "$mu") versioned_put_s=$(f1 "$mv") ratio=$(ratio "$mv" "$mu") pair_ratio=$(echo $pr | median) pair_ratios=$(csv $pr) runs_unversioned=$(csv ${R[unver]}) runs_versioned=$(csv ${R[ver]})"
 fi
 
 if ! skip get; then
@@ -88,7 +103,8 @@ if ! skip get; then
     done
   done
   gu=$(echo ${G[unver]} | median); gv=$(echo ${G[ver]} | median)
-  echo "RESULT metric=get_single_stream unversioned_MBps=$(f1 "$gu") versioned_MBps=$(f1 "$gv") ratio=$(ratio "$gv" "$gu") runs_unversioned=$(csv ${G[unver]}) runs_versioned=$(csv ${G[ver]})"
+  pr=$(pair_ratios "${G[ver]}" "${G[unver]}")
+  echo "RESULT metric=get_single_stream unversioned_MBps=$(f1 "$gu") versioned_MBps=$(f1 "$gv") ratio=$(ratio "$gv" "$gu") pair_ratio=$(echo $pr | median) pair_ratios=$(csv $pr) runs_unversioned=$(csv ${G[unver]}) runs_versioned=$(csv ${G[ver]})"
 fi
 
 # s3.py PORT AK SK put BUCKET KEY N | count BUCKET PREFIX | list BUCKET: signed requests on
@@ -158,27 +174,44 @@ fi
 ss_stop
 
 if ! skip list; then
-  declare -A IP=() IPR=()
+  declare -A IP=() IPR=() IPB=()
   [ -x "$VSPEED" ] || die "bench/version_speed not found next to $BIN; set VERSION_SPEED_BIN"
   quiet list
   out=$("$VSPEED" "$W/vs" 100000 10 "$RUNS") || die "version_speed failed: $out"
   echo "$out" | grep '^LOAD' | while read -r l; do log "$l"; done
-  for b in unversioned versioned; do
-    r=$(echo "$out" | grep "^RESULT op=index_put bucket=$b " | while read -r l; do kv ops_per_s "$l"; done)
-    IP[$b]=$(echo $r | median); IPR[$b]=$(csv $r)
+  for keys in consecutive scattered; do
+    for b in unversioned versioned; do
+      r=$(echo "$out" | grep "^RESULT op=index_put bucket=$b keys=$keys " | while read -r l; do kv ops_per_s "$l"; done)
+      IP[$b]=$(echo $r | median); IPR[$b]=$(csv $r)
+      r=$(echo "$out" | grep "^RESULT op=index_put bucket=$b keys=$keys " | while read -r l; do kv bytes_per_put "$l"; done)
+      IPB[$b]=$(echo $r | median)
+    done
+    echo "RESULT metric=index_put_share keys=$keys unversioned_ops_s=${IP[unversioned]} versioned_ops_s=${IP[versioned]} ratio=$(ratio "${IP[versioned]}" "${IP[unversioned]}") unversioned_bytes_per_put=${IPB[unversioned]} versioned_bytes_per_put=${IPB[versioned]} runs_unversioned=${IPR[unversioned]} runs_versioned=${IPR[versioned]}"
   done
-  echo "RESULT metric=index_put_share unversioned_ops_s=${IP[unversioned]} versioned_ops_s=${IP[versioned]} ratio=$(ratio "${IP[versioned]}" "${IP[unversioned]}") runs_unversioned=${IPR[unversioned]} runs_versioned=${IPR[versioned]}"
   runs=$(echo "$out" | grep '^RESULT op=list_versions' | while read -r l; do kv entries_per_s "$l"; done)
   echo "RESULT metric=list_versions_index entries=1000000 keys=100000 entries_per_s=$(echo $runs | median) runs=$(csv $runs)"
   ss_launch "$W/vs" "$W/ss.conf"
-  runs=""
+  shard_ls() { AWS_ACCESS_KEY_ID=$AK AWS_SECRET_ACCESS_KEY=$SK "$SHARD" --endpoint-url "$SS_EP" ls --versions -r s3://versions; }
+  # Once, untimed: what the listing holds (column 5 says latest: one per key).
+  read -r n nk < <(shard_ls | awk '{ n++ } $5 == "latest" { k++ } END { print n, k }')
+  [ "$n" = 1000000 ] && [ "$nk" = 100000 ] || die "shard ls --versions listed $n entries of $nk keys"
+  runs="" kruns=""
   for i in $(seq 1 "$RUNS"); do
-    out=$(s3py list versions) || die "HTTP listing failed: $out"
-    log "list over HTTP run $i: ${out#RESULT }"
-    [ "$(kv entries "$out")" = 1000000 ] || die "HTTP listing: $out"
-    runs="$runs $(kv entries_per_s "$out")"
+    c0=$(cpu_s "$SS_PID"); t0=$(date +%s.%N)
+    TIMEFORMAT="%U %S"
+    ct=$( { time shard_ls | wc -l > "$W/n"; } 2>&1 ) || die "shard ls --versions failed"
+    t1=$(date +%s.%N); c1=$(cpu_s "$SS_PID")
+    [ "$(cat "$W/n")" = 1000000 ] || die "shard ls --versions listed $(cat "$W/n") entries"
+    secs=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", b - a }')
+    eps=$(awk -v s="$secs" 'BEGIN { printf "%.0f", 1000000 / s }')
+    kps=$(awk -v s="$secs" 'BEGIN { printf "%.0f", 100000 / s }')
+    log "list with shard ls --versions run $i: secs=$secs entries_per_s=$eps keys_per_s=$kps server_cpu_s=$(awk -v a="$c0" -v b="$c1" 'BEGIN { printf "%.2f", b - a }') client_cpu_s(user,sys)=$ct"
+    runs="$runs $eps" kruns="$kruns $kps"
   done
-  echo "RESULT metric=list_versions_http entries=1000000 keys=100000 entries_per_s=$(echo $runs | median) runs=$(csv $runs)"
+  echo "RESULT metric=list_versions_shard entries=1000000 keys=100000 entries_per_s=$(echo $runs | median) keys_per_s=$(echo $kruns | median) runs=$(csv $runs) keys_runs=$(csv $kruns)"
+  out=$(s3py list versions) || die "HTTP listing failed: $out"
+  [ "$(kv entries "$out")" = 1000000 ] || die "HTTP listing: $out"
+  echo "RESULT metric=list_versions_python_reference entries=1000000 entries_per_s=$(kv entries_per_s "$out")"
   ss_stop
 fi
 log "noise (cores used by others before each phase):$NOISE"

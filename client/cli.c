@@ -32,6 +32,8 @@ static const char USAGE[] =
     "      [--member NAME]        ... or that member of a tar object\n"
     "  ls [s3://b[/prefix]] [-r] list buckets, or keys under a prefix\n"
     "  ls --members s3://b/k     list the members of a tar object (offset size name)\n"
+    "  ls --versions s3://b[/prefix] [-r]  every version, newest first per key: date time\n"
+    "                            size|DEL (delete marker) version-id latest|- key\n"
     "  batch s3://b [FILE|-] [--continue-on-error]  batch GET: one line per entry,\n"
     "                            KEY[<TAB>MEMBER[<TAB>RANGE]]; the tar answer to stdout\n"
     "  rm s3://b/k [-r]          delete a key, or every key under a prefix\n"
@@ -78,6 +80,7 @@ enum {
     OPT_RETRIES,
     OPT_MEMBER,
     OPT_MEMBERS,
+    OPT_VERSIONS,
     OPT_CONTINUE,
     OPT_TRANSPORT,
     OPT_RDMA_PROVIDER,
@@ -113,6 +116,7 @@ static const struct option LONG_OPTS[] = {
     {"retries", required_argument, NULL, OPT_RETRIES},
     {"member", required_argument, NULL, OPT_MEMBER},
     {"members", no_argument, NULL, OPT_MEMBERS},
+    {"versions", no_argument, NULL, OPT_VERSIONS},
     {"continue-on-error", no_argument, NULL, OPT_CONTINUE},
     {"transport", required_argument, NULL, OPT_TRANSPORT},
     {"rdma-provider", required_argument, NULL, OPT_RDMA_PROVIDER},
@@ -272,6 +276,9 @@ parse_options(int argc, char **argv, struct cli_opts *o)
             break;
         case OPT_MEMBERS:
             o->is_members = true;
+            break;
+        case OPT_VERSIONS:
+            o->is_versions = true;
             break;
         case OPT_CONTINUE:
             o->is_continue_on_error = true;
@@ -720,6 +727,28 @@ print_entry(void *ctx, const struct shard_list_entry *e)
     return ferror(stdout) ? 1 : 0;
 }
 
+/* One line of `ls --versions`: the columns of print_entry with the version
+ * id and the latest flag before the name; "DEL" for a delete marker's size. */
+static int
+print_version(void *ctx, const struct shard_version_entry *e)
+{
+    struct ls_ctx *l = ctx;
+    const char *name = strlen(e->key) >= l->strip ? e->key + l->strip : e->key;
+    if (e->is_prefix) {
+        printf("%30s %s\n", "PRE", name);
+    } else {
+        const char *m = e->info.last_modified;
+        char size[24];
+        if (e->is_delete_marker)
+            snprintf(size, sizeof(size), "DEL");
+        else
+            snprintf(size, sizeof(size), "%llu", (unsigned long long)e->info.size);
+        printf("%.10s %.8s %10s %s %s %s\n", m, strlen(m) > 11 ? m + 11 : "", size, e->version_id,
+               e->is_latest ? "latest" : "-", name);
+    }
+    return ferror(stdout) ? 1 : 0;
+}
+
 static int
 cmd_ls(struct shard_client *c, const struct cli_opts *o, int nargs, char **args)
 {
@@ -741,7 +770,10 @@ cmd_ls(struct shard_client *c, const struct cli_opts *o, int nargs, char **args)
         const char *slash = strrchr(key, '/');
         l.strip = slash ? (size_t)(slash - key) + 1 : 0;
     }
-    int rc = shard_list(c, bucket, key, o->is_recursive ? NULL : "/", print_entry, &l, &err);
+    const char *delimiter = o->is_recursive ? NULL : "/";
+    int rc = o->is_versions
+                 ? shard_list_versions(c, bucket, key, delimiter, print_version, &l, &err)
+                 : shard_list(c, bucket, key, delimiter, print_entry, &l, &err);
     if (rc < 0)
         return cli_fail(args[0], &err);
     if (rc > 0) {

@@ -55,6 +55,7 @@ struct cli_opts {
     /* tar members and batch GET */
     const char *member;
     bool is_members, is_continue_on_error;
+    bool is_versions;   /* ls --versions */
     bool has_transport; /* --transport given */
     bool is_verify;     /* bench --verify */
 };

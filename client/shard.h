@@ -172,6 +172,34 @@ SHARD_API int shard_list(struct shard_client *c, const char *bucket, const char 
                          const char *delimiter, shard_list_fn fn, void *ctx,
                          struct shard_error *err);
 
+/* One entry of a ListObjectVersions page. */
+struct shard_version_entry {
+    const char *key;        /* NUL-terminated; borrowed for the duration of the callback */
+    const char *version_id; /* "null" for the null version, "" for a prefix; borrowed */
+    bool is_prefix;         /* a CommonPrefixes entry: only 'key' is set */
+    bool is_latest;         /* the key's current version (or delete marker) */
+    bool is_delete_marker;  /* a delete marker: info.size 0, info.etag "" */
+    struct shard_object_info info;
+};
+
+/* Receives one version; return 0 to continue, non-zero to stop the listing
+ * (shard_list_versions then returns that value). */
+typedef int (*shard_version_fn)(void *ctx, const struct shard_version_entry *e);
+
+/*
+ * ListObjectVersions of 'bucket' under 'prefix' (NULL or "" for all) grouped
+ * by 'delimiter' (NULL for none), every page (1000 entries each, paged with
+ * key-marker and version-id-marker), calling 'fn' per version, delete marker
+ * and common prefix. Versions and delete markers come in the server's order
+ * (key order, newest first within a key); a page's CommonPrefixes follow its
+ * versions. Keys are asked for with encoding-type=url and decoded, as in
+ * shard_list. A bucket never versioned lists each object once, version
+ * "null". Returns 0, the callback's non-zero value, or a negative error.
+ */
+SHARD_API int shard_list_versions(struct shard_client *c, const char *bucket, const char *prefix,
+                                  const char *delimiter, shard_version_fn fn, void *ctx,
+                                  struct shard_error *err);
+
 /* Lists the buckets of the account: each entry's 'key' is a bucket name and
  * 'info.last_modified' its creation date. Returns like shard_list. */
 SHARD_API int shard_list_buckets(struct shard_client *c, shard_list_fn fn, void *ctx,

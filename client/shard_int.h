@@ -232,6 +232,26 @@ size_t client__list_parser_count(const struct client_list_parser *p);
 bool client__list_parser_truncated(const struct client_list_parser *p);
 const char *client__list_parser_token(const struct client_list_parser *p);
 
+/*
+ * The same parser for ListObjectVersions pages: 'fn' (NULL: count only) gets
+ * each Version, DeleteMarker and CommonPrefixes entry, keys decoded as above.
+ * client__list_parser_page, _count and _truncated work as for ListObjectsV2;
+ * after a truncated page the next markers are client__list_parser_key_marker
+ * (decoded) and client__list_parser_version_marker.
+ */
+struct client_list_parser *client__list_versions_parser_create(shard_version_fn fn, void *ctx);
+const char *client__list_parser_key_marker(const struct client_list_parser *p);
+const char *client__list_parser_version_marker(const struct client_list_parser *p);
+
+/*
+ * Appends the query of a ListObjectVersions page to 'q' (canonical order,
+ * values encoded, encoding-type=url). 'key_marker' and 'version_marker' are
+ * NULL or "" on the first page; 'max_keys' 0 leaves the server's default.
+ */
+void client__list_versions_query(struct buf *q, const char *prefix, const char *delimiter,
+                                 unsigned max_keys, const char *key_marker,
+                                 const char *version_marker);
+
 /* Parses a ListAllMyBucketsResult, calling 'fn' per bucket. Returns 0, fn's value, or -1. */
 int client__xml_buckets(const char *xml, size_t len, shard_list_fn fn, void *ctx);
 

@@ -1,7 +1,8 @@
 /*
  * xml.c: the S3 answers the client reads, parsed with expat: <Error>,
- * single values (UploadId), ListObjectsV2 pages (keys URI-decoded when the
- * page is url-encoded) and DeleteObjects results.
+ * single values (UploadId), ListObjectsV2 and ListObjectVersions pages
+ * (keys URI-decoded when the page is url-encoded; one parser for both) and
+ * DeleteObjects results.
  * Character data is collected only inside the few elements wanted, into a
  * fixed buffer, so a list page costs one pass of expat and no allocation
  * (the `shard bench list` fast path counts entries and keeps only the token).
@@ -104,17 +105,35 @@ client__xml_text(const char *xml, size_t len, const char *name, char *out, size_
 }
 
 /* ------------------------------------------------------------------------ */
-/* ListObjectsV2 pages                                                        */
+/* ListObjectsV2 and ListObjectVersions pages                                 */
 /* ------------------------------------------------------------------------ */
 
-enum list_field { F_NONE, F_KEY, F_SIZE, F_ETAG, F_MTIME, F_PREFIX, F_TRUNC, F_TOKEN };
+enum list_field {
+    F_NONE,
+    F_KEY,
+    F_SIZE,
+    F_ETAG,
+    F_MTIME,
+    F_PREFIX,
+    F_TRUNC,
+    F_TOKEN,
+    F_VID,
+    F_LATEST,
+    F_KEY_MARKER,
+    F_VID_MARKER
+};
+
+/* Room for a version id (shardstore's are 32 characters, AWS's 32). */
+#define VID_CAP 256
 
 struct client_list_parser {
     XML_Parser xp;
     shard_list_fn fn;
+    shard_version_fn vfn; /* ListObjectVersions: instead of 'fn' */
     void *ctx;
+    bool is_versions; /* a ListObjectVersions parser */
     int depth;
-    int in_entry; /* 0, 1 Contents, 2 CommonPrefixes */
+    int in_entry; /* 0, 1 Contents, 2 CommonPrefixes, 3 Version, 4 DeleteMarker */
     enum list_field field;
     size_t count;
     bool is_truncated;
@@ -125,6 +144,10 @@ struct client_list_parser {
     char text[TEXT_CAP];
     size_t text_len;
     char token[TEXT_CAP];
+    char vid[VID_CAP];
+    bool is_latest;
+    char key_marker[TEXT_CAP]; /* NextKeyMarker, decoded */
+    char vid_marker[VID_CAP];  /* NextVersionIdMarker */
 };
 
 static void
@@ -174,8 +197,19 @@ list_start(void *ud, const XML_Char *name, const XML_Char **attrs)
     struct client_list_parser *p = ud;
     p->depth++;
     p->field = F_NONE;
+    bool wants_fields = p->fn != NULL || p->vfn != NULL;
     if (p->depth == 2) {
-        if (name[0] == 'C' && strcmp(name, "Contents") == 0) {
+        if (p->is_versions && name[0] == 'V' && strcmp(name, "Version") == 0) {
+            p->count++;
+            p->in_entry = 3;
+        } else if (p->is_versions && name[0] == 'D' && strcmp(name, "DeleteMarker") == 0) {
+            p->count++;
+            p->in_entry = 4;
+        } else if (p->is_versions && name[0] == 'N' && strcmp(name, "NextKeyMarker") == 0) {
+            p->field = F_KEY_MARKER;
+        } else if (p->is_versions && name[0] == 'N' && strcmp(name, "NextVersionIdMarker") == 0) {
+            p->field = F_VID_MARKER;
+        } else if (!p->is_versions && name[0] == 'C' && strcmp(name, "Contents") == 0) {
             p->count++;
             p->in_entry = 1;
         } else if (name[0] == 'C' && strcmp(name, "CommonPrefixes") == 0) {
@@ -186,7 +220,7 @@ list_start(void *ud, const XML_Char *name, const XML_Char **attrs)
         } else if (name[0] == 'N' && strcmp(name, "NextContinuationToken") == 0) {
             p->field = F_TOKEN;
         }
-    } else if (p->depth == 3 && p->in_entry && p->fn != NULL) {
+    } else if (p->depth == 3 && p->in_entry && wants_fields) {
         switch (name[0]) {
         case 'K':
             p->field = strcmp(name, "Key") == 0 ? F_KEY : F_NONE;
@@ -202,6 +236,12 @@ list_start(void *ud, const XML_Char *name, const XML_Char **attrs)
             break;
         case 'P':
             p->field = strcmp(name, "Prefix") == 0 ? F_PREFIX : F_NONE;
+            break;
+        case 'V':
+            p->field = strcmp(name, "VersionId") == 0 ? F_VID : F_NONE;
+            break;
+        case 'I':
+            p->field = strcmp(name, "IsLatest") == 0 ? F_LATEST : F_NONE;
             break;
         default:
             break;
@@ -243,18 +283,48 @@ list_end(void *ud, const XML_Char *name)
     case F_TOKEN:
         text_copy(p->token, sizeof(p->token), t, n);
         break;
+    case F_VID:
+        text_copy(p->vid, sizeof(p->vid), t, n);
+        break;
+    case F_LATEST:
+        p->is_latest = n == 4 && memcmp(t, "true", 4) == 0;
+        break;
+    case F_KEY_MARKER:
+        if (p->is_url)
+            text_copy_decoded(p->key_marker, sizeof(p->key_marker), t, n);
+        else
+            text_copy(p->key_marker, sizeof(p->key_marker), t, n);
+        break;
+    case F_VID_MARKER:
+        text_copy(p->vid_marker, sizeof(p->vid_marker), t, n);
+        break;
     }
     p->field = F_NONE;
     if (p->depth == 2 && p->in_entry) {
-        if (p->fn != NULL && p->stop_rc == 0) {
+        if (p->stop_rc == 0 && p->fn != NULL) {
             p->entry.key = p->key;
             p->entry.is_prefix = p->in_entry == 2;
             p->stop_rc = p->fn(p->ctx, &p->entry);
-            if (p->stop_rc != 0)
-                XML_StopParser(p->xp, XML_FALSE);
+        } else if (p->stop_rc == 0 && p->vfn != NULL) {
+            struct shard_version_entry v = {.key = p->key,
+                                            .version_id = p->in_entry == 2 ? "" : p->vid,
+                                            .is_prefix = p->in_entry == 2,
+                                            .is_latest = p->in_entry != 2 && p->is_latest,
+                                            .is_delete_marker = p->in_entry == 4,
+                                            .info = p->entry.info};
+            if (p->in_entry != 3) {
+                /* A marker or prefix has no size or ETag, whatever the page says. */
+                v.info.size = 0;
+                v.info.etag[0] = '\0';
+            }
+            p->stop_rc = p->vfn(p->ctx, &v);
         }
+        if (p->stop_rc != 0)
+            XML_StopParser(p->xp, XML_FALSE);
         memset(&p->entry, 0, sizeof(p->entry));
         p->key[0] = '\0';
+        p->vid[0] = '\0';
+        p->is_latest = false;
         p->in_entry = 0;
     }
     p->depth--;
@@ -283,6 +353,15 @@ client__list_parser_create(shard_list_fn fn, void *ctx)
     return p;
 }
 
+struct client_list_parser *
+client__list_versions_parser_create(shard_version_fn fn, void *ctx)
+{
+    struct client_list_parser *p = client__list_parser_create(NULL, ctx);
+    p->vfn = fn;
+    p->is_versions = true;
+    return p;
+}
+
 void
 client__list_parser_destroy(struct client_list_parser *p)
 {
@@ -306,6 +385,11 @@ client__list_parser_page(struct client_list_parser *p, const char *xml, size_t l
     p->is_truncated = false;
     p->stop_rc = 0;
     p->token[0] = '\0';
+    p->key[0] = '\0';
+    p->vid[0] = '\0';
+    p->is_latest = false;
+    p->key_marker[0] = '\0';
+    p->vid_marker[0] = '\0';
     memset(&p->entry, 0, sizeof(p->entry));
     if (len > INT32_MAX)
         return -1;
@@ -336,6 +420,18 @@ const char *
 client__list_parser_token(const struct client_list_parser *p)
 {
     return p->token;
+}
+
+const char *
+client__list_parser_key_marker(const struct client_list_parser *p)
+{
+    return p->key_marker;
+}
+
+const char *
+client__list_parser_version_marker(const struct client_list_parser *p)
+{
+    return p->vid_marker;
 }
 
 /* ------------------------------------------------------------------------ */

@@ -331,6 +331,12 @@ index__version_write(struct index *ix, MDB_txn *txn, struct index_op *op, bool i
         return rc;
     if (exists && !(cur.obj.version_flags & INDEX_VERSION_HAS_ID))
         return CORRUPT_BKPT("an object of a versioned bucket has no version");
+    /* The "objects" copy is the newest version (see the top of the file):
+     * its id bounds the new one without a cursor walk through "versions".
+     * Copied now, as the writes below may move the txn's pages. */
+    uint8_t newest_id[INDEX_VERSION_ID_LEN];
+    if (exists)
+        memcpy(newest_id, cur.obj.version_id, INDEX_VERSION_ID_LEN);
     if (op->if_none_match && exists) {
         op->result = -EEXIST;
         return 0;
@@ -383,10 +389,18 @@ index__version_write(struct index *ix, MDB_txn *txn, struct index_op *op, bool i
             o.mtime_ns = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
         }
     }
-    rc = ver_newest(ix, txn, op->bucket_id, op->key, &pos);
-    if (rc != 0 && rc != -ENOENT)
-        return rc;
-    vid_new(ix, rc == 0 ? pos.rec.obj.version_id : NULL, o.version_id);
+    if (exists) {
+        /* A null version removed above may have been that newest one:
+         * the new id is then above an id no longer stored, still above
+         * every id that is. */
+        vid_new(ix, newest_id, o.version_id);
+    } else {
+        /* No "objects" copy: a new key, or a delete marker is newest. */
+        rc = ver_newest(ix, txn, op->bucket_id, op->key, &pos);
+        if (rc != 0 && rc != -ENOENT)
+            return rc;
+        vid_new(ix, rc == 0 ? pos.rec.obj.version_id : NULL, o.version_id);
+    }
     o.version_flags = INDEX_VERSION_HAS_ID | (is_null ? INDEX_VERSION_NULL : 0) |
                       (is_delete ? INDEX_VERSION_MARKER : 0);
     if (is_delete) {

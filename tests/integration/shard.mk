@@ -6,6 +6,7 @@ TESTS += \
 	%D%/test_shard_config.py \
 	%D%/test_shard_bench.py \
 	%D%/test_shard_members.py \
+	%D%/test_shard_versions.py \
 	%D%/test_rdma.py
 
 EXTRA_DIST += \
@@ -15,6 +16,7 @@ EXTRA_DIST += \
 	%D%/test_shard_faults.py \
 	%D%/test_shard_config.py \
 	%D%/test_shard_bench.py \
+	%D%/test_shard_versions.py \
 	%D%/test_rdma.py
 
 # The RDMA fast path at the request level (test_rdma.py): it uses the

@@ -1,0 +1,122 @@
+"""test_shard_versions.py: libshard's shard_list_versions through
+`shard ls --versions`, checked against boto3's ListObjectVersions of the
+same buckets: every version and delete marker with its version id, latest
+flag, size and date, in the server's order, across page boundaries (a key
+whose 1,050 versions straddle the first page of 1000), with keys that need
+URL encoding, a null version, CommonPrefixes without -r, and a bucket
+never versioned (each object once, version "null")."""
+import os
+import re
+import sys
+
+sys.path.insert(0, os.path.join(os.environ.get("SHARD_SRCDIR", "."), "tests", "integration"))
+import harness as h  # noqa: E402
+import shard_util as su  # noqa: E402
+
+B = "vers"
+PLAIN = "plain-bucket"
+ODD = ["sp ace+plus%pct", "ünï/cødé", "ctl\x01key", "dir/a", "dir/b", "dir/sub/c"]
+LINE = re.compile(r"^(\S+) (\S+) +(\S+) (\S+) (latest|-) (.*)$", re.S)
+
+
+def shard_versions(srv, url, *flags):
+    """The entries `shard ls --versions` prints: (key, vid, latest, marker,
+    size, date) tuples, or ("PRE", prefix) for a common prefix."""
+    p = su.run(srv, "ls", "--versions", *flags, url)
+    out = []
+    for raw in p.stdout.decode("utf-8").split("\n")[:-1]:
+        if raw.lstrip().startswith("PRE "):
+            out.append(("PRE", raw.lstrip()[4:]))
+            continue
+        m = LINE.match(raw)
+        h.check(m is not None, "unparsable line %r" % raw)
+        date, time_, size, vid, latest, key = m.groups()
+        is_marker = size == "DEL"
+        out.append((key, vid, latest == "latest", is_marker, 0 if is_marker else int(size),
+                    date + " " + time_))
+    return out
+
+
+def boto_versions(s3, bucket, prefix=""):
+    """boto3's view: Versions and DeleteMarkers, each in the server's order."""
+    vers, markers = [], []
+    for page in s3.get_paginator("list_object_versions").paginate(Bucket=bucket, Prefix=prefix):
+        for v in page.get("Versions", []):
+            vers.append((v["Key"], v["VersionId"], v["IsLatest"], False, v["Size"],
+                         v["LastModified"].strftime("%Y-%m-%d %H:%M:%S")))
+        for d in page.get("DeleteMarkers", []):
+            markers.append((d["Key"], d["VersionId"], d["IsLatest"], True, 0,
+                            d["LastModified"].strftime("%Y-%m-%d %H:%M:%S")))
+    return vers, markers
+
+
+def same_as_boto(got, vers, markers, what):
+    h.check(len(got) == len(vers) + len(markers),
+            "%s: %d entries, boto3 %d + %d" % (what, len(got), len(vers), len(markers)))
+    h.check([e for e in got if not e[3]] == vers, "%s: versions differ from boto3's" % what)
+    h.check([e for e in got if e[3]] == markers, "%s: delete markers differ from boto3's" % what)
+    keys = [e[0] for e in got]
+    h.check(keys == sorted(keys, key=lambda k: k.encode()), "%s: not in key order" % what)
+    latest = [e[0] for e in got if e[2]]
+    h.check(len(latest) == len(set(latest)) == len(set(keys)), "%s: one latest per key" % what)
+
+
+def test_setup(srv):
+    s3 = srv.client()
+    s3.create_bucket(Bucket=B)
+    s3.put_object(Bucket=B, Key="nullkey", Body=b"before versioning")
+    s3.put_bucket_versioning(Bucket=B, VersioningConfiguration={"Status": "Enabled"})
+    for k in ODD:
+        s3.put_object(Bucket=B, Key=k, Body=b"one")
+        s3.put_object(Bucket=B, Key=k, Body=b"second")
+    s3.delete_object(Bucket=B, Key="dir/b")
+    s3.put_object(Bucket=B, Key="nullkey", Body=b"after")
+    for i in range(1050):
+        s3.put_object(Bucket=B, Key="deep", Body=b"x" * (i % 7))
+    s3.delete_object(Bucket=B, Key="deep")
+    s3.create_bucket(Bucket=PLAIN)
+    for k in ("p/1", "p/2", "q"):
+        s3.put_object(Bucket=PLAIN, Key=k, Body=k.encode())
+
+
+def test_all_pages(srv):
+    s3 = srv.client()
+    got = shard_versions(srv, "s3://%s" % B, "-r")
+    vers, markers = boto_versions(s3, B)
+    same_as_boto(got, vers, markers, "whole bucket")
+    h.check(len(got) == 1 + 1 + 2 * len(ODD) + 1 + 1051, "entries: %d" % len(got))
+    deep = [e for e in got if e[0] == "deep"]
+    h.check(deep[0][2] and deep[0][3], "deep: the newest is the latest delete marker")
+    h.check(len({e[1] for e in deep}) == 1051, "deep: every version once across pages")
+    null = [e for e in got if e[0] == "nullkey" and e[1] == "null"]
+    h.check(len(null) == 1 and not null[0][2] and null[0][4] == len(b"before versioning"),
+            "the null version: %r" % null)
+
+
+def test_prefix_and_delimiter(srv):
+    s3 = srv.client()
+    got = shard_versions(srv, "s3://%s/dir/" % B)
+    h.check(("PRE", "sub/") in got, "common prefix sub/: %r" % got)
+    listed = [e for e in got if e[0] != "PRE"]
+    h.check({e[0] for e in listed} == {"a", "b"}, "names under dir/ (stripped): %r" % listed)
+    got = shard_versions(srv, "s3://%s/dir/" % B, "-r")
+    vers, markers = boto_versions(s3, B, "dir/")
+    same_as_boto(got, vers, markers, "prefix dir/")
+
+
+def test_never_versioned(srv):
+    got = shard_versions(srv, "s3://%s" % PLAIN, "-r")
+    h.check([(e[0], e[1], e[2], e[3], e[4]) for e in got] ==
+            [("p/1", "null", True, False, 3), ("p/2", "null", True, False, 3),
+             ("q", "null", True, False, 1)], "unversioned bucket: %r" % got)
+
+
+def test_errors(srv):
+    p = su.run(srv, "ls", "--versions", "-r", "s3://no-such-bucket", rc=1)
+    h.check(b"NoSuchBucket" in p.stderr, "missing bucket: %r" % p.stderr)
+
+
+TESTS = [test_setup, test_all_pages, test_prefix_and_delimiter, test_never_versioned, test_errors]
+
+if __name__ == "__main__":
+    h.main(TESTS)
