@@ -5,11 +5,9 @@
  * With grouping on, handler threads queue their ops and sleep; one
  * committer thread takes everything queued, makes the written extents
  * durable with one storage_sync, applies all ops in ONE index transaction
- * (one durable commit), then wakes each waiter of the batch (a condition
- * variable per waiter: no wake-up of those queued for the next batch).
- * Under load, N concurrent PUTs cost one fdatasync and one LMDB commit
- * instead of N of each. With grouping off, the caller does the same for
- * its own ops under a mutex.
+ * (one durable commit), then wakes the waiters. Under load, N concurrent
+ * PUTs cost one fdatasync and one LMDB commit instead of N of each. With
+ * grouping off, the caller does the same for its own ops under a mutex.
  *
  * Invariant: storage_sync happens before the index commit, so a record
  * that is visible always points at durable data. Extents freed by the
@@ -37,7 +35,6 @@ struct commit_item {
     size_t n_ops;
     int result;
     bool is_done;
-    pthread_cond_t done; /* its waiter waits for is_done */
 };
 
 struct committer {
@@ -46,6 +43,7 @@ struct committer {
     uint32_t max_batch;
     pthread_mutex_t lock;
     pthread_cond_t work;      /* committer waits for items */
+    pthread_cond_t done;      /* waiters wait for is_done */
     struct commit_item *head; /* FIFO */
     struct commit_item *tail;
     bool is_stopping;
@@ -160,9 +158,9 @@ committer_main(void *arg)
             struct commit_item *next = it->next;
             it->result = rc;
             it->is_done = true;
-            pthread_cond_signal(&it->done);
             it = next;
         }
+        pthread_cond_broadcast(&c->done);
     }
     pthread_mutex_unlock(&c->lock);
     free(batch);
@@ -186,6 +184,7 @@ committer_create(struct server *srv, bool group, uint32_t max_batch)
     pthread_mutex_init(&c->lock, NULL);
     pthread_mutex_init(&c->solo_lock, NULL);
     pthread_cond_init(&c->work, NULL);
+    pthread_cond_init(&c->done, NULL);
     if (group && pthread_create(&c->thread, NULL, committer_main, c) != 0) {
         log_error("commit: cannot start committer thread");
         free(c);
@@ -209,6 +208,7 @@ committer_destroy(struct committer *c)
     pthread_mutex_destroy(&c->lock);
     pthread_mutex_destroy(&c->solo_lock);
     pthread_cond_destroy(&c->work);
+    pthread_cond_destroy(&c->done);
     free(c);
 }
 
@@ -224,11 +224,9 @@ committer_run(struct committer *c, struct index_op *ops, size_t n_ops)
         return rc;
     }
     struct commit_item item = {.ops = ops, .n_ops = n_ops};
-    pthread_cond_init(&item.done, NULL);
     pthread_mutex_lock(&c->lock);
     if (c->is_stopping) {
         pthread_mutex_unlock(&c->lock);
-        pthread_cond_destroy(&item.done);
         return -ESHUTDOWN;
     }
     /* The item lives on this stack frame: the committer unlinks it before
@@ -240,8 +238,7 @@ committer_run(struct committer *c, struct index_op *ops, size_t n_ops)
     c->tail = &item;     /* cppcheck-suppress autoVariables */
     pthread_cond_signal(&c->work);
     while (!item.is_done)
-        pthread_cond_wait(&item.done, &c->lock);
+        pthread_cond_wait(&c->done, &c->lock);
     pthread_mutex_unlock(&c->lock);
-    pthread_cond_destroy(&item.done);
     return item.result;
 }
