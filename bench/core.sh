@@ -45,7 +45,8 @@
 #                              to be quiet (others using <= MAX_BUSY cores); the level seen is reported
 #   BENCH_DATA=/tmp/shardstore-core-bench   scratch dir (shardstore data, nginx docroot, dd file;
 #                              needs ~2.5 GiB free; removed at the end unless BENCH_KEEP=1)
-#   BENCH_CONN_MEMORY=32K      shardstore "connection_memory" (MHD's per-connection pool)
+#   BENCH_CONN_MEMORY=""       shardstore "connection_memory" (MHD's per-connection pool; "": the
+#                              server's default)
 #   BENCH_EXTRA_CONF=""        more shardstore config lines ('\n'-separated), e.g.
 #                              "thread_per_connection = on" to measure the older connection model
 #   BENCH_NGINX_PORT=18081 BENCH_CEPH_PORT=18084  BENCH_PAUSE=2 (idle s before each timed run)
@@ -76,7 +77,7 @@ SMALL_CONC=${BENCH_SMALL_CONC:-16}
 SMALL_SIZE=${BENCH_SMALL_SIZE:-4096}
 SKIP=" ${BENCH_SKIP:-} "
 DATA=${BENCH_DATA:-/tmp/shardstore-core-bench}
-CONN_MEMORY=${BENCH_CONN_MEMORY:-32K}
+CONN_MEMORY=${BENCH_CONN_MEMORY:-}
 NGINX_PORT=${BENCH_NGINX_PORT:-18081}
 CEPH_PORT=${BENCH_CEPH_PORT:-18084}
 PAUSE=${BENCH_PAUSE:-2}
@@ -158,8 +159,9 @@ echo "RESULT env date=$(date -u +%Y-%m-%dT%H:%M:%SZ) host=$(hostname) cores=$(np
 ss_start() { # ss_start DATADIR GROUP_COMMIT
   local dir=$1 gc=$2
   rm -rf "$dir"; mkdir -p "$dir"
-  printf 'volume_size = %s\ngroup_commit = %s\nconnection_memory = %s\ninline_max = 0\nlog_level = warn\n' \
-    "${BENCH_VOLUME_SIZE:-8G}" "$gc" "$CONN_MEMORY" > "$dir.conf"
+  printf 'volume_size = %s\ngroup_commit = %s\ninline_max = 0\nlog_level = warn\n' \
+    "${BENCH_VOLUME_SIZE:-8G}" "$gc" > "$dir.conf"
+  [ -z "$CONN_MEMORY" ] || echo "connection_memory = $CONN_MEMORY" >> "$dir.conf"
   # All benchmark clients share one address: lift the per-address cap (a
   # binary older than the cap knows no such directive: before/after runs).
   if grep -q connection_limit_per_ip "$BIN" 2>/dev/null; then

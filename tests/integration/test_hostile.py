@@ -454,6 +454,24 @@ def test_oversize_headers(srv):
     absent(srv, "bigmeta", "oversize metadata")
 
 
+def test_header_block_at_s3_limit(srv):
+    """S3 takes request headers up to 8 KiB: a block that large (2 KiB of
+    metadata, a 1000-byte key, tags, long Cache-Control/Content-Disposition)
+    fits the default connection_memory, and so does the GET answer that
+    carries it all back. Fails when the pool is too small for it (8K)."""
+    key = "k" * 1000
+    h = {"x-amz-meta-a": "m" * 1900, "Content-Type": "text/plain",
+         "x-amz-tagging": "&".join("t%02d=%s" % (i, "v" * 40) for i in range(10)),
+         "Cache-Control": "c" * 1000, "Content-Disposition": "d" * 1000, "x-pad": "p" * 1500}
+    r = srv.request("PUT", "/%s/%s" % (BUCKET, key), headers=h, body=b"x" * 70000)
+    eq(r.status, 200, "PUT with an 8 KiB header block: %r" % r.body[:300])
+    r = srv.request("GET", "/%s/%s" % (BUCKET, key), headers={"Range": "bytes=5-69999", "x-pad": "p" * 5000})
+    eq(r.status, 206, "ranged GET with a 6 KiB header block: %r" % r.body[:300])
+    eq(len(r.body), 69995, "ranged GET body length")
+    eq(r.header("x-amz-meta-a", ""), "m" * 1900, "metadata in the answer")
+    eq(r.header("Content-Disposition", ""), "d" * 1000, "Content-Disposition in the answer")
+
+
 def test_half_body(srv):
     path = "/%s/half" % BUCKET
     h = srv.sign("PUT", path, "", {}, b"", payload_hash="UNSIGNED-PAYLOAD")
@@ -971,6 +989,7 @@ TESTS = [
     test_malformed_xml,
     test_aws_chunked,
     test_oversize_headers,
+    test_header_block_at_s3_limit,
     test_half_body,
     test_expect_continue,
     test_plain_chunked_put,
