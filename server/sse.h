@@ -100,6 +100,11 @@ bool sse_for_read(struct s3_req *r, const struct meta *m, bool is_copy_source, s
  * both plain, both SSE-S3 under the current master key, or SSE-C under the
  * same customer key. */
 bool sse_copy_shares(const struct sse_obj *src, const struct sse_obj *dst);
+/* The stored length of 'obj' into '*out': its size for a plain object,
+ * its packages' bytes (ciphertext and tags) for an encrypted one, as a
+ * tier stores them. 'a' for the decoding. Returns 0 or -EILSEQ (corrupt
+ * metadata or record). */
+int sse_stored_size(const struct index_object *obj, struct arena *a, uint64_t *out);
 /* Whether 'obj' is encrypted (or its metadata unreadable); 'a' for the
  * decoding. */
 bool sse_object_is_encrypted(const struct index_object *obj, struct arena *a);
@@ -145,10 +150,14 @@ void sse_writer_destroy(struct sse_writer *sw);
 /*
  * The body of bytes [first, first+len) of encrypted 'obj' ('m' its
  * metadata, 'o' its opened record): reads only the packages the range
- * touches, decrypts and checks each. The first package is read before the
+ * touches (from the hot extents or through the tier its extent flags
+ * name), decrypts and checks each. The first package is read before the
  * answer starts, so a bad one makes this return NULL (the caller answers
  * InternalError); a bad one later ends the body with an error (MHD closes
- * the connection). Keeps the request's pin like s3_body_response.
+ * the connection). A body of more than 512 KiB is decrypted ahead of the
+ * send by a producer on a worker (1 MiB in flight), which then owns the
+ * request's pins (r->has_pin is cleared); a smaller one keeps them like
+ * s3_body_response.
  */
 struct MHD_Response *sse_body_response(struct s3_req *r, const struct index_object *obj,
                                        const struct meta *m, const struct sse_obj *o,
