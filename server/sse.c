@@ -61,6 +61,8 @@
  * MHD's callback (a range of a few packages costs less than a hand-off). */
 #define RING_SLOTS 4
 #define PIPE_MIN (2 * SSE_BLOCK_LEN)
+/* Packages a pipelined writer fills ahead of their sealing on a worker. */
+#define WRITER_SLOTS 4
 #define VERIFY_LABEL "shardstore-sse-c-verify-v1"
 #define KEY_ID_LABEL "shardstore-sse-key-id-v1"
 #define ETAG_LABEL "shardstore-sse-c-etag-v1"
@@ -640,23 +642,70 @@ sse_complete(struct s3_req *r, struct index_part **used, uint32_t n, struct meta
  * Writing
  * ====================================================================== */
 
-struct sse_writer {
-    struct auth_sse_pkg *cipher;
-    uint64_t index; /* of the package being filled */
-    size_t have;    /* plaintext bytes in 'pt' */
-    uint8_t pt[SSE_PKG_LEN];
-    uint8_t ct[SSE_PKG_LEN + AUTH_SSE_TAG_LEN];
+/* A package of a pipelined writer: filled by the writer's thread, sealed
+ * in place (ciphertext, then the tag) by a worker or by the writer's
+ * thread, written to storage by the writer's thread, in order. */
+enum wslot_state { WSLOT_FREE, WSLOT_FULL, WSLOT_SEALING, WSLOT_SEALED };
+
+struct wslot {
+    uint8_t *buf; /* SSE_PKG_LEN + AUTH_SSE_TAG_LEN */
+    uint64_t index;
+    size_t len; /* plaintext bytes */
+    bool is_last;
+    int rc; /* of the seal */
+    enum wslot_state state;
 };
+
+struct sse_writer {
+    struct auth_sse_pkg *cipher; /* the writer's thread's */
+    uint64_t index;              /* of the package being filled */
+    size_t have;                 /* plaintext bytes in it */
+    uint8_t *pt;                 /* without workers: the package, */
+    uint8_t *ct;                 /* and its sealed form */
+
+    /* With workers: the packages, and a job that seals FULL ones. */
+    struct offload *offload;
+    struct auth_sse_pkg *job_cipher; /* the job's (both may seal at once) */
+    struct offload_job job;
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    bool is_running; /* the job is queued or running */
+    struct wslot slot[WRITER_SLOTS];
+    unsigned fill;  /* the slot being filled (FREE) */
+    unsigned drain; /* the oldest slot not yet written */
+};
+
+static void writer_job(void *arg);
 
 struct sse_writer *
 sse_writer_create(const struct sse_obj *o, uint8_t salt[AUTH_SSE_SALT_LEN])
+{
+    return sse_writer_create_pipelined(o, salt, NULL);
+}
+
+struct sse_writer *
+sse_writer_create_pipelined(const struct sse_obj *o, uint8_t salt[AUTH_SSE_SALT_LEN],
+                            struct offload *offload)
 {
     if (auth_random_bytes(salt, AUTH_SSE_SALT_LEN) != 0)
         return NULL;
     struct sse_writer *sw = xcalloc(1, sizeof(*sw));
     sw->cipher = auth_sse_pkg_create(o->dk, salt);
-    if (!sw->cipher) {
-        free(sw);
+    if (offload) {
+        sw->offload = offload;
+        sw->job_cipher = auth_sse_pkg_create(o->dk, salt);
+        sw->job.fn = writer_job;
+        sw->job.arg = sw;
+        pthread_mutex_init(&sw->lock, NULL);
+        pthread_cond_init(&sw->cond, NULL);
+        for (unsigned i = 0; i < WRITER_SLOTS; i++)
+            sw->slot[i].buf = xmalloc(SSE_PKG_LEN + AUTH_SSE_TAG_LEN);
+    } else {
+        sw->pt = xmalloc(SSE_PKG_LEN);
+        sw->ct = xmalloc(SSE_PKG_LEN + AUTH_SSE_TAG_LEN);
+    }
+    if (!sw->cipher || (offload && !sw->job_cipher)) {
+        sse_writer_destroy(sw);
         return NULL;
     }
     return sw;
@@ -674,18 +723,117 @@ writer_seal(struct sse_writer *sw, struct storage_writer *w, bool is_last)
     return rc;
 }
 
+/* The job: seals FULL slots, oldest first, until none is left. */
+static void
+writer_job(void *arg)
+{
+    struct sse_writer *sw = arg;
+    pthread_mutex_lock(&sw->lock);
+    for (;;) {
+        struct wslot *ws = NULL;
+        for (unsigned i = 0; i < WRITER_SLOTS && !ws; i++) {
+            struct wslot *c = &sw->slot[(sw->drain + i) % WRITER_SLOTS];
+            if (c->state == WSLOT_FULL)
+                ws = c;
+        }
+        if (!ws)
+            break;
+        ws->state = WSLOT_SEALING;
+        pthread_mutex_unlock(&sw->lock);
+        int rc =
+            auth_sse_pkg_seal(sw->job_cipher, ws->index, ws->is_last, ws->buf, ws->len, ws->buf);
+        pthread_mutex_lock(&sw->lock);
+        ws->rc = rc;
+        ws->state = WSLOT_SEALED;
+        pthread_cond_broadcast(&sw->cond);
+    }
+    sw->is_running = false;
+    pthread_cond_broadcast(&sw->cond);
+    pthread_mutex_unlock(&sw->lock);
+}
+
+/*
+ * The writer's thread: writes sealed slots to storage in order, sealing
+ * FULL ones itself when the job has not taken them, until slot 'until'
+ * is free (every slot when 'until' is WRITER_SLOTS). Waits only for a
+ * seal in progress (one package). Returns 0 or -errno.
+ */
+static int
+writer_drain(struct sse_writer *sw, struct storage_writer *w, unsigned until)
+{
+    int rc = 0;
+    pthread_mutex_lock(&sw->lock);
+    for (;;) {
+        struct wslot *ws = &sw->slot[sw->drain];
+        if (ws->state == WSLOT_SEALED) {
+            pthread_mutex_unlock(&sw->lock);
+            rc = ws->rc;
+            if (rc == 0)
+                rc = storage_writer_write(w, ws->buf, ws->len + AUTH_SSE_TAG_LEN);
+            pthread_mutex_lock(&sw->lock);
+            ws->state = WSLOT_FREE;
+            sw->drain = (sw->drain + 1) % WRITER_SLOTS;
+            if (rc < 0)
+                break;
+            continue;
+        }
+        /* Pending slots run from 'drain' to 'fill': a FREE oldest one
+         * means none is. */
+        struct wslot *need = until == WRITER_SLOTS ? ws : &sw->slot[until];
+        if (need->state == WSLOT_FREE || ws->state == WSLOT_FREE)
+            break;
+        if (ws->state == WSLOT_FULL) {
+            /* The job lags: seal the oldest here rather than wait. */
+            ws->state = WSLOT_SEALING;
+            pthread_mutex_unlock(&sw->lock);
+            int src =
+                auth_sse_pkg_seal(sw->cipher, ws->index, ws->is_last, ws->buf, ws->len, ws->buf);
+            pthread_mutex_lock(&sw->lock);
+            ws->rc = src;
+            ws->state = WSLOT_SEALED;
+        } else {
+            pthread_cond_wait(&sw->cond, &sw->lock); /* a seal in progress */
+        }
+    }
+    pthread_mutex_unlock(&sw->lock);
+    return rc;
+}
+
+/* Hands the slot being filled to the job as package 'sw->index', then
+ * frees the next one for filling. Returns 0 or -errno. */
+static int
+writer_hand_off(struct sse_writer *sw, struct storage_writer *w, bool is_last)
+{
+    struct wslot *ws = &sw->slot[sw->fill];
+    pthread_mutex_lock(&sw->lock);
+    ws->index = sw->index++;
+    ws->len = sw->have;
+    ws->is_last = is_last;
+    ws->state = WSLOT_FULL;
+    sw->fill = (sw->fill + 1) % WRITER_SLOTS;
+    sw->have = 0;
+    bool must_start = !sw->is_running;
+    sw->is_running = true;
+    pthread_mutex_unlock(&sw->lock);
+    if (must_start)
+        offload_submit(sw->offload, &sw->job);
+    return writer_drain(sw, w, sw->fill);
+}
+
 int
 sse_writer_write(struct sse_writer *sw, struct storage_writer *w, const void *data, size_t len)
 {
     const uint8_t *p = data;
     while (len) {
         if (sw->have == SSE_PKG_LEN) {
-            int rc = writer_seal(sw, w, false);
+            /* More bytes: the full package is not the last. */
+            int rc = sw->offload ? writer_hand_off(sw, w, false) : writer_seal(sw, w, false);
             if (rc < 0)
                 return rc;
         }
         size_t n = MIN(len, SSE_PKG_LEN - sw->have);
-        memcpy(sw->pt + sw->have, p, n);
+        uint8_t *dst = sw->offload ? sw->slot[sw->fill].buf : sw->pt;
+        memcpy(dst + sw->have, p, n);
         sw->have += n;
         p += n;
         len -= n;
@@ -696,7 +844,10 @@ sse_writer_write(struct sse_writer *sw, struct storage_writer *w, const void *da
 int
 sse_writer_finish(struct sse_writer *sw, struct storage_writer *w)
 {
-    return sw->have ? writer_seal(sw, w, true) : 0;
+    if (!sw->offload)
+        return sw->have ? writer_seal(sw, w, true) : 0;
+    int rc = sw->have ? writer_hand_off(sw, w, true) : 0;
+    return rc < 0 ? rc : writer_drain(sw, w, WRITER_SLOTS);
 }
 
 void
@@ -704,8 +855,26 @@ sse_writer_destroy(struct sse_writer *sw)
 {
     if (!sw)
         return;
+    if (sw->offload) {
+        /* The job may still seal a slot: wait for it. */
+        pthread_mutex_lock(&sw->lock);
+        while (sw->is_running)
+            pthread_cond_wait(&sw->cond, &sw->lock);
+        pthread_mutex_unlock(&sw->lock);
+        for (unsigned i = 0; i < WRITER_SLOTS; i++) {
+            if (sw->slot[i].buf)
+                auth_wipe(sw->slot[i].buf, SSE_PKG_LEN);
+            free(sw->slot[i].buf);
+        }
+        pthread_cond_destroy(&sw->cond);
+        pthread_mutex_destroy(&sw->lock);
+        auth_sse_pkg_destroy(sw->job_cipher);
+    }
     auth_sse_pkg_destroy(sw->cipher);
-    auth_wipe(sw->pt, sizeof(sw->pt));
+    if (sw->pt)
+        auth_wipe(sw->pt, SSE_PKG_LEN);
+    free(sw->pt);
+    free(sw->ct);
     free(sw);
 }
 

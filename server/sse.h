@@ -22,6 +22,7 @@ struct index_bucket;
 struct index_object;
 struct index_part;
 struct meta;
+struct offload;
 struct s3_req;
 struct server;
 struct storage_writer;
@@ -137,12 +138,22 @@ struct sse_writer;
 /* A writer of one new segment under 'o' with a fresh random salt (copied
  * to 'salt'). NULL on failure (no randomness, OpenSSL). */
 struct sse_writer *sse_writer_create(const struct sse_obj *o, uint8_t salt[AUTH_SSE_SALT_LEN]);
+/*
+ * The same, sealing packages on workers of 'offload' (NULL: as above)
+ * behind the caller, which only copies plaintext in and writes sealed
+ * packages to storage, in order (up to four packages ahead; when the
+ * workers lag it seals the oldest itself, so it never waits longer than one
+ * package's seal). The writer's calls stay on one thread at a time.
+ */
+struct sse_writer *sse_writer_create_pipelined(const struct sse_obj *o,
+                                               uint8_t salt[AUTH_SSE_SALT_LEN],
+                                               struct offload *offload);
 /* Encrypts 'len' bytes into 'w' (full packages go to storage once the next
  * byte shows they are not the last). Returns 0 or -errno. */
 int sse_writer_write(struct sse_writer *sw, struct storage_writer *w, const void *data, size_t len);
 /* Seals the last package into 'w'. Returns 0 or -errno. */
 int sse_writer_finish(struct sse_writer *sw, struct storage_writer *w);
-/* Frees; NULL is a no-op. */
+/* Frees (after any seal a worker still runs); NULL is a no-op. */
 void sse_writer_destroy(struct sse_writer *sw);
 
 /* ---- reading ------------------------------------------------------------ */

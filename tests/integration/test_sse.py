@@ -310,6 +310,24 @@ def test_large_body(srv):
     while srv.metric("shardstore_storage_reader_pins") != pins0 and time.time() < deadline:
         time.sleep(0.1)
     h.eq(srv.metric("shardstore_storage_reader_pins"), pins0, "pins after the dropped GETs")
+    # Uploads that stop mid-body while workers seal their packages: nothing
+    # is published, the server goes on.
+    for i in range(4):
+        conn = srv.connect()
+        try:
+            path = "/%s/half" % BUCKET
+            hdrs = srv.sign("PUT", path, "", {"x-amz-server-side-encryption": "AES256",
+                                             "Content-Length": str(len(data))}, b"",
+                            payload_hash="UNSIGNED-PAYLOAD")
+            conn.putrequest("PUT", path, skip_host=True, skip_accept_encoding=True)
+            for k, v in hdrs.items():
+                conn.putheader(k, v)
+            conn.endheaders()
+            conn.send(data[:(i + 1) * 300000])
+        finally:
+            conn.close()
+    r = srv.request("HEAD", "/%s/half" % BUCKET)
+    h.eq(r.status, 404, "an upload cut mid-body is not published")
     # A bit of package 25 (past the first MiB in flight): cut, never wrong bytes.
     h.check(where is not None, "the object's bytes were found in a volume")
     path, start = where

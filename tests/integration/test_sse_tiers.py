@@ -222,7 +222,7 @@ def test_cold(srv):
 
 
 def test_remote(_shared):
-    remote = h.Server(tag="sse-remote")
+    remote = h.Server(config="volume_size = 64M\nmax_volumes = 2\n", tag="sse-remote")
     srv = None
     try:
         remote.start()
