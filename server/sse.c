@@ -13,7 +13,11 @@
  * tag (auth/sse.c), so a range reads and checks only the packages it
  * touches and a changed bit is an error, never other bytes. The record
  * (META_SSE) is an internal metadata entry; object sizes, ETags (but
- * SSE-C's), checksums and part sizes stay those of the plaintext.
+ * SSE-C's), checksums and part sizes stay those of the plaintext. A tier
+ * stores the packages as they are; reads go through the tier the extent
+ * flags name. Large bodies are pipelined: a GET decrypts on a worker into
+ * a bounded ring ahead of the send, a PUT seals packages on a worker
+ * behind the receive; the event loop only copies.
  *
  * Invariant: the data key leaves this file only inside a struct sse_obj
  * in request memory, wiped by its user (sse_obj_wipe).
