@@ -674,12 +674,14 @@ struct sse_writer {
     pthread_mutex_t lock;
     pthread_cond_t cond;
     bool is_running; /* the job is queued or running */
+    bool is_freed;   /* destroyed while it ran: the job frees */
     struct wslot slot[WRITER_SLOTS];
     unsigned fill;  /* the slot being filled (FREE) */
     unsigned drain; /* the oldest slot not yet written */
 };
 
 static void writer_job(void *arg);
+static void writer_free(struct sse_writer *sw);
 
 struct sse_writer *
 sse_writer_create(const struct sse_obj *o, uint8_t salt[AUTH_SSE_SALT_LEN])
@@ -740,7 +742,7 @@ writer_job(void *arg)
             if (c->state == WSLOT_FULL)
                 ws = c;
         }
-        if (!ws)
+        if (!ws || sw->is_freed)
             break;
         ws->state = WSLOT_SEALING;
         pthread_mutex_unlock(&sw->lock);
@@ -752,8 +754,11 @@ writer_job(void *arg)
         pthread_cond_broadcast(&sw->cond);
     }
     sw->is_running = false;
+    bool is_freed = sw->is_freed;
     pthread_cond_broadcast(&sw->cond);
     pthread_mutex_unlock(&sw->lock);
+    if (is_freed)
+        writer_free(sw);
 }
 
 /*
@@ -860,11 +865,22 @@ sse_writer_destroy(struct sse_writer *sw)
     if (!sw)
         return;
     if (sw->offload) {
-        /* The job may still seal a slot: wait for it. */
+        /* A queued or running job frees it when it ends (never waited
+         * for: the pool may be slow to start it). */
         pthread_mutex_lock(&sw->lock);
-        while (sw->is_running)
-            pthread_cond_wait(&sw->cond, &sw->lock);
+        bool is_running = sw->is_running;
+        sw->is_freed = true;
         pthread_mutex_unlock(&sw->lock);
+        if (is_running)
+            return;
+    }
+    writer_free(sw);
+}
+
+static void
+writer_free(struct sse_writer *sw)
+{
+    if (sw->offload) {
         for (unsigned i = 0; i < WRITER_SLOTS; i++) {
             if (sw->slot[i].buf)
                 auth_wipe(sw->slot[i].buf, SSE_PKG_LEN);

@@ -153,7 +153,7 @@ struct sse_writer *sse_writer_create_pipelined(const struct sse_obj *o,
 int sse_writer_write(struct sse_writer *sw, struct storage_writer *w, const void *data, size_t len);
 /* Seals the last package into 'w'. Returns 0 or -errno. */
 int sse_writer_finish(struct sse_writer *sw, struct storage_writer *w);
-/* Frees (after any seal a worker still runs); NULL is a no-op. */
+/* Frees (a seal a worker still runs frees it when done); NULL is a no-op. */
 void sse_writer_destroy(struct sse_writer *sw);
 
 /* ---- reading ------------------------------------------------------------ */
