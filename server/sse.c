@@ -50,6 +50,7 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -65,6 +66,8 @@
  * MHD's callback (a range of a few packages costs less than a hand-off). */
 #define RING_SLOTS 4
 #define PIPE_MIN (2 * SSE_BLOCK_LEN)
+/* The mapping window of a pipelined body's stored bytes. */
+#define MAP_WINDOW (8u << 20)
 /* Packages a pipelined writer fills ahead of their sealing on a worker. */
 #define WRITER_SLOTS 4
 #define VERIFY_LABEL "shardstore-sse-c-verify-v1"
@@ -926,6 +929,10 @@ struct sse_stream {
     uint64_t ct_pos; /* reader offset of 'ct''s first byte */
     size_t ct_len;   /* stored bytes in 'ct' (read ahead, several packages) */
     uint64_t rd_len; /* stored bytes the reader covers */
+    bool may_map;    /* a pipelined body on hot extents: mmap the stored bytes */
+    uint8_t *map;    /* a window of them: reader bytes [map_pos, map_pos + map_len) */
+    uint64_t map_pos;
+    size_t map_len, map_skew; /* the mapping starts map_skew bytes before */
     char request_id[24];
     /* Buffers last: not zeroed at creation (a range GET makes one per request). */
     uint8_t ct[SSE_CT_LEN];
@@ -943,6 +950,8 @@ stream_destroy(struct sse_stream *s)
 {
     if (!s)
         return;
+    if (s->map)
+        munmap(s->map, s->map_skew + s->map_len);
     storage_reader_destroy(s->rd);
     tier_reader_destroy(s->trd);
     if (s->owns_pins) {
@@ -1103,14 +1112,47 @@ stream_next_len(struct sse_stream *s)
     return (size_t)MIN((uint64_t)SSE_PKG_LEN, s->plain[s->seg] - s->pkg * SSE_PKG_LEN);
 }
 
-/* The stored bytes [pos, pos + need) of the reader (one package), read
- * into 'ct' with the packages after it (up to SSE_CT_LEN, one read call)
- * unless they are there already. NULL on failure, with '*rc'. */
+/* The stored bytes [pos, pos + need) of the reader in a mapping of its
+ * volume (up to MAP_WINDOW of its span from 'pos', prefaulted), so that
+ * decryption reads the page cache without a copy. NULL when they do not
+ * lie in one span or cannot be mapped (the caller reads them instead). */
+static const uint8_t *
+stream_mapped(struct sse_stream *s, uint64_t pos, size_t need)
+{
+    if (s->map && pos >= s->map_pos && pos + need <= s->map_pos + s->map_len)
+        return s->map + s->map_skew + (pos - s->map_pos);
+    if (s->map)
+        munmap(s->map, s->map_skew + s->map_len);
+    s->map = NULL;
+    struct storage_send_span sp;
+    if (storage_reader_span(s->rd, pos, &sp) < 0 || sp.len < need)
+        return NULL;
+    uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
+    size_t len = (size_t)MIN(sp.len, (uint64_t)MAP_WINDOW);
+    size_t skew = (size_t)(sp.offset % page);
+    void *m = mmap(NULL, skew + len, PROT_READ, MAP_SHARED | MAP_POPULATE, sp.fd,
+                   (off_t)(sp.offset - skew));
+    if (m == MAP_FAILED)
+        return NULL;
+    s->map = m;
+    s->map_pos = pos;
+    s->map_len = len;
+    s->map_skew = skew;
+    return s->map + skew;
+}
+
+/* The stored bytes [pos, pos + need) of the reader (one package): mapped
+ * (s->may_map), else read into 'ct' with the packages after it (up to
+ * SSE_CT_LEN, one read call) unless they are there already. NULL on
+ * failure, with '*rc'. */
 static const uint8_t *
 stream_stored(struct sse_stream *s, uint64_t pos, size_t need, int *rc)
 {
     if (pos >= s->ct_pos && pos + need <= s->ct_pos + s->ct_len)
         return s->ct + (pos - s->ct_pos);
+    const uint8_t *m = s->may_map ? stream_mapped(s, pos, need) : NULL;
+    if (m)
+        return m;
     size_t want = (size_t)MIN((uint64_t)SSE_CT_LEN, s->rd_len - MIN(pos, s->rd_len)), got = 0;
     s->ct_pos = pos;
     s->ct_len = 0;
@@ -1425,6 +1467,7 @@ sse_body_response(struct s3_req *r, const struct index_object *obj, const struct
      * after the request completed (a client gone), until it sees the
      * response freed. */
     s->owns_pins = true;
+    s->may_map = s->rd != NULL;
     s->pin = r->pin;
     s->tier_pins = r->tier_pins;
     r->has_pin = false;
