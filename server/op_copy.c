@@ -296,12 +296,6 @@ copy_once(struct s3_req *r, const struct index_bucket *dst_bk, const struct inde
     if (!s3_tagging_for_copy(r, &new_meta) || !s3_acl_from_request(r, &new_meta))
         return 1;
     int rc;
-    if (!is_shared && TIER_OF(tier_object_flags(src)) != TIER_HOT) {
-        s3_respond_error(r, S3_ERR_NOT_IMPLEMENTED,
-                         "Copying an object stored in a tier with a change of encryption is not "
-                         "supported: copy it to STANDARD first.");
-        return 1;
-    }
     if (!is_shared) {
         rc = sse_copy_object(r, dst_bk, src, &src_meta, src_sse, &new_meta, dst_sse, out);
         goto done;

@@ -632,7 +632,11 @@ put_begin(struct s3_req *r, struct put_ctx *c)
             s3_respond_error(r, s3_error_from_errno(rc), NULL);
             return;
         }
-        if (c->sse.mode && !(c->sse_writer = sse_writer_create(&c->sse, c->sse_salt))) {
+        /* Large bodies: packages sealed on workers, behind the receive. */
+        struct offload *seal_on =
+            !c->has_declared_len || c->declared_len >= PUT_HASHER_MIN_LEN ? r->srv->offload : NULL;
+        if (c->sse.mode &&
+            !(c->sse_writer = sse_writer_create_pipelined(&c->sse, c->sse_salt, seal_on))) {
             s3_respond_error(r, S3_ERR_INTERNAL_ERROR, NULL);
             return;
         }

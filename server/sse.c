@@ -13,7 +13,11 @@
  * tag (auth/sse.c), so a range reads and checks only the packages it
  * touches and a changed bit is an error, never other bytes. The record
  * (META_SSE) is an internal metadata entry; object sizes, ETags (but
- * SSE-C's), checksums and part sizes stay those of the plaintext.
+ * SSE-C's), checksums and part sizes stay those of the plaintext. A tier
+ * stores the packages as they are; reads go through the tier the extent
+ * flags name. Large bodies are pipelined: a GET decrypts on a worker into
+ * a bounded ring ahead of the send, a PUT seals packages on a worker
+ * behind the receive; the event loop only copies.
  *
  * Invariant: the data key leaves this file only inside a struct sse_obj
  * in request memory, wiped by its user (sse_obj_wipe).
@@ -29,10 +33,12 @@
 #include "server/extents.h"
 #include "server/http.h"
 #include "server/meta.h"
+#include "server/offload.h"
 #include "server/ops.h"
 #include "server/req.h"
 #include "server/server.h"
 #include "server/sse.h"
+#include "server/tier.h"
 #include "server/versioning.h"
 #include "storage/storage.h"
 
@@ -41,8 +47,10 @@
 #include <inttypes.h>
 #include <stddef.h>
 #include <microhttpd.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -51,6 +59,17 @@
 #define RECORD_HEAD 104
 #define STORED_PKG_LEN ((uint64_t)SSE_PKG_LEN + AUTH_SSE_TAG_LEN)
 #define SSE_BLOCK_LEN (256 * 1024)
+/* Stored bytes a stream reads at once: four packages, one read call. */
+#define SSE_CT_LEN (4 * STORED_PKG_LEN)
+/* The pipeline of a large GET: RING_SLOTS slots of SSE_BLOCK_LEN plaintext
+ * decrypted ahead of the send; bodies up to PIPE_MIN are decrypted in
+ * MHD's callback (a range of a few packages costs less than a hand-off). */
+#define RING_SLOTS 4
+#define PIPE_MIN (2 * SSE_BLOCK_LEN)
+/* The mapping window of a pipelined body's stored bytes. */
+#define MAP_WINDOW (8u << 20)
+/* Packages a pipelined writer fills ahead of their sealing on a worker. */
+#define WRITER_SLOTS 4
 #define VERIFY_LABEL "shardstore-sse-c-verify-v1"
 #define KEY_ID_LABEL "shardstore-sse-key-id-v1"
 #define ETAG_LABEL "shardstore-sse-c-etag-v1"
@@ -630,23 +649,72 @@ sse_complete(struct s3_req *r, struct index_part **used, uint32_t n, struct meta
  * Writing
  * ====================================================================== */
 
-struct sse_writer {
-    struct auth_sse_pkg *cipher;
-    uint64_t index; /* of the package being filled */
-    size_t have;    /* plaintext bytes in 'pt' */
-    uint8_t pt[SSE_PKG_LEN];
-    uint8_t ct[SSE_PKG_LEN + AUTH_SSE_TAG_LEN];
+/* A package of a pipelined writer: filled by the writer's thread, sealed
+ * in place (ciphertext, then the tag) by a worker or by the writer's
+ * thread, written to storage by the writer's thread, in order. */
+enum wslot_state { WSLOT_FREE, WSLOT_FULL, WSLOT_SEALING, WSLOT_SEALED };
+
+struct wslot {
+    uint8_t *buf; /* SSE_PKG_LEN + AUTH_SSE_TAG_LEN */
+    uint64_t index;
+    size_t len; /* plaintext bytes */
+    bool is_last;
+    int rc; /* of the seal */
+    enum wslot_state state;
 };
+
+struct sse_writer {
+    struct auth_sse_pkg *cipher; /* the writer's thread's */
+    uint64_t index;              /* of the package being filled */
+    size_t have;                 /* plaintext bytes in it */
+    uint8_t *pt;                 /* without workers: the package, */
+    uint8_t *ct;                 /* and its sealed form */
+
+    /* With workers: the packages, and a job that seals FULL ones. */
+    struct offload *offload;
+    struct auth_sse_pkg *job_cipher; /* the job's (both may seal at once) */
+    struct offload_job job;
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    bool is_running; /* the job is queued or running */
+    bool is_freed;   /* destroyed while it ran: the job frees */
+    struct wslot slot[WRITER_SLOTS];
+    unsigned fill;  /* the slot being filled (FREE) */
+    unsigned drain; /* the oldest slot not yet written */
+};
+
+static void writer_job(void *arg);
+static void writer_free(struct sse_writer *sw);
 
 struct sse_writer *
 sse_writer_create(const struct sse_obj *o, uint8_t salt[AUTH_SSE_SALT_LEN])
+{
+    return sse_writer_create_pipelined(o, salt, NULL);
+}
+
+struct sse_writer *
+sse_writer_create_pipelined(const struct sse_obj *o, uint8_t salt[AUTH_SSE_SALT_LEN],
+                            struct offload *offload)
 {
     if (auth_random_bytes(salt, AUTH_SSE_SALT_LEN) != 0)
         return NULL;
     struct sse_writer *sw = xcalloc(1, sizeof(*sw));
     sw->cipher = auth_sse_pkg_create(o->dk, salt);
-    if (!sw->cipher) {
-        free(sw);
+    if (offload) {
+        sw->offload = offload;
+        sw->job_cipher = auth_sse_pkg_create(o->dk, salt);
+        sw->job.fn = writer_job;
+        sw->job.arg = sw;
+        pthread_mutex_init(&sw->lock, NULL);
+        pthread_cond_init(&sw->cond, NULL);
+        for (unsigned i = 0; i < WRITER_SLOTS; i++)
+            sw->slot[i].buf = xmalloc(SSE_PKG_LEN + AUTH_SSE_TAG_LEN);
+    } else {
+        sw->pt = xmalloc(SSE_PKG_LEN);
+        sw->ct = xmalloc(SSE_PKG_LEN + AUTH_SSE_TAG_LEN);
+    }
+    if (!sw->cipher || (offload && !sw->job_cipher)) {
+        sse_writer_destroy(sw);
         return NULL;
     }
     return sw;
@@ -664,18 +732,120 @@ writer_seal(struct sse_writer *sw, struct storage_writer *w, bool is_last)
     return rc;
 }
 
+/* The job: seals FULL slots, oldest first, until none is left. */
+static void
+writer_job(void *arg)
+{
+    struct sse_writer *sw = arg;
+    pthread_mutex_lock(&sw->lock);
+    for (;;) {
+        struct wslot *ws = NULL;
+        for (unsigned i = 0; i < WRITER_SLOTS && !ws; i++) {
+            struct wslot *c = &sw->slot[(sw->drain + i) % WRITER_SLOTS];
+            if (c->state == WSLOT_FULL)
+                ws = c;
+        }
+        if (!ws || sw->is_freed)
+            break;
+        ws->state = WSLOT_SEALING;
+        pthread_mutex_unlock(&sw->lock);
+        int rc =
+            auth_sse_pkg_seal(sw->job_cipher, ws->index, ws->is_last, ws->buf, ws->len, ws->buf);
+        pthread_mutex_lock(&sw->lock);
+        ws->rc = rc;
+        ws->state = WSLOT_SEALED;
+        pthread_cond_broadcast(&sw->cond);
+    }
+    sw->is_running = false;
+    bool is_freed = sw->is_freed;
+    pthread_cond_broadcast(&sw->cond);
+    pthread_mutex_unlock(&sw->lock);
+    if (is_freed)
+        writer_free(sw);
+}
+
+/*
+ * The writer's thread: writes sealed slots to storage in order, sealing
+ * FULL ones itself when the job has not taken them, until slot 'until'
+ * is free (every slot when 'until' is WRITER_SLOTS). Waits only for a
+ * seal in progress (one package). Returns 0 or -errno.
+ */
+static int
+writer_drain(struct sse_writer *sw, struct storage_writer *w, unsigned until)
+{
+    int rc = 0;
+    pthread_mutex_lock(&sw->lock);
+    for (;;) {
+        struct wslot *ws = &sw->slot[sw->drain];
+        if (ws->state == WSLOT_SEALED) {
+            pthread_mutex_unlock(&sw->lock);
+            rc = ws->rc;
+            if (rc == 0)
+                rc = storage_writer_write(w, ws->buf, ws->len + AUTH_SSE_TAG_LEN);
+            pthread_mutex_lock(&sw->lock);
+            ws->state = WSLOT_FREE;
+            sw->drain = (sw->drain + 1) % WRITER_SLOTS;
+            if (rc < 0)
+                break;
+            continue;
+        }
+        /* Pending slots run from 'drain' to 'fill': a FREE oldest one
+         * means none is. */
+        struct wslot *need = until == WRITER_SLOTS ? ws : &sw->slot[until];
+        if (need->state == WSLOT_FREE || ws->state == WSLOT_FREE)
+            break;
+        if (ws->state == WSLOT_FULL) {
+            /* The job lags: seal the oldest here rather than wait. */
+            ws->state = WSLOT_SEALING;
+            pthread_mutex_unlock(&sw->lock);
+            int src =
+                auth_sse_pkg_seal(sw->cipher, ws->index, ws->is_last, ws->buf, ws->len, ws->buf);
+            pthread_mutex_lock(&sw->lock);
+            ws->rc = src;
+            ws->state = WSLOT_SEALED;
+        } else {
+            pthread_cond_wait(&sw->cond, &sw->lock); /* a seal in progress */
+        }
+    }
+    pthread_mutex_unlock(&sw->lock);
+    return rc;
+}
+
+/* Hands the slot being filled to the job as package 'sw->index', then
+ * frees the next one for filling. Returns 0 or -errno. */
+static int
+writer_hand_off(struct sse_writer *sw, struct storage_writer *w, bool is_last)
+{
+    struct wslot *ws = &sw->slot[sw->fill];
+    pthread_mutex_lock(&sw->lock);
+    ws->index = sw->index++;
+    ws->len = sw->have;
+    ws->is_last = is_last;
+    ws->state = WSLOT_FULL;
+    sw->fill = (sw->fill + 1) % WRITER_SLOTS;
+    sw->have = 0;
+    bool must_start = !sw->is_running;
+    sw->is_running = true;
+    pthread_mutex_unlock(&sw->lock);
+    if (must_start)
+        offload_submit(sw->offload, &sw->job);
+    return writer_drain(sw, w, sw->fill);
+}
+
 int
 sse_writer_write(struct sse_writer *sw, struct storage_writer *w, const void *data, size_t len)
 {
     const uint8_t *p = data;
     while (len) {
         if (sw->have == SSE_PKG_LEN) {
-            int rc = writer_seal(sw, w, false);
+            /* More bytes: the full package is not the last. */
+            int rc = sw->offload ? writer_hand_off(sw, w, false) : writer_seal(sw, w, false);
             if (rc < 0)
                 return rc;
         }
         size_t n = MIN(len, SSE_PKG_LEN - sw->have);
-        memcpy(sw->pt + sw->have, p, n);
+        uint8_t *dst = sw->offload ? sw->slot[sw->fill].buf : sw->pt;
+        memcpy(dst + sw->have, p, n);
         sw->have += n;
         p += n;
         len -= n;
@@ -686,7 +856,10 @@ sse_writer_write(struct sse_writer *sw, struct storage_writer *w, const void *da
 int
 sse_writer_finish(struct sse_writer *sw, struct storage_writer *w)
 {
-    return sw->have ? writer_seal(sw, w, true) : 0;
+    if (!sw->offload)
+        return sw->have ? writer_seal(sw, w, true) : 0;
+    int rc = sw->have ? writer_hand_off(sw, w, true) : 0;
+    return rc < 0 ? rc : writer_drain(sw, w, WRITER_SLOTS);
 }
 
 void
@@ -694,8 +867,37 @@ sse_writer_destroy(struct sse_writer *sw)
 {
     if (!sw)
         return;
+    if (sw->offload) {
+        /* A queued or running job frees it when it ends (never waited
+         * for: the pool may be slow to start it). */
+        pthread_mutex_lock(&sw->lock);
+        bool is_running = sw->is_running;
+        sw->is_freed = true;
+        pthread_mutex_unlock(&sw->lock);
+        if (is_running)
+            return;
+    }
+    writer_free(sw);
+}
+
+static void
+writer_free(struct sse_writer *sw)
+{
+    if (sw->offload) {
+        for (unsigned i = 0; i < WRITER_SLOTS; i++) {
+            if (sw->slot[i].buf)
+                auth_wipe(sw->slot[i].buf, SSE_PKG_LEN);
+            free(sw->slot[i].buf);
+        }
+        pthread_cond_destroy(&sw->cond);
+        pthread_mutex_destroy(&sw->lock);
+        auth_sse_pkg_destroy(sw->job_cipher);
+    }
     auth_sse_pkg_destroy(sw->cipher);
-    auth_wipe(sw->pt, sizeof(sw->pt));
+    if (sw->pt)
+        auth_wipe(sw->pt, SSE_PKG_LEN);
+    free(sw->pt);
+    free(sw->ct);
     free(sw);
 }
 
@@ -704,7 +906,12 @@ sse_writer_destroy(struct sse_writer *sw)
  * ====================================================================== */
 
 struct sse_stream {
-    struct storage_reader *rd;
+    struct server *srv;
+    struct storage_reader *rd; /* the stored bytes: hot extents, */
+    struct tier_reader *trd;   /* or the tier copy */
+    bool owns_pins;            /* 'pin' and 'tier_pins' are the stream's to drop */
+    uint64_t pin;
+    struct tier_pins tier_pins;
     uint64_t rd_base; /* stored offset of the reader's first byte */
     uint32_t n_seg;
     uint64_t *plain;      /* n_seg plaintext sizes */
@@ -719,9 +926,16 @@ struct sse_stream {
     uint64_t left; /* plaintext still to deliver */
     size_t pt_pos; /* window of 'pt' not yet delivered */
     size_t pt_len;
+    uint64_t ct_pos; /* reader offset of 'ct''s first byte */
+    size_t ct_len;   /* stored bytes in 'ct' (read ahead, several packages) */
+    uint64_t rd_len; /* stored bytes the reader covers */
+    bool may_map;    /* a pipelined body on hot extents: mmap the stored bytes */
+    uint8_t *map;    /* a window of them: reader bytes [map_pos, map_pos + map_len) */
+    uint64_t map_pos;
+    size_t map_len, map_skew; /* the mapping starts map_skew bytes before */
     char request_id[24];
     /* Buffers last: not zeroed at creation (a range GET makes one per request). */
-    uint8_t ct[SSE_PKG_LEN + AUTH_SSE_TAG_LEN];
+    uint8_t ct[SSE_CT_LEN];
     uint8_t pt[SSE_PKG_LEN];
 };
 
@@ -736,7 +950,14 @@ stream_destroy(struct sse_stream *s)
 {
     if (!s)
         return;
+    if (s->map)
+        munmap(s->map, s->map_skew + s->map_len);
     storage_reader_destroy(s->rd);
+    tier_reader_destroy(s->trd);
+    if (s->owns_pins) {
+        storage_reader_unpin(s->srv->storage, s->pin);
+        tier_pins_drop(s->srv->tiers, &s->tier_pins, TIER_MAX);
+    }
     auth_sse_pkg_destroy(s->cipher);
     free(s->plain);
     free(s->stored_off);
@@ -746,10 +967,58 @@ stream_destroy(struct sse_stream *s)
     free(s);
 }
 
+/* The plaintext sizes of the 'n' segments of 'obj' ('m' its metadata):
+ * its part sizes, or its size. False when they do not add up to it. */
+static bool
+segment_sizes(const struct index_object *obj, const struct meta *m, uint32_t n, uint64_t *plain)
+{
+    if (!obj->parts_count) {
+        plain[0] = obj->size;
+        return n == 1;
+    }
+    struct slice sizes = meta_get(m, META_PART_SIZES);
+    uint64_t total = 0;
+    if (sizes.len != (size_t)n * 8)
+        return false;
+    for (uint32_t i = 0; i < n; i++) {
+        plain[i] = 0;
+        for (int b = 7; b >= 0; b--)
+            plain[i] = plain[i] << 8 | (uint8_t)sizes.ptr[(size_t)i * 8 + (size_t)b];
+        if (plain[i] > obj->size - total)
+            return false;
+        total += plain[i];
+    }
+    return total == obj->size;
+}
+
+int
+sse_stored_size(const struct index_object *obj, struct arena *a, uint64_t *out)
+{
+    struct meta m;
+    struct sse_obj o;
+    uint32_t n = obj->parts_count ? obj->parts_count : 1;
+    *out = obj->size;
+    if (!meta_decode(a, obj->meta, obj->meta_len, &m))
+        return -EILSEQ;
+    struct slice rec = meta_get(&m, META_SSE);
+    if (!rec.ptr)
+        return 0;
+    uint64_t *plain = arena_calloc(a, n, sizeof(*plain));
+    if (!record_parse(rec, &o) || o.n_segments != n || !segment_sizes(obj, &m, n, plain))
+        return -EILSEQ;
+    uint64_t total = 0;
+    for (uint32_t i = 0; i < n; i++)
+        total += sse_stored_len(plain[i]);
+    *out = total;
+    return 0;
+}
+
 /*
  * Builds the stream of plaintext bytes [first, first+len) (len > 0) of
- * 'obj': its segments from the record and the part sizes, and a storage
- * reader of exactly the packages the range touches. Returns 0 or -errno.
+ * 'obj': its segments from the record and the part sizes, and a reader of
+ * exactly the stored bytes of the packages the range touches: on the hot
+ * extents, or through the tier the extent flags name (under the request's
+ * pins). Returns 0 or -errno.
  */
 static int
 stream_create(struct s3_req *r, const struct index_object *obj, const struct meta *m,
@@ -759,7 +1028,9 @@ stream_create(struct s3_req *r, const struct index_object *obj, const struct met
     memset(s, 0, offsetof(struct sse_stream, ct));
     int rc = -EIO;
     uint32_t n = obj->parts_count ? obj->parts_count : 1;
+    bool is_tiered = TIER_OF(tier_object_flags(obj)) != TIER_HOT;
     *out = NULL;
+    s->srv = r->srv;
     snprintf(s->request_id, sizeof(s->request_id), "%s", r->request_id);
     memcpy(s->dk, o->dk, sizeof(s->dk));
     s->cipher_seg = UINT32_MAX;
@@ -773,24 +1044,15 @@ stream_create(struct s3_req *r, const struct index_object *obj, const struct met
     s->stored_off = xcalloc(n + 1, sizeof(*s->stored_off));
     s->salts = xmalloc((size_t)n * AUTH_SSE_SALT_LEN);
     memcpy(s->salts, o->salts, (size_t)n * AUTH_SSE_SALT_LEN);
-    if (obj->parts_count) {
-        struct slice sizes = meta_get(m, META_PART_SIZES);
-        if (sizes.len != (size_t)n * 8)
-            goto fail;
-        for (uint32_t i = 0; i < n; i++)
-            for (int b = 7; b >= 0; b--)
-                s->plain[i] = s->plain[i] << 8 | (uint8_t)sizes.ptr[(size_t)i * 8 + (size_t)b];
-    } else {
-        s->plain[0] = obj->size;
-    }
-    uint64_t total_plain = 0, total_extents = 0;
-    for (uint32_t i = 0; i < n; i++) {
-        total_plain += s->plain[i];
-        s->stored_off[i + 1] = s->stored_off[i] + sse_stored_len(s->plain[i]);
-    }
+    uint64_t total_extents = 0;
     for (uint32_t i = 0; i < obj->n_extents; i++)
         total_extents += obj->extents[i].len;
-    if (total_plain != obj->size || s->stored_off[n] != total_extents || first + len > obj->size) {
+    bool is_sane = segment_sizes(obj, m, n, s->plain);
+    for (uint32_t i = 0; i < n; i++)
+        s->stored_off[i + 1] = s->stored_off[i] + sse_stored_len(s->plain[i]);
+    /* A tier's extents are its own (a blob, a remote object): it checks
+     * the stored length itself. */
+    if (!is_sane || (!is_tiered && s->stored_off[n] != total_extents) || first + len > obj->size) {
         log_error("request %s: encrypted object layout does not match its extents", r->request_id);
         goto fail;
     }
@@ -815,11 +1077,17 @@ stream_create(struct s3_req *r, const struct index_object *obj, const struct met
         plain_off = seg_end;
     }
     s->rd_base = start;
+    s->rd_len = end - start;
     s->left = len;
-    struct storage_extent *se = arena_calloc(r->arena, obj->n_extents + 1, sizeof(*se));
-    extents_from_index(obj->extents, obj->n_extents, se);
-    rc = storage_reader_create(r->srv->storage, r->pin, se, obj->n_extents, start, end - start,
-                               &s->rd);
+    if (is_tiered) {
+        rc = tier_reader_create_stored(r->srv->tiers, &r->tier_pins, obj, s->stored_off[n], start,
+                                       end - start, &s->trd);
+    } else {
+        struct storage_extent *se = arena_calloc(r->arena, obj->n_extents + 1, sizeof(*se));
+        extents_from_index(obj->extents, obj->n_extents, se);
+        rc = storage_reader_create(r->srv->storage, r->pin, se, obj->n_extents, start, end - start,
+                                   &s->rd);
+    }
     if (rc < 0)
         goto fail;
     *out = s;
@@ -844,22 +1112,80 @@ stream_next_len(struct sse_stream *s)
     return (size_t)MIN((uint64_t)SSE_PKG_LEN, s->plain[s->seg] - s->pkg * SSE_PKG_LEN);
 }
 
+/* The stored bytes [pos, pos + need) of the reader in a mapping of its
+ * volume (up to MAP_WINDOW of its span from 'pos', prefaulted), so that
+ * decryption reads the page cache without a copy. NULL when they do not
+ * lie in one span or cannot be mapped (the caller reads them instead). */
+static const uint8_t *
+stream_mapped(struct sse_stream *s, uint64_t pos, size_t need)
+{
+    if (s->map && pos >= s->map_pos && pos + need <= s->map_pos + s->map_len)
+        return s->map + s->map_skew + (pos - s->map_pos);
+    if (s->map)
+        munmap(s->map, s->map_skew + s->map_len);
+    s->map = NULL;
+    struct storage_send_span sp;
+    if (storage_reader_span(s->rd, pos, &sp) < 0 || sp.len < need)
+        return NULL;
+    uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
+    size_t len = (size_t)MIN(sp.len, (uint64_t)MAP_WINDOW);
+    size_t skew = (size_t)(sp.offset % page);
+    void *m = mmap(NULL, skew + len, PROT_READ, MAP_SHARED | MAP_POPULATE, sp.fd,
+                   (off_t)(sp.offset - skew));
+    if (m == MAP_FAILED)
+        return NULL;
+    s->map = m;
+    s->map_pos = pos;
+    s->map_len = len;
+    s->map_skew = skew;
+    return s->map + skew;
+}
+
+/* The stored bytes [pos, pos + need) of the reader (one package): mapped
+ * (s->may_map), else read into 'ct' with the packages after it (up to
+ * SSE_CT_LEN, one read call) unless they are there already. NULL on
+ * failure, with '*rc'. */
+static const uint8_t *
+stream_stored(struct sse_stream *s, uint64_t pos, size_t need, int *rc)
+{
+    if (pos >= s->ct_pos && pos + need <= s->ct_pos + s->ct_len)
+        return s->ct + (pos - s->ct_pos);
+    const uint8_t *m = s->may_map ? stream_mapped(s, pos, need) : NULL;
+    if (m)
+        return m;
+    size_t want = (size_t)MIN((uint64_t)SSE_CT_LEN, s->rd_len - MIN(pos, s->rd_len)), got = 0;
+    s->ct_pos = pos;
+    s->ct_len = 0;
+    *rc = -EIO;
+    if (want < need)
+        return NULL;
+    while (got < want) {
+        ssize_t n = s->rd ? storage_reader_read(s->rd, pos + got, s->ct + got, want - got)
+                          : tier_reader_read(s->trd, pos + got, s->ct + got, want - got);
+        if (n <= 0) {
+            *rc = n < 0 ? (int)n : -EIO;
+            return NULL;
+        }
+        got += (size_t)n;
+    }
+    s->ct_len = got;
+    return s->ct;
+}
+
 /* Reads the next package and opens it into 'dst' ('*plen' bytes). Returns
  * 0, -EBADMSG (it does not authenticate) or -errno. */
 static int
 stream_next(struct sse_stream *s, uint8_t *dst, size_t *plen)
 {
     size_t pl = stream_next_len(s);
+    int rc = -EIO;
     if (pl == 0)
         return -EIO;
-    size_t sl = pl + AUTH_SSE_TAG_LEN, got = 0;
+    size_t sl = pl + AUTH_SSE_TAG_LEN;
     uint64_t pos = s->stored_off[s->seg] + s->pkg * STORED_PKG_LEN - s->rd_base;
-    while (got < sl) {
-        ssize_t n = storage_reader_read(s->rd, pos + got, s->ct + got, sl - got);
-        if (n <= 0)
-            return n < 0 ? (int)n : -EIO;
-        got += (size_t)n;
-    }
+    const uint8_t *ct = stream_stored(s, pos, sl, &rc);
+    if (!ct)
+        return rc;
     if (s->cipher_seg != s->seg) {
         auth_sse_pkg_destroy(s->cipher);
         s->cipher = auth_sse_pkg_create(s->dk, s->salts + (size_t)s->seg * AUTH_SSE_SALT_LEN);
@@ -870,7 +1196,7 @@ stream_next(struct sse_stream *s, uint8_t *dst, size_t *plen)
         }
     }
     bool is_last = s->pkg + 1 == pkg_count(s->plain[s->seg]);
-    int rc = auth_sse_pkg_open(s->cipher, s->pkg, is_last, s->ct, sl, dst);
+    rc = auth_sse_pkg_open(s->cipher, s->pkg, is_last, ct, sl, dst);
     if (rc < 0) {
         log_error("request %s: encrypted package %" PRIu64 " of segment %" PRIu32
                   " does not authenticate (corrupt on disk)",
@@ -918,6 +1244,7 @@ stream_read(struct sse_stream *s, uint8_t *buf, size_t max)
     return (ssize_t)out;
 }
 
+/* A body of up to PIPE_MIN bytes: decrypted in MHD's callback. */
 static ssize_t
 stream_cb(void *cls, uint64_t pos, char *buf, size_t max)
 {
@@ -937,12 +1264,176 @@ stream_free(void *cls)
     stream_destroy(cls);
 }
 
+/* ---- the pipeline of a large body ---------------------------------------
+ *
+ * A producer job on a worker reads and decrypts the stream into a ring of
+ * RING_SLOTS slots ahead of the send; MHD's content reader (event loop)
+ * only copies ready slots out, restarts the producer when a slot frees and,
+ * with nothing ready, suspends the connection until the producer resumes
+ * it. The producer never waits for the client; memory per body is the ring.
+ */
+
+struct sse_pipe {
+    /* Fixed once the answer is queued. */
+    struct server *srv;
+    struct MHD_Connection *conn;
+    struct offload_job job;
+    struct sse_stream *s;        /* the producer's alone */
+    uint8_t *slot[RING_SLOTS];   /* SSE_BLOCK_LEN plaintext bytes each */
+    size_t slot_len[RING_SLOTS]; /* written by the producer before 'n_ready' counts it */
+
+    /* Shared by the producer and the reader, under 'lock'. */
+    pthread_mutex_t lock;
+    unsigned head;     /* the first ready slot */
+    unsigned n_ready;  /* ready slots from 'head' on */
+    size_t head_off;   /* bytes of slot 'head' already handed to MHD */
+    bool is_running;   /* the producer is queued or running */
+    bool is_suspended; /* the reader suspended the connection */
+    bool is_done;      /* the producer wrote its last slot */
+    bool is_failed;    /* ... and the body must end in error */
+    bool is_freed;     /* the response is gone: whoever runs last frees */
+};
+
+static void
+pipe_destroy(struct sse_pipe *p)
+{
+    stream_destroy(p->s);
+    for (unsigned i = 0; i < RING_SLOTS; i++)
+        free(p->slot[i]);
+    pthread_mutex_destroy(&p->lock);
+    free(p);
+}
+
+/* The producer: fills free slots until the ring is full or the body is
+ * complete, resuming the connection whenever the reader waits. Runs with
+ * p->is_running set; frees the pipe when the response went away. */
+static void
+pipe_job(void *arg)
+{
+    struct sse_pipe *p = arg;
+    struct MHD_Connection *conn = p->conn;
+    for (;;) {
+        pthread_mutex_lock(&p->lock);
+        if (p->is_freed || p->is_done || p->n_ready == RING_SLOTS) {
+            bool is_freed = p->is_freed;
+            bool must_resume = p->is_suspended;
+            p->is_suspended = false;
+            p->is_running = false;
+            pthread_mutex_unlock(&p->lock);
+            if (must_resume)
+                MHD_resume_connection(conn);
+            if (is_freed)
+                pipe_destroy(p);
+            return;
+        }
+        unsigned w = (p->head + p->n_ready) % RING_SLOTS;
+        pthread_mutex_unlock(&p->lock);
+        /* Slot 'w' is outside the ready window: the reader leaves it alone. */
+        ssize_t n = stream_read(p->s, p->slot[w], SSE_BLOCK_LEN);
+        pthread_mutex_lock(&p->lock);
+        if (n > 0) {
+            p->slot_len[w] = (size_t)n;
+            p->n_ready++;
+        }
+        p->is_failed = n <= 0;
+        p->is_done = n <= 0 || p->s->left == 0;
+        bool must_resume = p->is_suspended;
+        p->is_suspended = false;
+        pthread_mutex_unlock(&p->lock);
+        if (must_resume)
+            MHD_resume_connection(conn);
+    }
+}
+
+/* Queues the producer (p->is_running already set); with a thread per
+ * connection, runs it here. */
+static void
+pipe_start(struct sse_pipe *p)
+{
+    if (p->srv->offload)
+        offload_submit(p->srv->offload, &p->job);
+    else
+        pipe_job(p);
+}
+
+static ssize_t
+pipe_read_cb(void *cls, uint64_t pos, char *out, size_t max)
+{
+    struct sse_pipe *p = cls;
+    (void)pos;
+    for (;;) {
+        pthread_mutex_lock(&p->lock);
+        unsigned head = p->head, ready = p->n_ready;
+        size_t off = p->head_off;
+        if (ready == 0) {
+            if (p->is_done) {
+                bool is_failed = p->is_failed;
+                pthread_mutex_unlock(&p->lock);
+                return is_failed ? MHD_CONTENT_READER_END_WITH_ERROR
+                                 : MHD_CONTENT_READER_END_OF_STREAM;
+            }
+            if (p->is_running) {
+                p->is_suspended = true;
+                MHD_suspend_connection(p->conn);
+                pthread_mutex_unlock(&p->lock);
+                return 0;
+            }
+            p->is_running = true;
+            pthread_mutex_unlock(&p->lock);
+            pipe_start(p);
+            continue; /* after shutdown the producer ran here: its slots are in */
+        }
+        pthread_mutex_unlock(&p->lock);
+        /* The ready slots are the reader's until it gives them back. */
+        size_t n = 0;
+        unsigned used = 0;
+        while (n < max && used < ready) {
+            size_t k = MIN(max - n, p->slot_len[head] - off);
+            memcpy(out + n, p->slot[head] + off, k);
+            n += k;
+            off += k;
+            if (off == p->slot_len[head]) {
+                head = (head + 1) % RING_SLOTS;
+                used++;
+                off = 0;
+            }
+        }
+        pthread_mutex_lock(&p->lock);
+        p->head = head;
+        p->head_off = off;
+        p->n_ready -= used;
+        bool must_start = used && !p->is_running && !p->is_done;
+        if (must_start)
+            p->is_running = true;
+        pthread_mutex_unlock(&p->lock);
+        if (must_start)
+            pipe_start(p);
+        return (ssize_t)n;
+    }
+}
+
+static void
+pipe_free_cb(void *cls)
+{
+    struct sse_pipe *p = cls;
+    pthread_mutex_lock(&p->lock);
+    p->is_freed = true;
+    bool is_running = p->is_running;
+    pthread_mutex_unlock(&p->lock);
+    if (!is_running)
+        pipe_destroy(p);
+}
+
 struct MHD_Response *
 sse_body_response(struct s3_req *r, const struct index_object *obj, const struct meta *m,
                   const struct sse_obj *o, uint64_t first, uint64_t len, bool is_head)
 {
     if (is_head || len == 0)
         return s3_body_response(r, obj, first, len, is_head);
+    uint32_t id = TIER_OF(tier_object_flags(obj));
+    if (id != TIER_HOT && storage_reader_narrow(r->srv->storage, r->pin, NULL, 0, 0, 0) < 0)
+        return NULL; /* tiered: no hot extent held back, only the tier's */
+    tier_pins_drop(r->srv->tiers, &r->tier_pins, id == TIER_HOT ? TIER_MAX : id);
     struct sse_stream *s;
     if (stream_create(r, obj, m, o, first, len, &s) < 0)
         return NULL;
@@ -955,11 +1446,39 @@ sse_body_response(struct s3_req *r, const struct index_object *obj, const struct
     s->pt_len = plen;
     s->pt_pos = (size_t)s->skip;
     s->skip = 0;
-    size_t block = (size_t)MIN((uint64_t)SSE_BLOCK_LEN, MAX(len, (uint64_t)4096));
-    struct MHD_Response *resp =
-        MHD_create_response_from_callback(len, block, stream_cb, s, stream_free);
-    if (!resp)
-        stream_destroy(s);
+    struct MHD_Response *resp;
+    if (len <= PIPE_MIN) {
+        resp = MHD_create_response_from_callback(len, (size_t)MAX(len, (uint64_t)4096), stream_cb,
+                                                 s, stream_free);
+        if (!resp)
+            stream_destroy(s);
+        return resp;
+    }
+    struct sse_pipe *p = xcalloc(1, sizeof(*p));
+    pthread_mutex_init(&p->lock, NULL);
+    p->srv = r->srv;
+    p->conn = r->conn;
+    p->job.fn = pipe_job;
+    p->job.arg = p;
+    p->s = s;
+    for (unsigned i = 0; i < RING_SLOTS; i++)
+        p->slot[i] = xmalloc(SSE_BLOCK_LEN);
+    /* The stream takes the request's pins: its producer may still read
+     * after the request completed (a client gone), until it sees the
+     * response freed. */
+    s->owns_pins = true;
+    s->may_map = s->rd != NULL;
+    s->pin = r->pin;
+    s->tier_pins = r->tier_pins;
+    r->has_pin = false;
+    resp = MHD_create_response_from_callback(len, SSE_BLOCK_LEN, pipe_read_cb, p, pipe_free_cb);
+    if (!resp) {
+        pipe_destroy(p);
+        return NULL;
+    }
+    /* Decrypt ahead while the headers go out. */
+    p->is_running = true;
+    pipe_start(p);
     return resp;
 }
 
@@ -975,6 +1494,7 @@ sse_copy_range(struct s3_req *r, const struct index_object *src, const struct me
 {
     struct sse_stream *s = NULL;
     struct storage_reader *rd = NULL;
+    struct tier_reader *trd = NULL;
     struct sse_writer *sw = NULL;
     struct auth_checksum ck;
     uint8_t *buf = xmalloc(SSE_BLOCK_LEN);
@@ -990,6 +1510,8 @@ sse_copy_range(struct s3_req *r, const struct index_object *src, const struct me
     }
     if (len && src_sse->mode) {
         rc = stream_create(r, src, src_meta, src_sse, first, len, &s);
+    } else if (len && TIER_OF(tier_object_flags(src)) != TIER_HOT) {
+        rc = tier_reader_create(r->srv->tiers, &r->tier_pins, src, first, len, &trd);
     } else if (len && !src->inline_len) {
         struct storage_extent *se = arena_calloc(r->arena, src->n_extents + 1, sizeof(*se));
         extents_from_index(src->extents, src->n_extents, se);
@@ -1006,6 +1528,8 @@ sse_copy_range(struct s3_req *r, const struct index_object *src, const struct me
         } else if (rd) {
             n = storage_reader_read(rd, done, buf,
                                     (size_t)MIN((uint64_t)SSE_BLOCK_LEN, len - done));
+        } else if (trd) {
+            n = tier_reader_read(trd, done, buf, (size_t)MIN((uint64_t)SSE_BLOCK_LEN, len - done));
         } else {
             p = src->inline_data + first + done;
             n = (ssize_t)(len - done);
@@ -1029,6 +1553,7 @@ fail:
     memcpy(md5, dig, 16);
     stream_destroy(s);
     storage_reader_destroy(rd);
+    tier_reader_destroy(trd);
     sse_writer_destroy(sw);
     free(buf);
     return rc;

@@ -22,6 +22,7 @@ struct index_bucket;
 struct index_object;
 struct index_part;
 struct meta;
+struct offload;
 struct s3_req;
 struct server;
 struct storage_writer;
@@ -100,6 +101,11 @@ bool sse_for_read(struct s3_req *r, const struct meta *m, bool is_copy_source, s
  * both plain, both SSE-S3 under the current master key, or SSE-C under the
  * same customer key. */
 bool sse_copy_shares(const struct sse_obj *src, const struct sse_obj *dst);
+/* The stored length of 'obj' into '*out': its size for a plain object,
+ * its packages' bytes (ciphertext and tags) for an encrypted one, as a
+ * tier stores them. 'a' for the decoding. Returns 0 or -EILSEQ (corrupt
+ * metadata or record). */
+int sse_stored_size(const struct index_object *obj, struct arena *a, uint64_t *out);
 /* Whether 'obj' is encrypted (or its metadata unreadable); 'a' for the
  * decoding. */
 bool sse_object_is_encrypted(const struct index_object *obj, struct arena *a);
@@ -132,12 +138,22 @@ struct sse_writer;
 /* A writer of one new segment under 'o' with a fresh random salt (copied
  * to 'salt'). NULL on failure (no randomness, OpenSSL). */
 struct sse_writer *sse_writer_create(const struct sse_obj *o, uint8_t salt[AUTH_SSE_SALT_LEN]);
+/*
+ * The same, sealing packages on workers of 'offload' (NULL: as above)
+ * behind the caller, which only copies plaintext in and writes sealed
+ * packages to storage, in order (up to four packages ahead; when the
+ * workers lag it seals the oldest itself, so it never waits longer than one
+ * package's seal). The writer's calls stay on one thread at a time.
+ */
+struct sse_writer *sse_writer_create_pipelined(const struct sse_obj *o,
+                                               uint8_t salt[AUTH_SSE_SALT_LEN],
+                                               struct offload *offload);
 /* Encrypts 'len' bytes into 'w' (full packages go to storage once the next
  * byte shows they are not the last). Returns 0 or -errno. */
 int sse_writer_write(struct sse_writer *sw, struct storage_writer *w, const void *data, size_t len);
 /* Seals the last package into 'w'. Returns 0 or -errno. */
 int sse_writer_finish(struct sse_writer *sw, struct storage_writer *w);
-/* Frees; NULL is a no-op. */
+/* Frees (a seal a worker still runs frees it when done); NULL is a no-op. */
 void sse_writer_destroy(struct sse_writer *sw);
 
 /* ---- reading ------------------------------------------------------------ */
@@ -145,10 +161,14 @@ void sse_writer_destroy(struct sse_writer *sw);
 /*
  * The body of bytes [first, first+len) of encrypted 'obj' ('m' its
  * metadata, 'o' its opened record): reads only the packages the range
- * touches, decrypts and checks each. The first package is read before the
+ * touches (from the hot extents or through the tier its extent flags
+ * name), decrypts and checks each. The first package is read before the
  * answer starts, so a bad one makes this return NULL (the caller answers
  * InternalError); a bad one later ends the body with an error (MHD closes
- * the connection). Keeps the request's pin like s3_body_response.
+ * the connection). A body of more than 512 KiB is decrypted ahead of the
+ * send by a producer on a worker (1 MiB in flight), which then owns the
+ * request's pins (r->has_pin is cleared); a smaller one keeps them like
+ * s3_body_response.
  */
 struct MHD_Response *sse_body_response(struct s3_req *r, const struct index_object *obj,
                                        const struct meta *m, const struct sse_obj *o,

@@ -238,6 +238,14 @@ int
 tier_reader_create(struct tier_set *ts, const struct tier_pins *p, const struct index_object *obj,
                    uint64_t first, uint64_t len, struct tier_reader **out)
 {
+    return tier_reader_create_stored(ts, p, obj, obj->size, first, len, out);
+}
+
+int
+tier_reader_create_stored(struct tier_set *ts, const struct tier_pins *p,
+                          const struct index_object *obj, uint64_t stored_len, uint64_t first,
+                          uint64_t len, struct tier_reader **out)
+{
     uint32_t id = TIER_OF(tier_object_flags(obj));
     if (id == TIER_HOT || id >= TIER_MAX || !ts->tiers[id])
         return -EINVAL;
@@ -246,7 +254,11 @@ tier_reader_create(struct tier_set *ts, const struct tier_pins *p, const struct 
         return -ESTALE;
     struct tier_set_reader *sr = xcalloc(1, sizeof(*sr));
     sr->t = t;
-    int rc = t->ops->reader_create(t, p->pin[id], obj, first, len, &sr->rd);
+    /* The tier sees an object of the bytes it stores (an implementation
+     * keeps nothing of 'obj' past reader_create). */
+    struct index_object stored = *obj;
+    stored.size = stored_len;
+    int rc = t->ops->reader_create(t, p->pin[id], &stored, first, len, &sr->rd);
     if (rc < 0) {
         free(sr);
         return rc;
@@ -449,19 +461,21 @@ move_prepare(struct server *srv, struct move_job *j)
         return -ENOENT;
     if (memcmp(j->obj.etag, it->etag, 16) != 0)
         return -ESTALE;
-    /* Encrypted objects stay hot: their readers (sse.c) read hot extents. */
-    if (sse_object_is_encrypted(&j->obj, j->a))
-        return -ENOTSUP;
+    /* The bytes moved are the stored ones: an encrypted object's packages,
+     * ciphertext as they are (sse.c reads them through the tier). */
+    uint64_t stored;
+    if ((rc = sse_stored_size(&j->obj, j->a, &stored)) < 0)
+        return rc;
     uint32_t from = TIER_OF(tier_object_flags(&j->obj));
     if (tier_object_flags(&j->obj) == it->flags || (to == TIER_HOT && from == TIER_HOT))
         return 0; /* already there (inline and empty objects are hot) */
     j->src.obj = &j->obj;
     if (from != TIER_HOT) {
-        rc = tier_reader_create(ts, &j->tp, &j->obj, 0, j->obj.size, &j->src.tier);
+        rc = tier_reader_create_stored(ts, &j->tp, &j->obj, stored, 0, stored, &j->src.tier);
     } else if (j->obj.n_extents) {
         struct storage_extent *se = arena_calloc(j->a, j->obj.n_extents + 1, sizeof(*se));
         extents_from_index(j->obj.extents, j->obj.n_extents, se);
-        rc = storage_reader_create(srv->storage, j->pin, se, j->obj.n_extents, 0, j->obj.size,
+        rc = storage_reader_create(srv->storage, j->pin, se, j->obj.n_extents, 0, stored,
                                    &j->src.hot);
     }
     if (rc < 0)
@@ -469,11 +483,11 @@ move_prepare(struct server *srv, struct move_job *j)
     j->moved = (struct index_object){.size = j->obj.size, .mtime_ns = j->obj.mtime_ns};
     memcpy(j->moved.etag, j->obj.etag, 16);
     if (j->target) {
-        rc = j->target->ops->put(j->target, j->obj.size, move_read, &j->src, j->a, &j->moved);
+        rc = j->target->ops->put(j->target, stored, move_read, &j->src, j->a, &j->moved);
         for (uint32_t i = 0; rc == 0 && i < j->moved.n_extents; i++)
             ((struct index_extent *)j->moved.extents)[i].flags = it->flags;
     } else {
-        rc = hot_put(srv, j->obj.size, &j->src, j->a, &j->w, &j->moved);
+        rc = hot_put(srv, stored, &j->src, j->a, &j->w, &j->moved);
     }
     if (rc == 0)
         j->is_ready = true;

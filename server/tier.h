@@ -191,6 +191,12 @@ void tier_pins_drop(struct tier_set *ts, struct tier_pins *p, uint32_t keep);
 int tier_reader_create(struct tier_set *ts, const struct tier_pins *p,
                        const struct index_object *obj, uint64_t first, uint64_t len,
                        struct tier_reader **out);
+/* The same for an object whose tier copy holds 'stored_len' bytes other
+ * than its size (an encrypted object's packages: sse_stored_size), bytes
+ * [first, first+len) of that copy. */
+int tier_reader_create_stored(struct tier_set *ts, const struct tier_pins *p,
+                              const struct index_object *obj, uint64_t stored_len, uint64_t first,
+                              uint64_t len, struct tier_reader **out);
 ssize_t tier_reader_read(struct tier_reader *rd, uint64_t pos, void *buf, size_t len);
 /* NULL is a no-op. */
 void tier_reader_destroy(struct tier_reader *rd);

@@ -56,6 +56,8 @@ EXTRA_DIST += %D%/test_tls.py
 # Encryption at rest: SSE-S3, SSE-C, bucket defaults, tampering, key rotation.
 TESTS += %D%/test_sse.py
 EXTRA_DIST += %D%/test_sse.py
+TESTS += %D%/test_sse_tiers.py
+EXTRA_DIST += %D%/test_sse_tiers.py
 
 # Admin endpoints: health, metrics, scrub.
 TESTS += %D%/test_admin.py

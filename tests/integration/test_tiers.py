@@ -13,8 +13,8 @@
   of the tier copy written, copy durable but not published, published but
   old extents not yet reused): after a restart every object reads back
   byte for byte and, once all are deleted, neither tier holds a byte.
-- Where features meet: encrypted objects stay hot, a batch GET refuses a
-  cold entry.
+- Where features meet: an encrypted object moves to COLD, a batch GET
+  refuses a cold entry.
 - Versioned buckets: Transition moves the current version and
   NoncurrentVersionTransition the noncurrent ones (beyond
   NewerNoncurrentVersions); each reads back by versionId byte for byte,
@@ -587,15 +587,16 @@ def test_remote_stall_blocks_nothing(_shared):
 
 
 def test_where_features_meet(srv):
-    """Encrypted objects are never moved (their readers read hot extents);
-    in a versioned bucket the latest version moves; a batch GET refuses a
-    cold entry. Each stays readable byte for byte."""
+    """An encrypted object moves like any other (its packages as they
+    are: test_sse_tiers.py has the rest); in a versioned bucket the latest
+    version moves; a batch GET refuses a cold entry. Each stays readable
+    byte for byte."""
     s3 = srv.client()
     s3.create_bucket(Bucket="meet")
     enc = text_like(300 * 1024, 7)
     s3.put_object(Bucket="meet", Key="enc", Body=enc, StorageClass="COLD",
                   ServerSideEncryption="AES256")
-    check_reads(s3, "meet", "enc", enc, "STANDARD", "encrypted, asked COLD")
+    check_reads(s3, "meet", "enc", enc, "COLD", "encrypted, asked COLD")
     s3.create_bucket(Bucket="meet-v")
     s3.put_bucket_versioning(Bucket="meet-v", VersioningConfiguration={"Status": "Enabled"})
     v1, v2 = mixed(200 * 1024, 8), mixed(250 * 1024, 9)
