@@ -55,10 +55,6 @@
  * pin: a storage reader's read-ahead hint (megabytes) costs more than a
  * small sample when samples are picked at random. */
 #define BATCH_DIRECT_MAX (1u << 20)
-/* How many entries past the current one have their bytes hinted to the
- * kernel (storage_prefetch): random samples not in the page cache are then
- * read from disk side by side, not one after another. */
-#define BATCH_AHEAD 32u
 
 enum batch_phase {
     PHASE_START,   /* open entry 'next' (or write the end-of-archive blocks) */
@@ -96,8 +92,6 @@ struct batch {
     uint8_t pending[BATCH_PENDING_MAX];
     size_t pending_len, pending_off;
     struct arena *scratch; /* the current entry's lookups */
-    struct arena *ahead;   /* the lookahead's lookups (batch_prefetch) */
-    size_t prefetched;     /* entries below this were hinted (or skipped) */
     bool has_pin;
     uint64_t pin;
     struct storage_reader *rd;
@@ -250,44 +244,6 @@ member_error(int rc)
     if (rc == -ENODATA)
         return S3_ERR_SLOW_DOWN;
     return s3_error_from_errno(rc);
-}
-
-/* Hints to storage the bytes of the small entries up to BATCH_AHEAD past
- * b->next, looked up without a pin (a hint on bytes released meanwhile
- * reads nothing wrong) and without building a missing member index; an
- * entry that cannot be looked up is skipped (entry_open reports it). */
-static void
-batch_prefetch(struct batch *b)
-{
-    size_t until = MIN(b->req.n_entries, b->next + 1 + BATCH_AHEAD);
-    b->prefetched = MAX(b->prefetched, b->next + 1);
-    for (; b->prefetched < until; b->prefetched++) {
-        const struct xml_batch_entry *e = &b->req.entries[b->prefetched];
-        struct index_object obj;
-        struct index_member m;
-        if (b->is_denied[b->prefetched] || e->key.len > INDEX_MAX_KEY)
-            continue;
-        arena_clear(b->ahead);
-        if (index_object_get(b->srv->index, b->bucket_id, e->key, b->ahead, &obj) < 0)
-            continue;
-        if (obj.inline_len || obj.n_extents == 0 || sse_object_is_encrypted(&obj, b->ahead) ||
-            TIER_OF(tier_object_flags(&obj)) != TIER_HOT)
-            continue;
-        uint64_t first = 0, size = obj.size;
-        if (e->member.len) {
-            if (index_member_get(b->srv->index, b->bucket_id, e->key, obj.etag, e->member, b->ahead,
-                                 &m) < 0 ||
-                m.offset > obj.size || m.size > obj.size - m.offset)
-                continue;
-            first = m.offset;
-            size = m.size;
-        }
-        if (size == 0 || size >= BATCH_DIRECT_MAX)
-            continue; /* large entries have their storage reader's read-ahead */
-        struct storage_extent *se = arena_calloc(b->ahead, obj.n_extents, sizeof(*se));
-        extents_from_index(obj.extents, obj.n_extents, se);
-        storage_prefetch(b->srv->storage, se, obj.n_extents, first, size);
-    }
 }
 
 /* Opens entry b->next: its bytes become the data source and its headers
@@ -447,7 +403,6 @@ entry_begin(struct batch *b)
         b->phase = PHASE_PENDING;
         return S3_OK;
     }
-    batch_prefetch(b);
     enum s3_error err = entry_open(b);
     if (err != S3_OK && !b->req.is_continue_on_error)
         return err;
@@ -538,7 +493,6 @@ batch_destroy(struct batch *b)
         return;
     entry_close(b);
     arena_destroy(b->scratch);
-    arena_destroy(b->ahead);
     arena_destroy(b->arena);
     free(b->ring);
     pthread_mutex_destroy(&b->lock);
@@ -673,7 +627,6 @@ batch_end(struct s3_req *r)
     b->conn = r->conn;
     b->arena = arena_create(64 * 1024);
     b->scratch = arena_create(16 * 1024);
-    b->ahead = arena_create(16 * 1024);
     b->bucket_id = bk.id;
     snprintf(b->request_id, sizeof(b->request_id), "%s", r->request_id);
     b->job.fn = batch_job;
