@@ -60,24 +60,6 @@ storage_read(struct storage *st, const struct storage_extent *e, uint64_t off, v
     return err < 0 ? err : (ssize_t)n;
 }
 
-int
-storage_prefetch(struct storage *st, const struct storage_extent *e, size_t n, uint64_t first,
-                 uint64_t len)
-{
-    uint64_t base = 0, end = first + len;
-    for (size_t i = 0; i < n && base < end; base += e[i].len, i++) {
-        if (base + e[i].len <= first)
-            continue;
-        if (storage__extent_check(st, &e[i]) < 0)
-            return -EIO;
-        uint64_t from = MAX(first, base), until = MIN(end, base + e[i].len);
-        struct storage__volume *v = storage__volume_get(st, e[i].volume);
-        posix_fadvise(v->rfd, (off_t)(e[i].offset + (from - base)), (off_t)(until - from),
-                      POSIX_FADV_WILLNEED);
-    }
-    return 0;
-}
-
 /* ---- readers of an object's byte range ---------------------------------- */
 
 struct storage_reader {

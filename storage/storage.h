@@ -210,16 +210,6 @@ ssize_t storage_reader_read(struct storage_reader *rd, uint64_t pos, void *buf, 
  * bytes read (len unless past the extent end) or -errno. */
 ssize_t storage_read(struct storage *st, const struct storage_extent *e, uint64_t off, void *buf,
                      size_t len);
-/*
- * Asks the kernel to start reading bytes [first, first+len) of the object
- * whose extents are e[0..n) (in object order) into the page cache, without
- * waiting: a caller about to read many small ranges one after another hints
- * the next ones so that their reads overlap. Needs no pin (a hint on
- * released bytes reads nothing wrong). Returns 0, or -EIO for an extent
- * outside the volumes.
- */
-int storage_prefetch(struct storage *st, const struct storage_extent *e, size_t n, uint64_t first,
-                     uint64_t len);
 
 /*
  * Scrub: re-reads 'n' extents and compares each block against 'sums'

@@ -44,16 +44,6 @@ test_sizes(const char *dir)
     ASSERT_EQ(buf[999], pattern_byte(5, 4999));
     ASSERT_EQ(storage_read(st, e, 5000, buf, sizeof(buf)), 0);
     ASSERT_EQ(storage_read(st, e, 9000, buf, sizeof(buf)), 0);
-    /* Prefetch hints: any range of valid extents; an extent outside the
-     * volumes is refused, but only when the range reaches it. */
-    ASSERT_EQ(storage_prefetch(st, e, 1, 100, 4000), 0);
-    ASSERT_EQ(storage_prefetch(st, e, 1, 0, 0), 0);
-    struct storage_extent two[2] = {e[0], e[0]};
-    two[1].volume = 9999;
-    ASSERT_EQ(storage_prefetch(st, two, 2, 0, 5000), 0);
-    ASSERT_EQ(storage_prefetch(st, two, 2, 4000, 2000), -EIO);
-    ASSERT_EQ(storage_read(st, e, 4000, buf, sizeof(buf)), 1000);
-    ASSERT_EQ(buf[999], pattern_byte(5, 4999));
     /* A known size is a limit. */
     struct storage_writer *w2;
     ASSERT_EQ(storage_writer_create(st, 10, &w2), 0);
