@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # bench/ml.sh: ML reads from tar shards, in one sitting (issue 14).
 #
-# Usage: bench/ml.sh     (about 3-6 minutes; needs ~2 GiB free under BENCH_DATA's filesystem)
+# Usage: bench/ml.sh     (about 3-6 minutes; needs ~2.5 GiB free under BENCH_DATA's filesystem,
+#                        ~22 GiB at the issue's scale)
 #
 # Scaled down from the issue's 20 shards of 256 MiB so that it stays bounded on a
 # shared 2-core machine: BENCH_SHARDS shards of BENCH_SHARD_MB MiB per sample size
@@ -19,6 +20,8 @@
 #               GET vs 64 member GETs (libshard, one keep-alive connection) vs 64 boto3
 #               ranged get_object calls, and 64 plain GETs of separate 10 KiB objects
 #               (libshard, keep-alive). Goals: batch >= 5x member GETs; member GETs within 10% of plain.
+#               The random picks are mostly not in the page cache (the plain objects are), so
+#               hot_* repeat batch and member GETs on 64 fixed members read beforehand.
 #   put         MiB/s of PUTs (libshard, one request each; 2 x BENCH_RUNS of each, alternating)
 #               of a 100 KiB-sample shard under a key ending in .tar (member index built as it
 #               streams in) vs the same bytes under .bin; overhead = 1 - tar/bin (goal <= 5%),
@@ -30,7 +33,12 @@
 #
 # Env knobs (defaults): BENCH_RUNS=5 BENCH_SHARDS=4 BENCH_SHARD_MB=64 BENCH_ROUNDS=20
 #   BENCH_SKIP="" (words among: epoch random put rss)
-#   BENCH_DATA=/tmp/shardstore-ml-bench (removed at the end unless BENCH_KEEP=1)
+#   BENCH_EPOCH_RUNS=$BENCH_RUNS BENCH_EPOCH_KIB="10 100" (which sample sizes the epoch runs)
+#   BENCH_SAME_PARSER=1 (0 leaves out the local_same_parser loader, a diagnostic)
+#   BENCH_DATA=/tmp/shardstore-ml-bench (removed at the end unless BENCH_KEEP=1; a kept
+#   BENCH_DATA that holds the shards is reused as is, so that the issue's scale, 20 shards of
+#   256 MiB per size, can be measured in phases: BENCH_KEEP=1 BENCH_SKIP="epoch random put rss"
+#   once to make it, then one phase per run)
 #   SHARDSTORE_BIN (default: build/dev/shardstore of this tree); SHARDSTORE_LIBSHARD (default:
 #   build/dev/client/.libs/libshard.so)
 # Output: "RESULT ..." lines on stdout; progress on stderr.
@@ -66,15 +74,23 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 mkdir -p "$DATA/local"
 
-printf 'volume_size = 8G\nlog_level = warn\nconnection_limit_per_ip = 0\n' > "$DATA/ss.conf"
+# Volumes of 2 GiB are added as the shards come in; the cold tier, unused
+# here, would otherwise preallocate a volume_size of its own.
+printf 'volume_size = 2G\ncold_volume_size = 64M\nlog_level = warn\nconnection_limit_per_ip = 0\n' > "$DATA/ss.conf"
 ss_launch "$DATA/ss" "$DATA/ss.conf"
 export AWS_ACCESS_KEY_ID=$AK AWS_SECRET_ACCESS_KEY=$SK AWS_ENDPOINT_URL=$SS_EP AWS_DEFAULT_REGION=us-east-1
 export PYTHONPATH=$SRC/python${PYTHONPATH:+:$PYTHONPATH}
 export BENCH_BUCKET=$BUCKET BENCH_LOCAL=$DATA/local BENCH_SHARDS=$SHARDS BENCH_SHARD_MB=$SHARD_MB
 export BENCH_RUNS=$RUNS BENCH_ROUNDS=$ROUNDS BENCH_SS_PID=$SS_PID BENCH_SKIP=$SKIP BOTO_PATH
+export BENCH_EPOCH_RUNS=${BENCH_EPOCH_RUNS:-$RUNS} BENCH_EPOCH_KIB=${BENCH_EPOCH_KIB:-10 100}
+export BENCH_READY=$DATA/ready BENCH_SAME_PARSER=${BENCH_SAME_PARSER:-1}
 
 # ---------------- data, PUT overhead, random access, batch RSS (python3 on PATH) ----------------
-log "making and uploading $SHARDS shards of $SHARD_MB MiB for 10 KiB and 100 KiB samples"
+if [ -e "$DATA/ready" ]; then
+  log "reusing the $SHARDS shards of $SHARD_MB MiB per sample size in $DATA"
+else
+  log "making and uploading $SHARDS shards of $SHARD_MB MiB for 10 KiB and 100 KiB samples"
+fi
 quiet setup
 python3 - <<'PY'
 import io, os, random, statistics, sys, tarfile, threading, time
@@ -89,9 +105,11 @@ SKIP = os.environ.get("BENCH_SKIP", "").split()
 PID = int(os.environ["BENCH_SS_PID"])
 c = shardstore.Client()
 s3 = boto3.client("s3")
-s3.create_bucket(Bucket=B)
 rng = random.Random(1)
 blob = os.urandom(200 * 1024)
+IS_READY = os.path.exists(os.environ["BENCH_READY"])
+if not IS_READY:
+    s3.create_bucket(Bucket=B)
 
 
 def make_shard(path, kib, shard):
@@ -108,7 +126,7 @@ def make_shard(path, kib, shard):
 
 
 counts = {}
-for kib in (10, 100):
+for kib in (10, 100) if not IS_READY else ():
     for s in range(NSH):
         name = "s%d/shard-%06d.tar" % (kib, s)
         path = os.path.join(LOCAL, name)
@@ -116,7 +134,11 @@ for kib in (10, 100):
         counts[kib] = counts.get(kib, 0) + make_shard(path, kib, s)
         with open(path, "rb") as f:
             c.put(B, name, f.read())
-print("counts", counts, file=sys.stderr)
+if not IS_READY:
+    print("counts", counts, file=sys.stderr)
+    for i in range(64):
+        c.put(B, "plain10k/%03d" % i, blob[i * 100:i * 100 + 10240])
+    open(os.environ["BENCH_READY"], "w").close()
 
 
 def med(xs):
@@ -160,23 +182,28 @@ if "random" not in SKIP:
     for s in range(NSH):
         key = "s10/shard-%06d.tar" % s
         jpgs += [(key, m) for m in c.list_members(B, key) if m.name.endswith(".jpg")]
-    for i in range(64):
-        c.put(B, "plain10k/%03d" % i, blob[i * 100:i * 100 + 10240])
+    # hot: 64 fixed members read once beforehand, in the page cache like the
+    # 64 plain objects (the random picks are mostly not: the shards are far
+    # larger than what the rounds touch), so that member vs plain and batch
+    # vs member compare the request paths alone.
+    hot = rng.sample(jpgs, 64)
+    c.batch_get(B, [(k, m.name) for k, m in hot], True)
     # The variants take turns round by round (the order rotating), so that
     # the load other processes put on the machine hits them alike.
-    kinds = ["batch", "member", "boto3", "plain"]
+    kinds = ["batch", "member", "boto3", "plain", "batch_hot", "member_hot"]
     res = {k: [] for k in kinds}
     for r in range(RUNS):
         spent = {k: 0.0 for k in kinds}
         for rnd in range(ROUNDS):
             pick = rng.sample(jpgs, 64)
-            for kind in kinds[rnd % 4:] + kinds[:rnd % 4]:
+            for kind in kinds[rnd % len(kinds):] + kinds[:rnd % len(kinds)]:
                 t = time.monotonic()
-                if kind == "batch":
-                    got = c.batch_get(B, [(k, m.name) for k, m in pick], True)
+                if kind in ("batch", "batch_hot"):
+                    got = c.batch_get(B, [(k, m.name) for k, m in
+                                          (pick if kind == "batch" else rng.sample(hot, 64))], True)
                     assert all(isinstance(d, bytes) for _, d in got)
-                elif kind == "member":
-                    for k, m in pick:
+                elif kind in ("member", "member_hot"):
+                    for k, m in pick if kind == "member" else rng.sample(hot, 64):
                         c.get_member(B, k, m.name, size=m.size)
                 elif kind == "boto3":
                     for k, m in pick:
@@ -191,10 +218,14 @@ if "random" not in SKIP:
     m = {k: med(v) for k, v in res.items()}
     print("RESULT random sample_KiB=10 per_round=64 rounds=%d batch_samples_s=%.0f member_samples_s=%.0f "
           "boto3_samples_s=%.0f plain_get_samples_s=%.0f batch_vs_member=%.2f member_vs_plain=%.2f "
-          "batch_vs_boto3=%.2f runs_batch=%s runs_member=%s runs_boto3=%s runs_plain=%s" % (
+          "batch_vs_boto3=%.2f hot_batch_samples_s=%.0f hot_member_samples_s=%.0f "
+          "hot_batch_vs_member=%.2f hot_member_vs_plain=%.2f runs_batch=%s runs_member=%s "
+          "runs_boto3=%s runs_plain=%s runs_batch_hot=%s runs_member_hot=%s" % (
               ROUNDS, m["batch"], m["member"], m["boto3"], m["plain"], m["batch"] / m["member"],
-              m["member"] / m["plain"], m["batch"] / m["boto3"], runs(res["batch"]),
-              runs(res["member"]), runs(res["boto3"]), runs(res["plain"])))
+              m["member"] / m["plain"], m["batch"] / m["boto3"], m["batch_hot"], m["member_hot"],
+              m["batch_hot"] / m["member_hot"], m["member_hot"] / m["plain"], runs(res["batch"]),
+              runs(res["member"]), runs(res["boto3"]), runs(res["plain"]), runs(res["batch_hot"]),
+              runs(res["member_hot"])))
     sys.stdout.flush()
 
 if "rss" not in SKIP:
@@ -243,7 +274,7 @@ from shardstore.torch import ShardDataset
 
 B = os.environ["BENCH_BUCKET"]
 LOCAL = os.environ["BENCH_LOCAL"]
-NSH, RUNS = int(os.environ["BENCH_SHARDS"]), int(os.environ["BENCH_RUNS"])
+NSH, RUNS = int(os.environ["BENCH_SHARDS"]), int(os.environ["BENCH_EPOCH_RUNS"])
 
 
 def group(members, url):
@@ -323,7 +354,7 @@ def epoch(ds):
     return n, n / (time.monotonic() - t)
 
 
-for kib in (10, 100):
+for kib in [int(k) for k in os.environ["BENCH_EPOCH_KIB"].split()]:
     keys = ["s%d/shard-%06d.tar" % (kib, s) for s in range(NSH)]
     loaders = {
         "shardstore": ShardDataset(["s3://%s/%s" % (B, k) for k in keys]),
@@ -331,6 +362,8 @@ for kib in (10, 100):
         "local_same_parser": LocalSameParser([os.path.join(LOCAL, k) for k in keys]),
         "boto3": Boto3Tars(keys),
     }
+    if os.environ["BENCH_SAME_PARSER"] == "0":
+        del loaders["local_same_parser"]
     res = {k: [] for k in loaders}
     counts = {}
     for r in range(RUNS):
@@ -342,6 +375,8 @@ for kib in (10, 100):
     assert len(set(counts.values())) == 1, counts
     m = {k: statistics.median(v) for k, v in res.items()}
     r = {k: ",".join("%.0f" % x for x in v) for k, v in res.items()}
+    m.setdefault("local_same_parser", float("nan"))
+    r.setdefault("local_same_parser", "-")
     print("RESULT epoch sample_KiB=%d shards=%d samples=%d workers=2 shardstore_samples_s=%.0f "
           "local_tarfile_samples_s=%.0f boto3_samples_s=%.0f local_same_parser_samples_s=%.0f "
           "shardstore_vs_local=%.2f shardstore_vs_boto3=%.2f shardstore_vs_local_same_parser=%.2f "

@@ -269,13 +269,17 @@ member_read(struct index *ix, MDB_txn *txn, const uint8_t *oid, uint32_t seq,
         return rc;
     const uint8_t *p = v.mv_data;
     size_t left = v.mv_size;
-    for (uint32_t i = 0; i <= seq % MEMBER_PAGE; i++) {
-        size_t n = entry_parse(p, left, out);
-        if (n == 0)
+    /* The entries before 'seq' are skipped by their name lengths alone: a
+     * lookup would otherwise decode half a page of entries. */
+    for (uint32_t i = 0; i < seq % MEMBER_PAGE; i++) {
+        size_t name_len = left < MEMBER_ENTRY_HEAD_LEN ? 0 : index__get_le16(p + 28);
+        if (name_len == 0 || left - MEMBER_ENTRY_HEAD_LEN < name_len)
             return CORRUPT_BKPT("member entry");
-        p += n;
-        left -= n;
+        p += MEMBER_ENTRY_HEAD_LEN + name_len;
+        left -= MEMBER_ENTRY_HEAD_LEN + name_len;
     }
+    if (entry_parse(p, left, out) == 0)
+        return CORRUPT_BKPT("member entry");
     return 0;
 }
 

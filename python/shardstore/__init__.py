@@ -316,11 +316,10 @@ class Client:
         'name' is "key" or "key/member"."""
         from .samples import iter_members
 
-        buf = io.BytesIO()
-        self.batch_stream(bucket, entries, continue_on_error, buf.write)
-        buf.seek(0)
+        chunks = []
+        self.batch_stream(bucket, entries, continue_on_error, chunks.append)
         out = []
-        for _, name, data in iter_members(buf, "s3://%s?batch" % bucket):
+        for _, name, data in iter_members(io.BytesIO(b"".join(chunks)), "s3://%s?batch" % bucket):
             if name.startswith(BATCH_ERROR_PREFIX):
                 out.append((name[len(BATCH_ERROR_PREFIX):], _batch_error(data)))
             else:
