@@ -55,6 +55,7 @@ struct peer {
     size_t addr_len;
     fi_addr_t fa;
     uint64_t used; /* LRU stamp; 0: free */
+    int in_flight; /* our operations to it */
 };
 
 /* One endpoint of the fabric, with its own queue and (passive side) its
@@ -149,6 +150,16 @@ errno_from_fi(ssize_t rc)
 static int open_endpoints(struct transport_fabric *f);
 static int reset_locked(struct transport_fabric *f);
 
+/* The cached peer of 'fa', or NULL. Caller holds the lock. */
+static struct peer *
+peer_of(struct transport_fabric *f, fi_addr_t fa)
+{
+    for (size_t i = 0; i < PEER_CACHE; i++)
+        if (f->peers[i].used && f->peers[i].fa == fa)
+            return &f->peers[i];
+    return NULL;
+}
+
 /* Completes 'o' with 'status'. Caller holds the lock. */
 static void
 op_complete(struct transport_fabric *f, struct op *o, int status)
@@ -161,6 +172,9 @@ op_complete(struct transport_fabric *f, struct op *o, int status)
     if (o->next)
         o->next->prev = o->prev;
     x->in_flight--;
+    struct peer *p = peer_of(f, o->fa);
+    if (p && p->in_flight > 0)
+        p->in_flight--;
     if (status < 0 && x->first_error == 0)
         x->first_error = status;
     o->done->status = status;
@@ -799,9 +813,6 @@ xfer_post(struct transport_xfer *x, bool is_write, uint64_t off, void *local, si
         done->status = -ECANCELED;
         return -ECANCELED;
     }
-    /* The peer's lanes take the posts in turn: each is a core copying. */
-    o->fa = x->fa[x->next_lane++ % x->n_fa];
-    msg.addr = o->fa;
     for (;;) {
         struct fid_ep *ep = f->lanes[0].ep;
         int state = shm_peer_state(x->peer_pid);
@@ -809,11 +820,28 @@ xfer_post(struct transport_xfer *x, bool is_write, uint64_t off, void *local, si
             rc = -FI_ECONNRESET;
             break;
         }
-        if (state > 0)
+        /* The peer's lanes take the posts in turn: each is a core copying.
+         * An shm peer of ours gets one operation per lane at a time: a
+         * lane copies holding its region's spinlock, which a post to it
+         * spins on, and a peer killed then would hold it forever. */
+        struct peer *p = NULL;
+        for (size_t i = 0; i < x->n_fa && !p; i++) {
+            struct peer *q = peer_of(f, x->fa[(x->next_lane + i) % x->n_fa]);
+            if (q && (q->in_flight == 0 || x->peer_pid == 0)) {
+                p = q;
+                x->next_lane += i + 1;
+            }
+        }
+        if (state > 0 && p) {
+            o->fa = p->fa;
+            msg.addr = o->fa;
             rc = is_write ? fi_writemsg(ep, &msg, FI_COMPLETION | FI_DELIVERY_COMPLETE)
                           : fi_readmsg(ep, &msg, FI_COMPLETION);
-        else
-            rc = -FI_EAGAIN; /* stopped: wait, up to the post timeout */
+            if (rc == 0)
+                p->in_flight++;
+        } else {
+            rc = -FI_EAGAIN; /* stopped, or every lane busy: wait, up to the post timeout */
+        }
         if (rc != -FI_EAGAIN || clock_mono_ns() > deadline)
             break;
         /* The queue is full: completing earlier operations makes room. */
