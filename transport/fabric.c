@@ -105,6 +105,7 @@ struct transport_fabric {
 struct waiter {
     const struct transport_done *done;
     const struct transport_xfer *x;
+    int lane_pid; /* waits for a free lane of this shm peer (0: not) */
     pthread_cond_t cond;
     struct waiter *next;
 };
@@ -173,8 +174,15 @@ op_complete(struct transport_fabric *f, struct op *o, int status)
         o->next->prev = o->prev;
     x->in_flight--;
     struct peer *p = peer_of(f, o->fa);
-    if (p && p->in_flight > 0)
-        p->in_flight--;
+    if (p && p->in_flight > 0 && --p->in_flight == 0 && x->peer_pid) {
+        /* A lane of an shm peer is free: wake its oldest poster. */
+        struct waiter *oldest = NULL;
+        for (struct waiter *w = f->waiters; w; w = w->next)
+            if (w->lane_pid == x->peer_pid)
+                oldest = w;
+        if (oldest)
+            pthread_cond_signal(&oldest->cond);
+    }
     if (status < 0 && x->first_error == 0)
         x->first_error = status;
     o->done->status = status;
@@ -780,6 +788,38 @@ transport_xfer_begin(struct transport_fabric *f, const struct transport_token *t
     return 0;
 }
 
+/* Sleeps on 'w' (listed in the fabric) until op_complete wakes it or
+ * 'deadline_ns' (CLOCK_MONOTONIC) passes. Caller holds the lock. */
+static void
+waiter_sleep(struct transport_fabric *f, struct waiter *w, int64_t deadline_ns)
+{
+    struct timespec until = {(time_t)(deadline_ns / 1000000000), (long)(deadline_ns % 1000000000)};
+    pthread_cond_timedwait(&w->cond, &f->lock, &until);
+}
+
+static void
+waiter_add(struct transport_fabric *f, struct waiter *w)
+{
+    pthread_condattr_t attr;
+    pthread_condattr_init(&attr);
+    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+    pthread_cond_init(&w->cond, &attr);
+    pthread_condattr_destroy(&attr);
+    w->next = f->waiters;
+    f->waiters = w;
+}
+
+static void
+waiter_remove(struct transport_fabric *f, struct waiter *w)
+{
+    for (struct waiter **p = &f->waiters; *p; p = &(*p)->next)
+        if (*p == w) {
+            *p = w->next;
+            break;
+        }
+    pthread_cond_destroy(&w->cond);
+}
+
 static int
 xfer_post(struct transport_xfer *x, bool is_write, uint64_t off, void *local, size_t len,
           struct transport_region *region, struct transport_done *done)
@@ -844,11 +884,20 @@ xfer_post(struct transport_xfer *x, bool is_write, uint64_t off, void *local, si
         }
         if (rc != -FI_EAGAIN || clock_mono_ns() > deadline)
             break;
-        /* The queue is full: completing earlier operations makes room. */
-        poll_locked(f);
-        pthread_mutex_unlock(&f->lock);
-        sleep_us(state == 0 ? 1000 : 10);
-        pthread_mutex_lock(&f->lock);
+        if (state > 0 && !p && f->has_threads) {
+            /* Every lane busy: lane 0's thread wakes us when one frees
+             * (or after 1 ms, to look again). */
+            struct waiter w = {.lane_pid = x->peer_pid};
+            waiter_add(f, &w);
+            waiter_sleep(f, &w, MIN(deadline, clock_mono_ns() + 1000000));
+            waiter_remove(f, &w);
+        } else {
+            /* The queue is full: completing earlier operations makes room. */
+            poll_locked(f);
+            pthread_mutex_unlock(&f->lock);
+            sleep_us(state == 0 ? 1000 : 10);
+            pthread_mutex_lock(&f->lock);
+        }
         if (x->generation != f->generation) {
             rc = -FI_ECANCELED; /* reset meanwhile: the peer's addresses are gone */
             break;
@@ -886,38 +935,6 @@ transport_xfer_read(struct transport_xfer *x, uint64_t off, void *dst, size_t le
                     struct transport_region *region, struct transport_done *done)
 {
     return xfer_post(x, false, off, dst, len, region, done);
-}
-
-/* Sleeps on 'w' (listed in the fabric) until op_complete wakes it or
- * 'deadline_ns' (CLOCK_MONOTONIC) passes. Caller holds the lock. */
-static void
-waiter_sleep(struct transport_fabric *f, struct waiter *w, int64_t deadline_ns)
-{
-    struct timespec until = {(time_t)(deadline_ns / 1000000000), (long)(deadline_ns % 1000000000)};
-    pthread_cond_timedwait(&w->cond, &f->lock, &until);
-}
-
-static void
-waiter_add(struct transport_fabric *f, struct waiter *w)
-{
-    pthread_condattr_t attr;
-    pthread_condattr_init(&attr);
-    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-    pthread_cond_init(&w->cond, &attr);
-    pthread_condattr_destroy(&attr);
-    w->next = f->waiters;
-    f->waiters = w;
-}
-
-static void
-waiter_remove(struct transport_fabric *f, struct waiter *w)
-{
-    for (struct waiter **p = &f->waiters; *p; p = &(*p)->next)
-        if (*p == w) {
-            *p = w->next;
-            break;
-        }
-    pthread_cond_destroy(&w->cond);
 }
 
 int
