@@ -2,10 +2,13 @@
  * fabric.c: the libfabric side of transport.h. The only file that includes
  * libfabric and the only place a provider name means anything.
  *
- * One fabric = one domain, one FI_EP_RDM endpoint, one completion queue and
- * one address vector, all under one mutex (the providers used here make
- * progress only when polled: FI_PROGRESS_MANUAL for data). Transfers are
- * one-sided FI_RMA: fi_writemsg with FI_DELIVERY_COMPLETE (the bytes are in
+ * One fabric = one domain, one address vector and 1..TRANSPORT_LANES_MAX
+ * FI_EP_RDM endpoints ("lanes", each with its completion queue and, with
+ * FI_RMA_EVENT, a counter of peers' accesses), under one mutex; the
+ * providers used here make progress only when polled (FI_PROGRESS_MANUAL
+ * for data), so each lane may have a progress thread (progress_main).
+ * Our transfers all go out on lane 0, spread over the peer's lanes.
+ * Transfers are one-sided FI_RMA: fi_writemsg with FI_DELIVERY_COMPLETE (the bytes are in
  * the peer's memory before the completion, so the HTTP reply that follows
  * never overtakes them) and fi_readmsg. Each posted operation carries a
  * heap 'struct op' as its context, listed in the fabric; whoever polls the
