@@ -12,10 +12,14 @@
 # Figures (medians of BENCH_RUNS runs; all runs listed):
 #   get_1g    one 1 GiB GET into a caller buffer (shard bench get --transport X, i.e.
 #             shard_read_range; http with --parallel 1 --chunk-size 1G: one stream): MiB/s, and
-#             CPU-seconds per GiB of the client (shard) and of the server (utime+stime deltas)
+#             CPU-seconds per GiB of the client (shard's own count over the timed phase: the
+#             caller's buffers exist before it, as a loader's do) and of the server (utime+stime
+#             deltas over the whole shard run)
 #   range_64k 64 KiB random range GETs at BENCH_CONC (16) readers into caller buffers for
 #             BENCH_SECS (4) s over 4 objects of 64 MiB: req/s, client and server CPU-s per GiB
 #   put_1g    one 1 GiB PUT from a caller buffer (shard_put_buffer): http vs rdma-shm, MiB/s, CPU/GiB
+#   copy      the host's ceilings, once: bench/copy_speed (process_vm_readv 1 GiB with 1 and 2
+#             threads, the copy shm makes; a memcpy): MiB/s and CPU-s per GiB
 # Goals over shm (the issue): >= 1.5x HTTP single-stream bandwidth, >= 1.3x range req/s,
 # <= 0.5x CPU per GiB (client + server).
 #
@@ -84,6 +88,11 @@ for m in http rdma-shm rdma-tcp; do
     --no-prepare >/dev/null
 done
 GIB=1073741824
+# The ceilings: the copy shm does (process_vm_readv by the client, 1 and 2 threads) and a
+# memcpy, outside shardstore (bench/copy_speed, 1 GiB, best of 3).
+COPY=$(dirname "$BIN")/bench/copy_speed
+COPY_OUT=""
+[ -x "$COPY" ] && COPY_OUT=$("$COPY" 1024 | sed 's/^COPY //')
 
 # one MODE OP ARGS...: runs one bench, prints "rate client_cpu_s server_cpu_s bytes".
 one() {
@@ -91,11 +100,11 @@ one() {
   local spid s0 s1 out t rate bytes
   spid=$(pid_of "$mode")
   read -r a b < <(cpu_us_sy "$spid"); s0=$((a + b))
-  out=$( { TIMEFORMAT='CLIENT %U %S'; time sh "$mode" bench "$op" --bucket rdmab --no-prepare "$@"; } 2>&1 )
+  out=$(sh "$mode" bench "$op" --bucket rdmab --no-prepare "$@" 2>&1)
   read -r a b < <(cpu_us_sy "$spid"); s1=$((a + b))
   echo "$out" | grep -q 'errors=0' || die "$mode $op failed: $out"
   echo "$out" | grep -q 'http_fallbacks=0' || die "$mode $op fell back to HTTP: $out"
-  t=$(echo "$out" | awk '/^CLIENT/{print $2 + $3}')
+  t=$(echo "$out" | grep '^TRANSPORT' | kv client_cpu_s)
   if [ "$op" = range ]; then rate=$(echo "$out" | grep '^RESULT' | kv ops_per_s); else rate=$(echo "$out" | grep '^RESULT' | kv MBps); fi
   bytes=$(echo "$out" | grep '^RESULT' | awk '{for(i=1;i<=NF;i++) if($i ~ /^MBps=/){split($i,a,"="); m=a[2]} else if ($i ~ /^secs=/){split($i,b,"="); s=b[2]}} END{printf "%.0f", m*1048576*s}')
   echo "$rate $t $(awk -v x=$((s1 - s0)) -v hz="$HZ" 'BEGIN{printf "%.3f", x/hz}') $bytes"
@@ -124,6 +133,7 @@ for i in $(seq 1 "$RUNS"); do
 done
 
 echo "RDMA bench: $RUNS runs, $CONC range readers, ${SECS}s each; noise:$NOISE"
+[ -z "$COPY_OUT" ] || echo "$COPY_OUT" | sed 's/^/copy ceiling: /'
 printf '%-20s %12s %14s %14s   %s\n' figure median client_cpu/GiB server_cpu/GiB "all runs"
 for k in get_1g/http get_1g/rdma-shm get_1g/rdma-tcp range_64k/http range_64k/rdma-shm range_64k/rdma-tcp \
   put_1g/http put_1g/rdma-shm; do

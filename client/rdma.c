@@ -65,6 +65,9 @@ fabric_get(struct shard_client *c, char *why, size_t why_cap)
             .provider = prov && *prov ? prov : "auto",
             .node = node && *node ? node : NULL,
             .has_progress_thread = true,
+            /* Over shm the client's progress threads do the copies: one
+             * lane (endpoint and thread) per core, up to 2. */
+            .lanes = sysconf(_SC_NPROCESSORS_ONLN) > 1 ? 2 : 1,
         };
         int rc = transport_fabric_open(&tc, &c->fabric);
         c->rdma_state = rc == 0 ? 1 : -1;

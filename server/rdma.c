@@ -100,7 +100,7 @@ rdma_server_open(const struct config *cfg, struct storage *st, struct rdma_serve
     struct transport_config tc = {
         .provider = cfg->rdma_provider,
         .node = cfg->rdma_address[0] ? cfg->rdma_address : NULL,
-        .has_progress_thread = false,
+        .has_progress_thread = true, /* completes our transfers, wakes their requests */
         .post_timeout_ms = (int)MIN(MAX(cfg->rdma_timeout_s, 1u), 3600u) * 1000,
     };
     int rc = transport_fabric_open(&tc, &rs->fabric);

@@ -2,9 +2,11 @@
  * token.c: the x-amz-rdma-token codec (transport.h). The token is the
  * base64url (RFC 4648 section 5, no padding) of this little-endian record:
  *
- *   u8  version            TRANSPORT_TOKEN_VERSION (1)
+ *   u8  version            TRANSPORT_TOKEN_VERSION (2; 1 is still read)
  *   u8  provider_len       1..31, then that many bytes of [a-z0-9_;]
- *   u8  addr_len           1..TRANSPORT_ADDR_MAX, then the address bytes
+ *   u8  lanes              1..TRANSPORT_LANES_MAX (version 2 only; 1 in version 1)
+ *   lanes times:
+ *     u8  addr_len         1..TRANSPORT_ADDR_MAX, then the address bytes
  *   u64 key                memory key of the registered buffer
  *   u64 remote_addr        target address of the buffer's byte 0
  *   u64 len                bytes, 1..2^62, and remote_addr + len must not wrap
@@ -21,8 +23,9 @@
 #include <errno.h>
 #include <string.h>
 
-#define TOKEN_FIXED_LEN (3 + 4 * 8)
-#define TOKEN_BIN_MAX (TOKEN_FIXED_LEN + TRANSPORT_PROVIDER_MAX + TRANSPORT_ADDR_MAX)
+#define TOKEN_FIXED_LEN (3 + 4 * 8) /* version, provider_len, lanes, 4 x u64 */
+/* Bytes TRANSPORT_TOKEN_MAX base64url characters hold. */
+#define TOKEN_BIN_MAX (TRANSPORT_TOKEN_MAX * 6 / 8)
 #define TOKEN_LEN_MAX (1ull << 62)
 
 static const char b64url[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
@@ -70,10 +73,18 @@ transport_token_format(const struct transport_token *t, char *out, size_t cap)
 {
     uint8_t bin[TOKEN_BIN_MAX];
     size_t plen = strnlen(t->provider, TRANSPORT_PROVIDER_MAX);
-    if (plen == 0 || plen >= TRANSPORT_PROVIDER_MAX || t->addr_len == 0 ||
-        t->addr_len > TRANSPORT_ADDR_MAX || t->len == 0 || t->len > TOKEN_LEN_MAX ||
+    if (plen == 0 || plen >= TRANSPORT_PROVIDER_MAX || t->n_lanes == 0 ||
+        t->n_lanes > TRANSPORT_LANES_MAX || t->len == 0 || t->len > TOKEN_LEN_MAX ||
         t->remote_addr > UINT64_MAX - t->len)
         return -EINVAL;
+    size_t need_bin = TOKEN_FIXED_LEN + plen;
+    for (size_t l = 0; l < t->n_lanes; l++) {
+        if (t->addr_len[l] == 0 || t->addr_len[l] > TRANSPORT_ADDR_MAX)
+            return -EINVAL;
+        need_bin += 1 + t->addr_len[l];
+    }
+    if (need_bin > TOKEN_BIN_MAX)
+        return -E2BIG;
     for (size_t i = 0; i < plen; i++)
         if (!provider_char_is_valid((unsigned char)t->provider[i]))
             return -EINVAL;
@@ -82,9 +93,12 @@ transport_token_format(const struct transport_token *t, char *out, size_t cap)
     bin[n++] = (uint8_t)plen;
     memcpy(bin + n, t->provider, plen);
     n += plen;
-    bin[n++] = (uint8_t)t->addr_len;
-    memcpy(bin + n, t->addr, t->addr_len);
-    n += t->addr_len;
+    bin[n++] = (uint8_t)t->n_lanes;
+    for (size_t l = 0; l < t->n_lanes; l++) {
+        bin[n++] = (uint8_t)t->addr_len[l];
+        memcpy(bin + n, t->addr[l], t->addr_len[l]);
+        n += t->addr_len[l];
+    }
     put_u64(bin + n, t->key);
     put_u64(bin + n + 8, t->remote_addr);
     put_u64(bin + n + 16, t->len);
@@ -140,7 +154,7 @@ transport_token_parse(const char *s, size_t len, struct transport_token *out)
         return -EINVAL;
     if (n < 1)
         return -EINVAL;
-    if (bin[0] != TRANSPORT_TOKEN_VERSION)
+    if (bin[0] != 1 && bin[0] != TRANSPORT_TOKEN_VERSION)
         return -EPROTONOSUPPORT;
     size_t p = 1;
     if (p >= n)
@@ -155,14 +169,25 @@ transport_token_parse(const char *s, size_t len, struct transport_token *out)
         out->provider[i] = (char)bin[p + i];
     }
     p += plen;
-    if (p >= n)
-        return -EINVAL;
-    size_t alen = bin[p++];
-    if (alen == 0 || alen > TRANSPORT_ADDR_MAX || alen > n - p)
-        return -EINVAL;
-    memcpy(out->addr, bin + p, alen);
-    out->addr_len = alen;
-    p += alen;
+    size_t lanes = 1;
+    if (bin[0] >= 2) {
+        if (p >= n)
+            return -EINVAL;
+        lanes = bin[p++];
+        if (lanes == 0 || lanes > TRANSPORT_LANES_MAX)
+            return -EINVAL;
+    }
+    for (size_t l = 0; l < lanes; l++) {
+        if (p >= n)
+            return -EINVAL;
+        size_t alen = bin[p++];
+        if (alen == 0 || alen > TRANSPORT_ADDR_MAX || alen > n - p)
+            return -EINVAL;
+        memcpy(out->addr[l], bin + p, alen);
+        out->addr_len[l] = alen;
+        p += alen;
+    }
+    out->n_lanes = lanes;
     if (n - p != 32)
         return -EINVAL;
     out->key = get_u64(bin + p);

@@ -26,26 +26,33 @@
 
 /* ---- token -------------------------------------------------------------- */
 
-#define TRANSPORT_TOKEN_VERSION 1
+#define TRANSPORT_TOKEN_VERSION 2 /* version 1 (one lane) is still read */
 #define TRANSPORT_PROVIDER_MAX 32 /* provider name, with its NUL */
 #define TRANSPORT_ADDR_MAX 96     /* fabric address bytes */
+#define TRANSPORT_LANES_MAX 4     /* client endpoints a token names */
 /* The longest encoded token accepted (base64url of the largest binary). */
 #define TRANSPORT_TOKEN_MAX 256
 
 /* What a token says: where the bytes of one request go to or come from. */
 struct transport_token {
     char provider[TRANSPORT_PROVIDER_MAX]; /* "shm", "tcp;ofi_rxm", ... NUL-terminated */
-    uint8_t addr[TRANSPORT_ADDR_MAX];      /* the client endpoint's fabric address */
-    size_t addr_len;                       /* 1..TRANSPORT_ADDR_MAX */
-    uint64_t key;                          /* the memory key of the registered buffer */
-    uint64_t remote_addr;                  /* the target address of byte 0 (see DESIGN.md) */
-    uint64_t len;                          /* bytes, > 0 */
-    uint64_t nonce;                        /* per request */
+    /* The fabric addresses of the client's endpoints ("lanes"; the
+     * server spreads its transfers over them, so several client cores
+     * take part where the provider copies on the target). */
+    uint8_t addr[TRANSPORT_LANES_MAX][TRANSPORT_ADDR_MAX];
+    size_t addr_len[TRANSPORT_LANES_MAX]; /* each 1..TRANSPORT_ADDR_MAX */
+    size_t n_lanes;                       /* 1..TRANSPORT_LANES_MAX */
+    uint64_t key;                         /* the memory key of the registered buffer */
+    uint64_t remote_addr;                 /* the target address of byte 0 (see DESIGN.md) */
+    uint64_t len;                         /* bytes, > 0 */
+    uint64_t nonce;                       /* per request */
 };
 
 /* Encodes 't' as base64url (no padding) into 'out' ('cap' bytes, NUL
  * added). Returns the length, or -EINVAL (a field out of range: empty
- * provider or address, zero length) or -ENOSPC. */
+ * provider or address, no lane, zero length), -ENOSPC, or -E2BIG (the
+ * token would exceed TRANSPORT_TOKEN_MAX: fewer lanes or shorter
+ * addresses). */
 int transport_token_format(const struct transport_token *t, char *out, size_t cap);
 /* Decodes 'len' bytes of 's' (untrusted). Returns 0 and fills 'out', or
  * -EINVAL (not base64url, truncated, trailing bytes, a field out of
@@ -61,13 +68,20 @@ struct transport_region;
 struct transport_config {
     const char *provider; /* "auto", "shm", "tcp", "verbs", "efa" */
     const char *node;     /* address to bind (tcp: "127.0.0.1"); NULL: the provider's */
-    /* A client is the passive side: its endpoint must make progress while
-     * a peer writes into or reads from it, so it gets a progress thread. */
+    /* Progress threads, one per lane. A client is the passive side: its
+     * endpoints must make progress while a peer writes into or reads from
+     * them. On the active side (the server) lane 0's thread completes our
+     * transfers and wakes their waiters (else each waiter polls). */
     bool has_progress_thread;
     /* A post the provider keeps refusing (its queue full of transfers to
      * a stalled peer) fails after this long (0: 30 s), and the endpoint
      * is reset as after a timed-out wait. */
     int post_timeout_ms;
+    /* Endpoints to open (0: 1; at most TRANSPORT_LANES_MAX), each with
+     * its own progress thread: a client's tokens name them all. One only
+     * where the provider cannot share memory keys between endpoints or
+     * has no counter of peers' accesses (FI_RMA_EVENT). */
+    unsigned lanes;
 };
 
 /* Opens the domain and endpoint of cfg->provider ("auto": the first of

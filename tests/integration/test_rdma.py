@@ -98,8 +98,13 @@ def write_file(name, data):
     return path
 
 
-def token(provider=b"shm", addr=b"fi_shm://1", key=1, remote=4096, length=100, nonce=7, version=1):
-    raw = bytes([version, len(provider)]) + provider + bytes([len(addr)]) + addr
+def token(provider=b"shm", addr=b"fi_shm://1", key=1, remote=4096, length=100, nonce=7, version=1,
+          lanes=None):
+    """A version 1 token (one address), or with 'lanes' a version 2 one listing that many."""
+    raw = bytes([version, len(provider)]) + provider
+    if lanes is not None:
+        raw += bytes([lanes])
+    raw += (bytes([len(addr)]) + addr) * (1 if lanes is None else max(lanes, 1))
     raw += struct.pack("<QQQQ", key, remote, length, nonce)
     return base64.urlsafe_b64encode(raw).rstrip(b"=").decode()
 
@@ -213,7 +218,9 @@ def test_bad_tokens():
         ("oversized", "A" * 300, 400),
         ("empty fields", token(length=0), 400),
         ("wrapping", token(remote=(1 << 64) - 5, length=100), 400),
-        ("version 2", token(version=2), 501),
+        ("version 3", token(version=3), 501),
+        ("no lane", token(version=2, lanes=0), 400),
+        ("5 lanes", token(version=2, lanes=5), 400),
         ("other provider", token(provider=b"tcp;ofi_rxm"), 501),
     ]
     for what, tok, want in cases:

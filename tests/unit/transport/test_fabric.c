@@ -3,8 +3,9 @@
  * (registered buffer, progress thread) and a "server" (transfers against
  * the client's token): writes and reads land byte for byte, a transfer
  * outside the token's bytes is refused before anything is posted, and a
- * token of another provider is refused. Runs over shm and over
- * tcp;ofi_rxm on 127.0.0.1; skips (77) without libfabric.
+ * token of another provider is refused. Runs over shm (one and two client
+ * lanes: the two writes go to different lanes) and over tcp;ofi_rxm on
+ * 127.0.0.1; skips (77) without libfabric.
  */
 #include "config.h"
 
@@ -17,9 +18,10 @@
 #define BUF_LEN (3u << 20)
 
 static int
-run(const char *provider, const char *node)
+run(const char *provider, const char *node, unsigned lanes)
 {
-    struct transport_config ccfg = {provider, node, true, 0}, scfg = {provider, node, false, 0};
+    struct transport_config ccfg = {provider, node, true, 0, lanes},
+                            scfg = {provider, node, false, 0, 1};
     struct transport_fabric *cf = NULL, *sf = NULL;
     int rc = transport_fabric_open(&ccfg, &cf);
     if (rc == -ENODEV || rc == -ENOTSUP) {
@@ -48,6 +50,9 @@ run(const char *provider, const char *node)
     ASSERT(n > 0);
     struct transport_token u;
     ASSERT_EQ(transport_token_parse(enc, (size_t)n, &u), 0);
+    /* shm shares keys between endpoints and counts peers' accesses: every
+     * lane asked for is in the token; tcp;ofi_rxm has one. */
+    ASSERT_EQ(u.n_lanes, strcmp(provider, "shm") == 0 ? (size_t)lanes : (size_t)1);
 
     transport_fabric_hold(cf);
     struct transport_xfer *x;
@@ -95,8 +100,9 @@ main(void)
     if (!transport_is_available())
         TEST_SKIP("built without libfabric (RDMA transport)");
     setenv("FI_TCP_IFACE", "lo", 1);
-    int ran = run("shm", NULL);
-    ran += run("tcp", "127.0.0.1");
+    int ran = run("shm", NULL, 1);
+    ran += run("shm", NULL, 2);
+    ran += run("tcp", "127.0.0.1", 2);
     if (!ran)
         TEST_SKIP("no usable libfabric provider (shm, tcp)");
     return 0;
