@@ -18,6 +18,11 @@
 #               ss_stop, ss_curl ARGS..., ss_metric NAME, s3curl EP AK SK ARGS...
 #   peers       need_peers (checks SHARDSTORE_PEERS, sets PEERS_DIR), peer_start NAME PORT
 #               [ARGS...], peer_stop NAME PORT [ARGS...], port_busy PORT
+#   requests    (they use the script's W, SIZE, CONC, WTHREADS, RSECS)
+#               presign EP AK SK BUCKET KEY (a 2-hour SigV4 presigned GET URL, boto3),
+#               get_mibs URL [CURL ARGS...] (one timed whole GET of SIZE bytes, MiB/s),
+#               range_reqs URL (one wrk run of 64 KiB random Range
+#               GETs: CONC connections, WTHREADS threads, RSECS s; req/s, no non-2xx)
 # The peers (nginx, Ceph RGW, ... each with start.sh/stop.sh) live outside this repository;
 # SHARDSTORE_PEERS names their directory and is needed only when a script runs a peer.
 
@@ -155,3 +160,57 @@ peer_start() { local p=$1; shift; "$PEERS_DIR/$p/start.sh" "$@" >&2; }
 peer_stop() { local p=$1; shift; "$PEERS_DIR/$p/stop.sh" "$@" >&2; }
 # port_busy PORT: true when something listens on 127.0.0.1:PORT
 port_busy() { (exec 3<>/dev/tcp/127.0.0.1/"$1") 2>/dev/null; }
+
+# ---------------- requests ----------------
+# presign EP AK SK BUCKET KEY: a SigV4 presigned GET URL (2 hours, path style) made by boto3.
+presign() {
+  python3 - "$@" <<'PY'
+import sys, boto3
+from botocore.config import Config
+ep, ak, sk, bucket, key = sys.argv[1:6]
+c = boto3.client('s3', endpoint_url=ep, aws_access_key_id=ak, aws_secret_access_key=sk,
+                 region_name='us-east-1', config=Config(signature_version='s3v4', s3={'addressing_style': 'path'}))
+print(c.generate_presigned_url('get_object', Params={'Bucket': bucket, 'Key': key}, ExpiresIn=7200))
+PY
+}
+# get_mibs URL [CURL ARGS...]: one timed GET of the whole object (SIZE bytes, checked); MiB/s.
+get_mibs() {
+  local url=$1 out t n; shift
+  out=$(curl -sf "$@" -o /dev/null -w '%{time_total} %{size_download}' "$url") || die "GET failed"
+  t=${out% *}; n=${out#* }
+  [ "$n" = "$SIZE" ] || die "GET returned $n bytes, expected $SIZE"
+  mibs_of "$t" "$SIZE"
+}
+# range_reqs URL: one wrk run (WTHREADS threads, CONC connections, RSECS s) of 64 KiB Range
+# GETs at random offsets of the SIZE-byte object at URL (http or https), half of them 4 KiB
+# aligned (an unaligned range touches one more block); req/s. Any non-2xx answer is fatal.
+range_reqs() {
+  local url=$1 base path st requests dur non2xx
+  [ -f "$W/range_reqs.lua" ] || cat > "$W/range_reqs.lua" <<'LUA'
+local size  = tonumber(os.getenv("BR_SIZE"))
+local rlen  = 65536
+local path  = os.getenv("BR_PATH")
+local counter = 0
+function setup(thread) counter = counter + 1; thread:set("tid", counter) end
+function init(args) math.randomseed(os.time() * 1000 + (tid or 0) * 7919); math.random(); math.random() end
+function request()
+  local off
+  if math.random(2) == 1 then off = math.random(0, math.floor((size - rlen) / 4096)) * 4096
+  else off = math.random(0, size - rlen) end
+  return wrk.format("GET", path, { ["Range"] = "bytes=" .. off .. "-" .. (off + rlen - 1) })
+end
+function done(summary, latency, requests)
+  local e = summary.errors
+  io.write(string.format("WRKSTAT requests=%d bytes=%d non2xx=%d sockerr=%d dur_us=%d\n",
+    summary.requests, summary.bytes, e.status, e.connect + e.read + e.write + e.timeout, summary.duration))
+end
+LUA
+  base=$(echo "$url" | sed -E 's|^(https?://[^/]*).*|\1|'); path=${url#"$base"}
+  BR_SIZE=$SIZE BR_PATH=$path timeout $((RSECS + 40)) \
+    wrk -t"$WTHREADS" -c"$CONC" -d"${RSECS}s" --timeout 10s -s "$W/range_reqs.lua" "$base" > "$W/wrk.out" 2>&1 \
+    || { cat "$W/wrk.out" >&2; die "wrk failed"; }
+  st=$(grep '^WRKSTAT' "$W/wrk.out") || die "no wrk summary"
+  requests=$(kv requests "$st"); dur=$(kv dur_us "$st"); non2xx=$(kv non2xx "$st")
+  [ "$non2xx" = 0 ] || die "wrk saw $non2xx non-2xx answers"
+  awk -v r="$requests" -v d="$dur" 'BEGIN{printf "%.1f", r/(d/1e6)}'
+}

@@ -59,60 +59,12 @@ ss_launch "$DATA/ss" "$W/ss.conf"
 SS_EP="http://127.0.0.1:$SS_PORT"
 ss_curl -f -X PUT "$SS_EP/$BUCKET" -o /dev/null || die "cannot create the bucket"
 
-cat > "$W/presign.py" <<'PY'
-import sys, boto3
-from botocore.config import Config
-ep, ak, sk, bucket, key = sys.argv[1:6]
-c = boto3.client('s3', endpoint_url=ep, aws_access_key_id=ak, aws_secret_access_key=sk,
-                 region_name='us-east-1', config=Config(signature_version='s3v4', s3={'addressing_style': 'path'}))
-print(c.generate_presigned_url('get_object', Params={'Bucket': bucket, 'Key': key}, ExpiresIn=7200))
-PY
-cat > "$W/range.lua" <<'LUA'
-local size  = tonumber(os.getenv("BR_SIZE"))
-local rlen  = 65536
-local path  = os.getenv("BR_PATH")
-local counter = 0
-function setup(thread) counter = counter + 1; thread:set("tid", counter) end
-function init(args) math.randomseed(os.time() * 1000 + (tid or 0) * 7919); math.random(); math.random() end
-function request()
-  local off
-  if math.random(2) == 1 then off = math.random(0, math.floor((size - rlen) / 4096)) * 4096
-  else off = math.random(0, size - rlen) end
-  return wrk.format("GET", path, { ["Range"] = "bytes=" .. off .. "-" .. (off + rlen - 1) })
-end
-function done(summary, latency, requests)
-  local e = summary.errors
-  io.write(string.format("WRKSTAT requests=%d bytes=%d non2xx=%d sockerr=%d dur_us=%d\n",
-    summary.requests, summary.bytes, e.status, e.connect + e.read + e.write + e.timeout, summary.duration))
-end
-LUA
-
 # put KEY [HEADER]: one timed PUT; prints MiB/s
 put_once() {
   local key=$1 hdr=${2:-x-shard-bench: plain} out
   out=$(ss_curl -f -T "$FILE" -H "$hdr" -o /dev/null -w '%{time_total}' "$SS_EP/$BUCKET/$key") || die "PUT $key failed"
   mibs_of "$out" "$SIZE"
 }
-# get URL: one timed GET of the whole object; prints MiB/s
-get_once() {
-  local out t n
-  out=$(curl -sf -o /dev/null -w '%{time_total} %{size_download}' "$1") || die "GET failed"
-  t=${out% *}; n=${out#* }
-  [ "$n" = "$SIZE" ] || die "GET returned $n bytes, expected $SIZE"
-  mibs_of "$t" "$SIZE"
-}
-# range URL: one wrk run; prints req/s
-range_once() {
-  local url=$1 st requests dur non2xx
-  BR_SIZE=$SIZE BR_PATH=/${url#http://*/} timeout $((RSECS + 40)) \
-    wrk -t"$WTHREADS" -c"$CONC" -d"${RSECS}s" --timeout 10s -s "$W/range.lua" "${url%%/${url#http://*/}}" > "$W/wrk.out" 2>&1 \
-    || { cat "$W/wrk.out" >&2; die "wrk failed"; }
-  st=$(grep '^WRKSTAT' "$W/wrk.out") || die "no wrk summary"
-  requests=$(kv requests "$st"); dur=$(kv dur_us "$st"); non2xx=$(kv non2xx "$st")
-  [ "$non2xx" = 0 ] || die "wrk saw $non2xx non-2xx answers"
-  awk -v r="$requests" -v d="$dur" 'BEGIN{printf "%.1f", r/(d/1e6)}'
-}
-
 declare -A RUNS_OF CPU_OF
 # measure NAME CMD...: runs CMD (which prints the figure); records it and the server's CPU
 # seconds during it (a figure the other load on the machine disturbs less than wall time).
@@ -137,8 +89,8 @@ for i in $(seq 1 "$RUNS"); do
 done
 hdr=$(ss_curl -sI "$SS_EP/$BUCKET/enc" | tr -d '\r')
 echo "$hdr" | grep -qi '^x-amz-server-side-encryption: AES256' || die "the encrypted object is not SSE-S3"
-URL_PLAIN=$(python3 "$W/presign.py" "$SS_EP" "$AK" "$SK" "$BUCKET" plain)
-URL_SSE=$(python3 "$W/presign.py" "$SS_EP" "$AK" "$SK" "$BUCKET" enc)
+URL_PLAIN=$(presign "$SS_EP" "$AK" "$SK" "$BUCKET" plain)
+URL_SSE=$(presign "$SS_EP" "$AK" "$SK" "$BUCKET" enc)
 for u in "$URL_PLAIN" "$URL_SSE"; do
   got=$(curl -sf "$u" | md5sum | cut -d' ' -f1)
   [ "$got" = "$MD5" ] || die "GET of $u: MD5 $got, expected $MD5"
@@ -147,22 +99,22 @@ done
 quiet get
 for i in $(seq 1 "$RUNS"); do
   if [ $((i % 2)) = 1 ]; then
-    sleep "$PAUSE"; measure get_plain get_once "$URL_PLAIN"
-    sleep "$PAUSE"; measure get_sse get_once "$URL_SSE"
+    sleep "$PAUSE"; measure get_plain get_mibs "$URL_PLAIN"
+    sleep "$PAUSE"; measure get_sse get_mibs "$URL_SSE"
   else
-    sleep "$PAUSE"; measure get_sse get_once "$URL_SSE"
-    sleep "$PAUSE"; measure get_plain get_once "$URL_PLAIN"
+    sleep "$PAUSE"; measure get_sse get_mibs "$URL_SSE"
+    sleep "$PAUSE"; measure get_plain get_mibs "$URL_PLAIN"
   fi
 done
 
 quiet range
 for i in $(seq 1 "$RUNS"); do
   if [ $((i % 2)) = 1 ]; then
-    sleep "$PAUSE"; measure range_plain range_once "$URL_PLAIN"
-    sleep "$PAUSE"; measure range_sse range_once "$URL_SSE"
+    sleep "$PAUSE"; measure range_plain range_reqs "$URL_PLAIN"
+    sleep "$PAUSE"; measure range_sse range_reqs "$URL_SSE"
   else
-    sleep "$PAUSE"; measure range_sse range_once "$URL_SSE"
-    sleep "$PAUSE"; measure range_plain range_once "$URL_PLAIN"
+    sleep "$PAUSE"; measure range_sse range_reqs "$URL_SSE"
+    sleep "$PAUSE"; measure range_plain range_reqs "$URL_PLAIN"
   fi
 done
 

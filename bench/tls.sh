@@ -114,37 +114,9 @@ NGX_PID=$!
 for _i in $(seq 1 50); do port_busy "$NGX_PORT" && break; sleep 0.1; done
 port_busy "$NGX_PORT" || { cat "$W/ngx/stderr" >&2; die "nginx did not start"; }
 
-cat > "$W/presign.py" <<'PY'
-import sys, boto3
-from botocore.config import Config
-ep, ak, sk, bucket, key = sys.argv[1:6]
-c = boto3.client('s3', endpoint_url=ep, aws_access_key_id=ak, aws_secret_access_key=sk,
-                 region_name='us-east-1', config=Config(signature_version='s3v4', s3={'addressing_style': 'path'}))
-print(c.generate_presigned_url('get_object', Params={'Bucket': bucket, 'Key': key}, ExpiresIn=7200))
-PY
-cat > "$W/range.lua" <<'LUA'
-local size  = tonumber(os.getenv("BR_SIZE"))
-local rlen  = 65536
-local path  = os.getenv("BR_PATH")
-local counter = 0
-function setup(thread) counter = counter + 1; thread:set("tid", counter) end
-function init(args) math.randomseed(os.time() * 1000 + (tid or 0) * 7919); math.random(); math.random() end
-function request()
-  local off
-  if math.random(2) == 1 then off = math.random(0, math.floor((size - rlen) / 4096)) * 4096
-  else off = math.random(0, size - rlen) end
-  return wrk.format("GET", path, { ["Range"] = "bytes=" .. off .. "-" .. (off + rlen - 1) })
-end
-function done(summary, latency, requests)
-  local e = summary.errors
-  io.write(string.format("WRKSTAT requests=%d bytes=%d non2xx=%d sockerr=%d dur_us=%d\n",
-    summary.requests, summary.bytes, e.status, e.connect + e.read + e.write + e.timeout, summary.duration))
-end
-LUA
-
 declare -A URL
-URL[ss_http]=$(python3 "$W/presign.py" "$SS_EP" "$AK" "$SK" "$BUCKET" obj)
-URL[ss_https]=$(python3 "$W/presign.py" "https://127.0.0.1:$TLS_PORT" "$AK" "$SK" "$BUCKET" obj)
+URL[ss_http]=$(presign "$SS_EP" "$AK" "$SK" "$BUCKET" obj)
+URL[ss_https]=$(presign "https://127.0.0.1:$TLS_PORT" "$AK" "$SK" "$BUCKET" obj)
 URL[nginx_https]=https://127.0.0.1:$NGX_PORT/obj.bin
 URL[nginx_http]=http://127.0.0.1:$NGX_HTTP_PORT/obj.bin
 NAMES="ss_http ss_https nginx_https nginx_http"
@@ -159,25 +131,6 @@ for n in ss_https nginx_https; do
   log "$n negotiates: $neg"
   NEG="${NEG:-}$n=$(echo $neg | tr ' ' /) "
 done
-
-get_once() {
-  local out t n
-  out=$(curl -sf --cacert "$W/cert.pem" -o /dev/null -w '%{time_total} %{size_download}' "$1") || die "GET failed"
-  t=${out% *}; n=${out#* }
-  [ "$n" = "$SIZE" ] || die "GET returned $n bytes, expected $SIZE"
-  mibs_of "$t" "$SIZE"
-}
-range_once() {
-  local url=$1 base path st requests dur non2xx
-  base=$(echo "$url" | sed -E 's|^(https?://[^/]*).*|\1|'); path=${url#"$base"}
-  BR_SIZE=$SIZE BR_PATH=$path timeout $((RSECS + 40)) \
-    wrk -t"$WTHREADS" -c"$CONC" -d"${RSECS}s" --timeout 10s -s "$W/range.lua" "$base" > "$W/wrk.out" 2>&1 \
-    || { cat "$W/wrk.out" >&2; die "wrk failed"; }
-  st=$(grep '^WRKSTAT' "$W/wrk.out") || die "no wrk summary"
-  requests=$(kv requests "$st"); dur=$(kv dur_us "$st"); non2xx=$(kv non2xx "$st")
-  [ "$non2xx" = 0 ] || die "wrk saw $non2xx non-2xx answers"
-  awk -v r="$requests" -v d="$dur" 'BEGIN{printf "%.1f", r/(d/1e6)}'
-}
 
 declare -A RUNS_OF
 measure() {
@@ -194,8 +147,8 @@ for phase in get range; do
   for i in $(seq 1 "$RUNS"); do
     for n in $(rotate "$i"); do
       sleep "$PAUSE"
-      if [ "$phase" = get ]; then measure "get_$n" get_once "${URL[$n]}"
-      else measure "range_$n" range_once "${URL[$n]}"; fi
+      if [ "$phase" = get ]; then measure "get_$n" get_mibs "${URL[$n]}" --cacert "$W/cert.pem"
+      else measure "range_$n" range_reqs "${URL[$n]}"; fi
     done
   done
 done
