@@ -124,6 +124,15 @@ int index__version_write(struct index *ix, MDB_txn *txn, struct index_op *op, bo
  * Same return convention. */
 int index__version_set_meta(struct index *ix, MDB_txn *txn, struct index_op *op);
 int index__version_set_extents(struct index *ix, MDB_txn *txn, struct index_op *op);
+/*
+ * INDEX_OP_SET_EXTENTS on 'old' (an object's record or a version's): when
+ * it is the one the mover read (op->object's ETag and mtime, op->expect_*),
+ * fills 'o' (in op->arena) with it carrying op->object's extents, sums and
+ * inline bytes, and hands the old extents to the extref count (op->freed).
+ * Returns 0 (op->result = -ESTALE when it is not that one), or -errno.
+ */
+int index__extents_swap(struct index *ix, MDB_txn *txn, struct index_op *op,
+                        const struct index__record *old, struct index_object *o);
 int index__version_set_lock(struct index *ix, MDB_txn *txn, struct index_op *op);
 /* Finds the version 'share_version_id' of the copy source of 'op' and
  * sets '*is_same' when it holds exactly op->object's extents. */

@@ -346,7 +346,6 @@ object_set_extents(struct index *ix, MDB_txn *txn, struct index_op *op)
 {
     struct index__record old;
     struct index_object o;
-    struct index_extent e;
     /* A versioned bucket keeps each version's extents in `versions`: the
      * version record moves (and its `objects` copy with it). */
     enum index_versioning vstate;
@@ -368,12 +367,22 @@ object_set_extents(struct index *ix, MDB_txn *txn, struct index_op *op)
     }
     if (rc != 0)
         return rc;
-    bool is_same = memcmp(old.obj.etag, op->object->etag, 16) == 0 &&
-                   old.obj.mtime_ns == op->object->mtime_ns &&
-                   old.obj.n_extents == op->n_expect_extents &&
-                   old.obj.inline_len == op->expect_inline_len;
-    for (uint32_t i = 0; is_same && i < old.obj.n_extents; i++) {
-        index__record_extent(&old, i, &e);
+    if ((rc = index__extents_swap(ix, txn, op, &old, &o)) != 0 || op->result != 0)
+        return rc;
+    return object_record_rewrite(ix, txn, op, &o);
+}
+
+int
+index__extents_swap(struct index *ix, MDB_txn *txn, struct index_op *op,
+                    const struct index__record *old, struct index_object *o)
+{
+    struct index_extent e;
+    bool is_same = memcmp(old->obj.etag, op->object->etag, 16) == 0 &&
+                   old->obj.mtime_ns == op->object->mtime_ns &&
+                   old->obj.n_extents == op->n_expect_extents &&
+                   old->obj.inline_len == op->expect_inline_len;
+    for (uint32_t i = 0; is_same && i < old->obj.n_extents; i++) {
+        index__record_extent(old, i, &e);
         const struct index_extent *want = &op->expect_extents[i];
         is_same = e.volume == want->volume && e.flags == want->flags && e.offset == want->offset &&
                   e.len == want->len;
@@ -382,18 +391,19 @@ object_set_extents(struct index *ix, MDB_txn *txn, struct index_op *op)
         op->result = -ESTALE;
         return 0;
     }
-    index__record_copy(&old, op->arena, &o);
-    op->freed = index__record_extents(&old, op->arena);
-    op->n_freed = old.obj.n_extents;
+    index__record_copy(old, op->arena, o);
+    op->freed = index__record_extents(old, op->arena);
+    op->n_freed = old->obj.n_extents;
+    int rc = 0;
     if (op->n_freed && (rc = index__extrefs_release(ix, txn, op->freed, &op->n_freed)) != 0)
         return rc;
-    o.extents = op->object->extents;
-    o.n_extents = op->object->n_extents;
-    o.sums = op->object->sums;
-    o.sums_len = op->object->sums_len;
-    o.inline_data = op->object->inline_data;
-    o.inline_len = op->object->inline_len;
-    return object_record_rewrite(ix, txn, op, &o);
+    o->extents = op->object->extents;
+    o->n_extents = op->object->n_extents;
+    o->sums = op->object->sums;
+    o->sums_len = op->object->sums_len;
+    o->inline_data = op->object->inline_data;
+    o->inline_len = op->object->inline_len;
+    return 0;
 }
 
 /*

@@ -553,7 +553,6 @@ index__version_set_extents(struct index *ix, MDB_txn *txn, struct index_op *op)
 {
     struct ver_pos pos;
     struct index_object o;
-    struct index_extent e;
     bool is_newest;
     int rc = ver_target(ix, txn, op, &pos, &is_newest);
     if (rc == -ENOENT) {
@@ -562,31 +561,8 @@ index__version_set_extents(struct index *ix, MDB_txn *txn, struct index_op *op)
     }
     if (rc != 0)
         return rc;
-    const struct index_object *old = &pos.rec.obj;
-    bool is_same =
-        memcmp(old->etag, op->object->etag, 16) == 0 && old->mtime_ns == op->object->mtime_ns &&
-        old->n_extents == op->n_expect_extents && old->inline_len == op->expect_inline_len;
-    for (uint32_t i = 0; is_same && i < old->n_extents; i++) {
-        index__record_extent(&pos.rec, i, &e);
-        const struct index_extent *want = &op->expect_extents[i];
-        is_same = e.volume == want->volume && e.flags == want->flags && e.offset == want->offset &&
-                  e.len == want->len;
-    }
-    if (!is_same) {
-        op->result = -ESTALE;
-        return 0;
-    }
-    index__record_copy(&pos.rec, op->arena, &o);
-    op->freed = index__record_extents(&pos.rec, op->arena);
-    op->n_freed = old->n_extents;
-    if (op->n_freed && (rc = index__extrefs_release(ix, txn, op->freed, &op->n_freed)) != 0)
+    if ((rc = index__extents_swap(ix, txn, op, &pos.rec, &o)) != 0 || op->result != 0)
         return rc;
-    o.extents = op->object->extents;
-    o.n_extents = op->object->n_extents;
-    o.sums = op->object->sums;
-    o.sums_len = op->object->sums_len;
-    o.inline_data = op->object->inline_data;
-    o.inline_len = op->object->inline_len;
     op->result_version_flags = o.version_flags;
     memcpy(op->result_version_id, o.version_id, INDEX_VERSION_ID_LEN);
     return ver_rewrite(ix, txn, op, &pos, is_newest, &o);
