@@ -14,6 +14,7 @@ EXTRA_DIST += bench/policy.sh
 EXTRA_DIST += bench/rdma.sh
 EXTRA_DIST += bench/lifecycle.sh
 EXTRA_DIST += bench/tls.sh
+EXTRA_DIST += bench/access_log.sh
 # The copy ceilings of RDMA over shm (process_vm_readv, memcpy): bench/copy_speed [MiB]
 noinst_PROGRAMS += bench/copy_speed
 bench_copy_speed_SOURCES = bench/copy_speed.c
