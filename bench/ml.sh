@@ -53,7 +53,8 @@
 #   once to make it, then one phase per run)
 #   SHARDSTORE_BIN (default: build/dev/shardstore of this tree); SHARDSTORE_LIBSHARD (default:
 #   build/dev/client/.libs/libshard.so)
-# Output: "RESULT ..." lines on stdout; progress on stderr.
+# Output: "RESULT ..." lines on stdout (and a "RUN epoch ..." line per epoch as it ends);
+# progress on stderr.
 set -euo pipefail
 
 BENCH_TAG=ml
@@ -406,6 +407,9 @@ for kib in [int(k) for k in os.environ["BENCH_EPOCH_KIB"].split()]:
             n, sps = epoch(loaders[name])
             counts[name] = n
             res[name].append(sps)
+            # Each run as it ends: a sitting cut short by its time limit keeps them.
+            print("RUN epoch sample_KiB=%d collate=%s run=%d loader=%s samples=%d samples_s=%.0f" % (
+                kib, COLLATE, r + 1, name, n, sps), flush=True)
     assert len(set(counts.values())) == 1, counts
     m = {k: statistics.median(v) for k, v in res.items()}
     r = {k: ",".join("%.0f" % x for x in v) for k, v in res.items()}
