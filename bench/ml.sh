@@ -9,12 +9,23 @@
 # (10 KiB and 100 KiB samples; each sample is NAME.jpg of that size plus NAME.cls).
 # Figures (medians of BENCH_RUNS runs, all runs listed, variants alternated in one run):
 #   epoch       samples/s of one pass over the shards with a torch DataLoader of 2 workers
-#               (batch_size 32, list collate): shardstore.torch.ShardDataset (libshard's
+#               (batch_size 32): shardstore.torch.ShardDataset (libshard's
 #               parallel range reader) vs the same tars read from local disk with Python's
 #               tarfile vs the same loader on boto3 get_object streams (tarfile "r|").
 #               Ratios: shardstore/local (goal >= 0.8), shardstore/boto3 (goal >= 3). ShardDataset
 #               parses tars with its own parser (shardstore.samples); local_same_parser reads the
 #               local files with that parser too, to show the storage path's cost alone.
+#               How a batch reaches the main process is BENCH_EPOCH_COLLATE, the same for
+#               every loader: "tensor" (the default) turns each sample's .jpg bytes into a
+#               uint8 tensor in the worker (torch.frombuffer, no copy) and uses DataLoader's
+#               default collate, so the 32 images of a batch are stacked in the worker into
+#               one tensor that travels by shared memory, as a PyTorch user's decoded samples
+#               do; "list" (the earlier figures) hands the list of sample dicts over as is,
+#               pickled through the worker's pipe. Why tensor is the default: with "list"
+#               every loader is bound by that pickling (measured with 2 workers on 1-2 shards:
+#               dropping the samples in the worker instead ran ShardDataset at 3.1x its "list"
+#               rate at 10 KiB and 3.4x at 100 KiB, the tarfile loaders at 1.3-3.7x), so the
+#               ratios showed DataLoader's IPC more than the loaders.
 #   random      samples/s of rounds of 64 random 10 KiB samples (the .jpg members; the variants
 #               take turns round by round): one batch
 #               GET vs 64 member GETs (libshard, one keep-alive connection) vs 64 boto3
@@ -35,13 +46,15 @@
 #   BENCH_SKIP="" (words among: epoch random put rss)
 #   BENCH_EPOCH_RUNS=$BENCH_RUNS BENCH_EPOCH_KIB="10 100" (which sample sizes the epoch runs)
 #   BENCH_SAME_PARSER=1 (0 leaves out the local_same_parser loader, a diagnostic)
+#   BENCH_EPOCH_COLLATE=tensor (or list: see epoch above)
 #   BENCH_DATA=/tmp/shardstore-ml-bench (removed at the end unless BENCH_KEEP=1; a kept
 #   BENCH_DATA that holds the shards is reused as is, so that the issue's scale, 20 shards of
 #   256 MiB per size, can be measured in phases: BENCH_KEEP=1 BENCH_SKIP="epoch random put rss"
 #   once to make it, then one phase per run)
 #   SHARDSTORE_BIN (default: build/dev/shardstore of this tree); SHARDSTORE_LIBSHARD (default:
 #   build/dev/client/.libs/libshard.so)
-# Output: "RESULT ..." lines on stdout; progress on stderr.
+# Output: "RESULT ..." lines on stdout (and a "RUN epoch ..." line per epoch as it ends);
+# progress on stderr.
 set -euo pipefail
 
 BENCH_TAG=ml
@@ -84,6 +97,7 @@ export BENCH_BUCKET=$BUCKET BENCH_LOCAL=$DATA/local BENCH_SHARDS=$SHARDS BENCH_S
 export BENCH_RUNS=$RUNS BENCH_ROUNDS=$ROUNDS BENCH_SS_PID=$SS_PID BENCH_SKIP=$SKIP BOTO_PATH
 export BENCH_EPOCH_RUNS=${BENCH_EPOCH_RUNS:-$RUNS} BENCH_EPOCH_KIB=${BENCH_EPOCH_KIB:-10 100}
 export BENCH_READY=$DATA/ready BENCH_SAME_PARSER=${BENCH_SAME_PARSER:-1}
+export BENCH_EPOCH_COLLATE=${BENCH_EPOCH_COLLATE:-tensor}
 
 # ---------------- data, PUT overhead, random access, batch RSS (python3 on PATH) ----------------
 if [ -e "$DATA/ready" ]; then
@@ -266,7 +280,7 @@ if ! skip epoch; then
   else
     quiet epoch
     "$TORCH_PY" - <<'PY'
-import os, statistics, sys, tarfile, time
+import os, statistics, sys, tarfile, time, warnings
 import torch
 from torch.utils.data import DataLoader, IterableDataset, get_worker_info
 from shardstore.samples import iter_members, split_key
@@ -275,6 +289,8 @@ from shardstore.torch import ShardDataset
 B = os.environ["BENCH_BUCKET"]
 LOCAL = os.environ["BENCH_LOCAL"]
 NSH, RUNS = int(os.environ["BENCH_SHARDS"]), int(os.environ["BENCH_EPOCH_RUNS"])
+COLLATE = os.environ["BENCH_EPOCH_COLLATE"]
+assert COLLATE in ("tensor", "list"), COLLATE
 
 
 def group(members, url):
@@ -342,6 +358,21 @@ class Boto3Tars(IterableDataset):
             yield from group(tar_members(body), k)
 
 
+class Tensors(IterableDataset):
+    """The samples of 'inner' with their .jpg bytes as a uint8 tensor
+    sharing the bytes' memory (the default collate then stacks a batch
+    into one tensor in shared memory)."""
+
+    def __init__(self, inner):
+        self.inner = inner
+
+    def __iter__(self):
+        warnings.filterwarnings("ignore", "The given buffer is not writable")
+        for s in self.inner:
+            s["jpg"] = torch.frombuffer(s["jpg"], dtype=torch.uint8)
+            yield s
+
+
 def as_list(b):
     return b
 
@@ -349,8 +380,12 @@ def as_list(b):
 def epoch(ds):
     t = time.monotonic()
     n = 0
-    for batch in DataLoader(ds, batch_size=32, num_workers=2, collate_fn=as_list):
-        n += len(batch)
+    if COLLATE == "tensor":
+        for batch in DataLoader(Tensors(ds), batch_size=32, num_workers=2):
+            n += len(batch["__key__"])
+    else:
+        for batch in DataLoader(ds, batch_size=32, num_workers=2, collate_fn=as_list):
+            n += len(batch)
     return n, n / (time.monotonic() - t)
 
 
@@ -372,16 +407,20 @@ for kib in [int(k) for k in os.environ["BENCH_EPOCH_KIB"].split()]:
             n, sps = epoch(loaders[name])
             counts[name] = n
             res[name].append(sps)
+            # Each run as it ends: a sitting cut short by its time limit keeps them.
+            print("RUN epoch sample_KiB=%d collate=%s run=%d loader=%s samples=%d samples_s=%.0f" % (
+                kib, COLLATE, r + 1, name, n, sps), flush=True)
     assert len(set(counts.values())) == 1, counts
     m = {k: statistics.median(v) for k, v in res.items()}
     r = {k: ",".join("%.0f" % x for x in v) for k, v in res.items()}
     m.setdefault("local_same_parser", float("nan"))
     r.setdefault("local_same_parser", "-")
-    print("RESULT epoch sample_KiB=%d shards=%d samples=%d workers=2 shardstore_samples_s=%.0f "
+    print("RESULT epoch sample_KiB=%d shards=%d samples=%d workers=2 collate=%s "
+          "shardstore_samples_s=%.0f "
           "local_tarfile_samples_s=%.0f boto3_samples_s=%.0f local_same_parser_samples_s=%.0f "
           "shardstore_vs_local=%.2f shardstore_vs_boto3=%.2f shardstore_vs_local_same_parser=%.2f "
           "runs_shardstore=%s runs_local=%s runs_boto3=%s runs_local_same_parser=%s" % (
-              kib, NSH, counts["local"], m["shardstore"], m["local"], m["boto3"],
+              kib, NSH, counts["local"], COLLATE, m["shardstore"], m["local"], m["boto3"],
               m["local_same_parser"], m["shardstore"] / m["local"], m["shardstore"] / m["boto3"],
               m["shardstore"] / m["local_same_parser"], r["shardstore"], r["local"], r["boto3"],
               r["local_same_parser"]))

@@ -22,6 +22,9 @@ import zlib
 from . import ShardError, default_client, expand_urls, parse_url
 
 BLOCK = 512
+_ZERO_BLOCK = bytes(BLOCK)
+_EXT_TYPES = frozenset(b"xgLK")
+_FILE_TYPES = frozenset(b"0\x007")
 
 
 class MalformedShard(ValueError):
@@ -90,78 +93,146 @@ def _checksum_ok(hdr, want):
     return want % 65521 == total % 65521
 
 
-def iter_members(f, url="", base=0):
+def _number(field, url, offset):
+    """A numeric header field: the plain case (octal digits then one NUL or
+    space) parsed at once, anything else (NUL padding, base-256) by
+    _octal, which gives the same value wherever both apply."""
+    if field[-1] in (0, 32):
+        try:
+            return int(field[:-1], 8)
+        except ValueError:
+            pass
+    return _octal(field, url, offset)
+
+
+def iter_members(f, url="", base=0, read_size=1 << 20):
     """Yields (header offset, name, data) for each regular file of the tar
     stream 'f' (a binary file object positioned at a header, 'base' bytes
     into the archive); header offset is where its first header (pax or GNU
     long name included) begins. Raises MalformedShard on a bad or truncated
-    archive, and whatever 'f' raises (ShardError) as is."""
-    pos = base
+    archive, and whatever 'f' raises (ShardError) as is.
+
+    'f' is read in pieces of 'read_size' bytes and each piece is parsed in
+    place: a member's data is one slice of it (one copy), or, when it runs
+    over the end of the piece, one join of the pieces it spans."""
+    read = f.read
+    buf = b""  # the piece being parsed; buf[i:] is not parsed yet
+    i = 0
+    pos = base  # archive offset of buf[i]
     ext_start = None
     long_name = None
     pax = {}
 
-    def read_exact(n, what):
-        data = f.read(n)
-        if len(data) != n:
-            raise MalformedShard(url, pos, "truncated in %s" % what)
-        return data
+    def take(n, what):
+        """The next n bytes when they run past the piece in hand: the rest
+        of it and the next pieces joined (one copy); buf/i move past them."""
+        nonlocal buf, i
+        have = len(buf) - i
+        if have >= n:
+            i += n
+            return buf[i - n:i]
+        parts = [memoryview(buf)[i:]] if have else []
+        while have < n:
+            piece = read(max(read_size, n - have))
+            if not piece:
+                raise MalformedShard(url, pos, "truncated in %s" % what)
+            parts.append(piece)
+            have += len(piece)
+        last = parts[-1]
+        keep = have - n  # bytes of the last piece beyond the n taken
+        parts[-1] = memoryview(last)[:len(last) - keep]
+        buf, i = last, len(last) - keep
+        return b"".join(parts)
 
     while True:
-        hdr = f.read(BLOCK)
-        if len(hdr) == 0:
-            return  # ended right after an entry: tolerated, as tarfile does
-        if len(hdr) != BLOCK:
-            raise MalformedShard(url, pos, "truncated header")
-        if hdr == b"\0" * BLOCK:
+        if len(buf) - i >= BLOCK:
+            hdr = buf[i:i + BLOCK]
+            i += BLOCK
+        else:
+            rest = buf[i:]
+            piece = read(read_size)
+            if not piece and not rest:
+                return  # ended right after an entry: tolerated, as tarfile does
+            buf, i = rest + piece, 0
+            while len(buf) < BLOCK and piece:
+                piece = read(read_size)
+                buf += piece
+            if len(buf) < BLOCK:
+                raise MalformedShard(url, pos, "truncated header")
+            hdr = buf[:BLOCK]
+            i = BLOCK
+        if hdr == _ZERO_BLOCK:
             return
-        if not _checksum_ok(hdr, _octal(hdr[148:156], url, pos)):
+        if hdr[154] == 0:
+            try:
+                want = int(hdr[148:154], 8)
+            except ValueError:
+                want = _octal(hdr[148:156], url, pos)
+        else:
+            want = _octal(hdr[148:156], url, pos)
+        if not _checksum_ok(hdr, want):
             raise MalformedShard(url, pos, "bad header checksum")
         start = pos if ext_start is None else ext_start
-        typ = hdr[156:157]
-        size = _octal(hdr[124:136], url, pos)
+        typ = hdr[156]
+        size = _number(hdr[124:136], url, pos)
         pos += BLOCK
-        padded = (size + BLOCK - 1) // BLOCK * BLOCK
-        if typ in (b"x", b"g", b"L", b"K"):
+        if size < 0:
+            raise MalformedShard(url, pos, "negative size")
+        padded = (size + BLOCK - 1) & ~(BLOCK - 1)
+        if typ in _EXT_TYPES:
             if size > 1 << 20:
                 raise MalformedShard(url, pos, "extended header of %d bytes" % size)
-            data = read_exact(padded, "an extended header")[:size]
+            data = bytes(take(padded, "an extended header")[:size])
             pos += padded
-            if typ == b"x":
+            if typ == 0x78:  # x
                 pax = _pax(data, url, pos)
                 ext_start = start
-            elif typ == b"L":
+            elif typ == 0x4C:  # L
                 long_name = data.split(b"\0", 1)[0]
                 ext_start = start
             continue
-        if "size" in pax:
-            try:
-                size = int(pax["size"])
-            except ValueError:
-                raise MalformedShard(url, pos, "bad pax size") from None
-            padded = (size + BLOCK - 1) // BLOCK * BLOCK
-        if "path" in pax:
-            raw = pax["path"]
-        elif long_name is not None:
-            raw = long_name
+        if pax:
+            if "size" in pax:
+                try:
+                    size = int(pax["size"])
+                except ValueError:
+                    raise MalformedShard(url, pos, "bad pax size") from None
+                if size < 0:
+                    raise MalformedShard(url, pos, "bad pax size")
+                padded = (size + BLOCK - 1) & ~(BLOCK - 1)
+            raw = pax.get("path")
+            pax = {}
         else:
-            raw = hdr[0:100].split(b"\0", 1)[0]
-            if hdr[257:262] == b"ustar":
-                prefix = hdr[345:500].split(b"\0", 1)[0]
-                if prefix:
-                    raw = prefix + b"/" + raw
+            raw = None
+        if raw is None:
+            if long_name is not None:
+                raw = long_name
+            else:
+                raw = hdr[0:100].split(b"\0", 1)[0]
+                if hdr[257:262] == b"ustar" and hdr[345] != 0:
+                    raw = hdr[345:500].split(b"\0", 1)[0] + b"/" + raw
         name = raw.decode("utf-8", "surrogateescape")
-        pax, long_name, ext_start = {}, None, None
-        if typ in (b"0", b"\0", b"7"):
-            data = read_exact(size, "member data")
-            if padded > size:
-                read_exact(padded - size, "padding")
+        long_name, ext_start = None, None
+        if typ in _FILE_TYPES:
+            if len(buf) - i >= size:
+                data = buf[i:i + size]
+                i += size
+            else:
+                data = take(size, "member data")
+            pad = padded - size
+            if pad:
+                if len(buf) - i >= pad:
+                    i += pad
+                else:
+                    take(pad, "padding")
             pos += padded
             yield start, name, data
-        else:
+        elif padded:
             # Directories, links, devices: no sample data (skip any bytes).
-            if padded:
-                read_exact(padded, "entry data")
+            if len(buf) - i >= padded:
+                i += padded
+            else:
+                take(padded, "entry data")
             pos += padded
 
 
@@ -189,16 +260,26 @@ def shard_samples(url, client=None, handler="raise", max_resumes=10, parallel=No
             raise
         try:
             cur = None
+            cur_key = None
             for hoff, name, data in iter_members(f, url, offset):
-                k, field = split_key(name)
-                if k is None:
-                    continue
-                if cur is not None and cur["__key__"] != k:
-                    yield cur
-                    offset = hoff
-                    cur = None
-                if cur is None:
+                # split_key inline (this loop runs once a member) but for
+                # a name with its only slash in front.
+                slash = name.rfind("/")
+                if slash:
+                    dot = name.find(".", slash + 1)
+                    if dot <= slash + 1:
+                        continue
+                    k, field = name[:dot], name[dot + 1:].lower()
+                else:
+                    k, field = split_key(name)
+                    if k is None:
+                        continue
+                if k != cur_key:
+                    if cur is not None:
+                        yield cur
+                        offset = hoff
                     cur = {"__key__": k, "__url__": url}
+                    cur_key = k
                 cur[field] = data
             if cur is not None:
                 yield cur

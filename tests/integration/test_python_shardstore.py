@@ -305,6 +305,94 @@ def test_malformed_shards(srv):
         h.eq(got, ["a"] if key == "bad/broken.tar" else [], "samples before the damage")
 
 
+class Trickle:
+    """A file object whose read(n) returns short pieces (sizes from a seeded
+    cycle, as a network reader may), so members, headers and padding run
+    across the parser's reads at every kind of boundary."""
+
+    def __init__(self, data, sizes):
+        self.data, self.pos, self.sizes, self.k = data, 0, sizes, 0
+
+    def read(self, n=-1):
+        m = self.sizes[self.k % len(self.sizes)]
+        self.k += 1
+        out = self.data[self.pos:self.pos + min(n, m)]
+        self.pos += len(out)
+        return out
+
+
+def parser_archives():
+    """(label, tar bytes) covering the header kinds the parser reads."""
+    members = [("a/000001.jpg", h.random_bytes(1536, seed=1)),  # a whole number of blocks
+               ("a/000001.cls", b""),  # empty
+               ("dir/" + LONG + ".jpg", h.random_bytes(700, seed=2)),  # long name
+               ("échantillon-日本.json", b'{"k": 1}'),  # UTF-8 name
+               ("p" * 90 + "/" + "q" * 60 + ".txt", b"prefix"),  # ustar prefix/name split
+               ("big.bin", h.random_bytes(70000, seed=3)),  # over several reads
+               ("z.cls", b"9")]
+    out = []
+    for label, fmt in (("pax", tarfile.PAX_FORMAT), ("gnu", tarfile.GNU_FORMAT),
+                       ("ustar", tarfile.USTAR_FORMAT)):
+        buf = io.BytesIO()
+        with tarfile.open(fileobj=buf, mode="w", format=fmt) as tf:
+            d = tarfile.TarInfo("a")
+            d.type = tarfile.DIRTYPE
+            tf.addfile(d)
+            for name, data in members:
+                if fmt == tarfile.USTAR_FORMAT and (LONG in name or not name.isascii()):
+                    continue  # ustar alone has no long or UTF-8 names
+                ti = tarfile.TarInfo(name)
+                ti.size = len(data)
+                tf.addfile(ti, io.BytesIO(data))
+            ln = tarfile.TarInfo("a/link")
+            ln.type, ln.linkname = tarfile.SYMTYPE, "000001.jpg"
+            tf.addfile(ln)
+        out.append((label, buf.getvalue()))
+    return out
+
+
+def test_parser_pieces(srv):
+    """samples.iter_members against tarfile on the same archives, read in
+    pieces of many sizes (headers, data and padding cut at every kind of
+    place), and on every truncation of one archive."""
+    from shardstore import samples
+    for label, raw in parser_archives():
+        with tarfile.open(fileobj=io.BytesIO(raw)) as tf:
+            want = [(m.offset, m.name, tf.extractfile(m).read()) for m in tf if m.isreg()]
+        h.check(any(LONG in n for _, n, _ in want) or label == "ustar", "long name in " + label)
+        for read_size in (1, 100, 511, 512, 513, 1000, 4096, 65536, 1 << 20):
+            got = list(samples.iter_members(io.BytesIO(raw), label, read_size=read_size))
+            h.eq(got, want, "%s read in pieces of %d" % (label, read_size))
+        for sizes in ((1, 511, 3), (700, 13, 2000), (512,), (4095, 1)):
+            got = list(samples.iter_members(Trickle(raw, sizes), label, read_size=1024))
+            h.eq(got, want, "%s read as pieces of %r" % (label, sizes))
+        # Resuming at any member's header offset gives the rest of them.
+        for k, (off, _, _) in enumerate(want):
+            got = list(samples.iter_members(io.BytesIO(raw[off:]), label, off, read_size=600))
+            h.eq(got, want[k:], "%s resumed at byte %d" % (label, off))
+    _, raw = parser_archives()[0]
+    with tarfile.open(fileobj=io.BytesIO(raw)) as tf:
+        want = [(m.offset, m.name, tf.extractfile(m).read()) for m in tf if m.isreg()]
+    end = want[-1][0] + 1024  # the last member's header and data block
+    for cut in range(1, end, 37):
+        got = []
+        try:
+            for m in samples.iter_members(io.BytesIO(raw[:cut]), "cut", read_size=700):
+                got.append(m)
+            ok = cut % 512 == 0 and got == [w for w in want if w[0] < cut]
+        except samples.MalformedShard:
+            ok = got == want[:len(got)]
+        h.check(ok, "archive cut at byte %d: %d members then %s" % (
+            cut, len(got), "an error" if not ok else "the end"))
+    bad = bytearray(raw)
+    bad[want[2][0] + 5] ^= 0x11  # a name byte of the third member's first header
+    try:
+        list(samples.iter_members(io.BytesIO(bytes(bad)), "bad", read_size=1000))
+        raise h.Failure("a damaged header was parsed")
+    except samples.MalformedShard as e:
+        h.check("checksum" in e.why and e.offset == want[2][0], "damaged header: %s" % e)
+
+
 def test_resume_through_proxy(srv):
     import shardstore
     from shardstore import samples
@@ -368,6 +456,7 @@ TESTS = [
     test_batch_get,
     test_samples_split_and_shuffle,
     test_malformed_shards,
+    test_parser_pieces,
     test_resume_through_proxy,
     test_torch_datasets,
 ]
