@@ -304,11 +304,24 @@ reader_start(struct shard_reader *r)
     return 0;
 }
 
+/* A reader needs a bucket and a key: without them the HEAD before it
+ * would name the bucket (or nothing) and succeed. */
+static int
+reader_args_ok(const char *bucket, const char *key, struct shard_error *err)
+{
+    if (bucket != NULL && bucket[0] != '\0' && key != NULL && key[0] != '\0')
+        return 1;
+    client__err(err, SHARD_ERR_ARG, 0, "InvalidArgument", "a bucket and a key are required");
+    return 0;
+}
+
 struct shard_reader *
 shard_reader_open(struct shard_client *c, const char *bucket, const char *key, uint64_t off,
                   uint64_t len, const struct shard_options *opts, struct shard_error *err)
 {
     struct shard_object_info info;
+    if (!reader_args_ok(bucket, key, err))
+        return NULL;
     if (shard_head(c, bucket, key, &info, err) != 0) {
         /* HEAD has no body: name the likely cause like S3's GET would. */
         if (err != NULL && err->http_status == 404)
@@ -343,6 +356,8 @@ shard_member_reader_open(struct shard_client *c, const char *bucket, const char 
                          const struct shard_options *opts, struct shard_error *err)
 {
     struct shard_object_info info;
+    if (!reader_args_ok(bucket, key, err))
+        return NULL;
     if (shard_member_head(c, bucket, key, member, &info, err) != 0)
         return NULL;
     if (off > info.size) {
@@ -503,6 +518,8 @@ int
 shard_read_range(struct shard_client *c, const char *bucket, const char *key, uint64_t off,
                  uint64_t len, void *buf, struct shard_error *err)
 {
+    if (!reader_args_ok(bucket, key, err))
+        return -1;
     if (len == 0)
         return 0;
     if (off > UINT64_MAX - len)

@@ -239,6 +239,14 @@ def test_open_and_members(srv):
         raise h.Failure("missing member read")
     except shardstore.ShardError as e:
         h.eq((e.http_status, e.code), (404, "NoSuchMember"), "missing member error")
+    # A reader without a key is the caller's error, not a crash (libshard used to
+    # HEAD the bucket, which succeeded, then copy the NULL key).
+    for key, member in ((None, None), ("", None), (None, "x.jpg")):
+        try:
+            c.open(B, key, member=member)
+            raise h.Failure("a reader opened with key %r" % (key,))
+        except shardstore.ShardError as e:
+            h.eq((e.kind, e.code), ("ARG", "InvalidArgument"), "reader without a key")
 
 
 def test_batch_get(srv):
