@@ -594,11 +594,26 @@ entry_end(struct batch *b)
     arena_clear(b->scratch);
 }
 
-/* Writes up to 'cap' bytes of the stream at 'dst'. Returns the bytes
+/* True when the current entry's next bytes are at hand: inline, or the
+ * next read of the window is complete. */
+static bool
+entry_is_ready(struct batch *b)
+{
+    if (window_at(b, 0)->inline_data)
+        return true;
+    if (b->rd || b->n_reads == 0)
+        return false;
+    const struct batch_read *r = &b->reads[b->read_head];
+    return r->is_reaped || storage_readq_is_done(b->readq, r->slot);
+}
+
+/* Writes up to 'cap' bytes of the stream at 'dst'; with 'is_nowait', only
+ * until bytes not at hand would have to be waited for. Returns the bytes
  * written; sets '*is_end' when the stream is complete and '*is_failed'
  * when it must end in error. */
 static size_t
-batch_produce(struct batch *b, uint8_t *dst, size_t cap, bool *is_end, bool *is_failed)
+batch_produce(struct batch *b, uint8_t *dst, size_t cap, bool is_nowait, bool *is_end,
+              bool *is_failed)
 {
     size_t n = 0;
     while (n < cap) {
@@ -626,6 +641,8 @@ batch_produce(struct batch *b, uint8_t *dst, size_t cap, bool *is_end, bool *is_
             break;
         }
         case PHASE_DATA: {
+            if (is_nowait && !entry_is_ready(b))
+                return n;
             const struct batch_open *o = window_at(b, 0);
             size_t k = (size_t)MIN((uint64_t)(cap - n), b->data_len - b->data_done);
             ssize_t got;
@@ -691,17 +708,20 @@ batch_destroy(struct batch *b)
 }
 
 /* One step of the producer: writes up to BATCH_STEP_LEN bytes to the ring
- * and resumes the connection when the reader waits for them. Returns true
- * when there is more to do; false when the producer stopped (the ring is
- * full, the stream complete or the response gone): b->is_running is then
- * cleared and the batch freed if the response went away meanwhile. */
+ * ('is_nowait': only those at hand, see batch_produce; '*len' says how
+ * many) and resumes the connection when the reader waits for them.
+ * Returns true when there is more to do; false when the producer stopped
+ * (the ring is full, the stream complete or the response gone):
+ * b->is_running is then cleared and the batch freed if the response went
+ * away meanwhile. */
 static bool
-batch_step(struct batch *b)
+batch_step(struct batch *b, bool is_nowait, size_t *len)
 {
     struct MHD_Connection *conn = b->conn;
     pthread_mutex_lock(&b->lock);
     size_t wpos = (b->head + b->len) % BATCH_RING_LEN;
     size_t span = MIN(BATCH_RING_LEN - b->len, BATCH_RING_LEN - wpos);
+    *len = 0;
     if (b->is_freed || b->is_done || span == 0) {
         bool is_freed = b->is_freed;
         bool must_resume = b->is_suspended;
@@ -716,8 +736,9 @@ batch_step(struct batch *b)
     }
     pthread_mutex_unlock(&b->lock);
     bool is_end = false, is_failed = false;
-    size_t n =
-        batch_produce(b, b->ring + wpos, MIN(span, (size_t)BATCH_STEP_LEN), &is_end, &is_failed);
+    size_t n = batch_produce(b, b->ring + wpos, MIN(span, (size_t)BATCH_STEP_LEN), is_nowait,
+                             &is_end, &is_failed);
+    *len = n;
     atomic_fetch_add(&b->srv->metrics.bytes_out, n);
     pthread_mutex_lock(&b->lock);
     b->len += n;
@@ -739,7 +760,8 @@ static void
 batch_job(void *arg)
 {
     struct batch *b = arg;
-    while (batch_step(b))
+    size_t len;
+    while (batch_step(b, false, &len))
         ;
 }
 
@@ -861,11 +883,19 @@ batch_end(struct s3_req *r)
         s3_respond_error(r, S3_ERR_INTERNAL_ERROR, NULL);
         goto fail;
     }
-    /* One step now, on this worker, so the first bytes go out with the
-     * headers; the reader queues the producer for the rest as soon as it
-     * takes them, so later entries are read while these are sent. */
+    /* Steps now, on this worker, for as long as the bytes are at hand
+     * (inline, or their reads complete: a batch of cached samples is
+     * written whole here, with no hop to a worker and back per step), so
+     * the first bytes go out with the headers; the reader queues the
+     * producer for the rest as soon as it takes them, so later entries are
+     * read while these are sent. */
     b->is_running = true;
-    if (batch_step(b)) {
+    bool is_more;
+    size_t len;
+    do
+        is_more = batch_step(b, true, &len);
+    while (is_more && len > 0);
+    if (is_more) {
         pthread_mutex_lock(&b->lock);
         b->is_running = false;
         pthread_mutex_unlock(&b->lock);

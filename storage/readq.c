@@ -197,9 +197,16 @@ storage_readq_reap(struct storage_readq *q, int slot)
 }
 
 bool
-storage_readq_is_done(const struct storage_readq *q, int slot)
+storage_readq_is_done(struct storage_readq *q, int slot)
 {
-    return atomic_load_explicit(&q->slots[slot].is_done, memory_order_acquire);
+    struct readq_slot *s = &q->slots[slot];
+    if (atomic_load_explicit(&s->is_done, memory_order_acquire))
+        return true;
+    /* A read of cached bytes completes at submit; its completion waits to
+     * be reaped. */
+    storage_readq_submit(q);
+    storage__io_poll(&s->io);
+    return atomic_load_explicit(&s->is_done, memory_order_acquire);
 }
 
 uint32_t

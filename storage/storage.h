@@ -245,8 +245,9 @@ int storage_readq_submit(struct storage_readq *q);
 /* Waits for the read in 'slot' and frees the slot (its buffer is the
  * caller's again). Returns the bytes read or -errno. */
 ssize_t storage_readq_reap(struct storage_readq *q, int slot);
-/* True when the read in 'slot' (taken) is complete: reaping it will not wait. */
-bool storage_readq_is_done(const struct storage_readq *q, int slot);
+/* True when the read in 'slot' (taken) is complete: reaping it will not
+ * wait. Submits what is prepared and reaps what completed, never waits. */
+bool storage_readq_is_done(struct storage_readq *q, int slot);
 /* Slots free now (reads that storage_readq_prep would take). */
 uint32_t storage_readq_room(const struct storage_readq *q);
 /* Waits for every read still taken, then frees the queue; NULL is a no-op. */

@@ -227,6 +227,8 @@ struct io_uring_sqe *storage__ring_prep(struct storage__ring *r, struct storage_
 int storage__ring_submit(struct storage__ring *r);
 /* Reaps completions of io's ring (any owner's) until 'io' is done. */
 void storage__io_wait(struct storage__io *io);
+/* Reaps the completions ready on io's ring, without waiting. */
+void storage__io_poll(struct storage__io *io);
 /* Drains and closes the calling thread's ring (storage_close; thread exit
  * does the same through a key destructor). */
 void storage__ring_thread_release(void);
