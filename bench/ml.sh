@@ -32,7 +32,12 @@
 #               ranged get_object calls, and 64 plain GETs of separate 10 KiB objects
 #               (libshard, keep-alive). Goals: batch >= 5x member GETs; member GETs within 10% of plain.
 #               The random picks are mostly not in the page cache (the plain objects are), so
-#               hot_* repeat batch and member GETs on 64 fixed members read beforehand.
+#               hot_* repeat batch and member GETs on 64 fixed members read beforehand. Each
+#               uncached variant draws its own 64 picks (the same picks would be read from
+#               disk by whichever variant goes first and from the page cache by the others),
+#               and the server's volume files are dropped from the page cache before the
+#               phase (BENCH_COLD=1), so that a kept BENCH_DATA read by an earlier sitting
+#               (the same seeded picks) or an epoch is cold again.
 #   put         MiB/s of PUTs (libshard, one request each; 2 x BENCH_RUNS of each, alternating)
 #               of a 100 KiB-sample shard under a key ending in .tar (member index built as it
 #               streams in) vs the same bytes under .bin; overhead = 1 - tar/bin (goal <= 5%),
@@ -47,6 +52,7 @@
 #   BENCH_EPOCH_RUNS=$BENCH_RUNS BENCH_EPOCH_KIB="10 100" (which sample sizes the epoch runs)
 #   BENCH_SAME_PARSER=1 (0 leaves out the local_same_parser loader, a diagnostic)
 #   BENCH_EPOCH_COLLATE=tensor (or list: see epoch above)
+#   BENCH_COLD=1 (0 keeps the page cache as it is before the random phase)
 #   BENCH_DATA=/tmp/shardstore-ml-bench (removed at the end unless BENCH_KEEP=1; a kept
 #   BENCH_DATA that holds the shards is reused as is, so that the scale, 20 shards of
 #   256 MiB per size, can be measured in phases: BENCH_KEEP=1 BENCH_SKIP="epoch random put rss"
@@ -98,6 +104,7 @@ export BENCH_RUNS=$RUNS BENCH_ROUNDS=$ROUNDS BENCH_SS_PID=$SS_PID BENCH_SKIP=$SK
 export BENCH_EPOCH_RUNS=${BENCH_EPOCH_RUNS:-$RUNS} BENCH_EPOCH_KIB=${BENCH_EPOCH_KIB:-10 100}
 export BENCH_READY=$DATA/ready BENCH_SAME_PARSER=${BENCH_SAME_PARSER:-1}
 export BENCH_EPOCH_COLLATE=${BENCH_EPOCH_COLLATE:-tensor}
+export BENCH_COLD=${BENCH_COLD:-1} BENCH_VOLUMES=$DATA/ss/volumes
 
 # ---------------- data, PUT overhead, random access, batch RSS (python3 on PATH) ----------------
 if [ -e "$DATA/ready" ]; then
@@ -191,6 +198,13 @@ if "put" not in SKIP:
     sys.stdout.flush()
 
 if "random" not in SKIP:
+    if os.environ["BENCH_COLD"] == "1":
+        # Clean pages only: nothing is written, the next read comes from disk.
+        vols = os.environ["BENCH_VOLUMES"]
+        for name in sorted(os.listdir(vols)):
+            fd = os.open(os.path.join(vols, name), os.O_RDONLY)
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+            os.close(fd)
     # The .jpg members of the 10 KiB shards, from the member index.
     jpgs = []
     for s in range(NSH):
@@ -209,8 +223,8 @@ if "random" not in SKIP:
     for r in range(RUNS):
         spent = {k: 0.0 for k in kinds}
         for rnd in range(ROUNDS):
-            pick = rng.sample(jpgs, 64)
             for kind in kinds[rnd % len(kinds):] + kinds[:rnd % len(kinds)]:
+                pick = rng.sample(jpgs, 64)
                 t = time.monotonic()
                 if kind in ("batch", "batch_hot"):
                     got = c.batch_get(B, [(k, m.name) for k, m in

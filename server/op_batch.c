@@ -2,12 +2,15 @@
  * op_batch.c: batch GET (POST /bucket?batch): up to 10,000 entries (key,
  * optional tar member, optional Range) answered as one chunked tar whose
  * members are the entries in request order, named "key" or "key/member".
- * Invariants: server memory per batch is its arena and a BATCH_RING_LEN
- * ring, whatever the batch; storage is read only by producer jobs on
- * workers, never by the MHD content reader (event loop), which only drains
- * the ring; a job never waits for the client. A failed entry becomes an
- * "__error__/NAME" member (ContinueOnError) or ends the stream without its
- * chunked terminator. docs/DESIGN.md "Batch GET" has the whole protocol.
+ * Invariants: server memory per batch is its arena, a BATCH_RING_LEN ring
+ * and the read-ahead window (BATCH_AHEAD_MAX entries, BATCH_BUF_LEN of
+ * read buffers), whatever the batch; storage is read only by producer
+ * jobs on workers, never by the MHD content reader (event loop), which
+ * only drains the ring; a job never waits for the client; bytes leave in
+ * request order although the reads of the window's entries complete in
+ * any order. A failed entry becomes an "__error__/NAME" member
+ * (ContinueOnError) or ends the stream without its chunked terminator.
+ * docs/DESIGN.md "Batch GET" has the whole protocol.
  */
 #include "config.h"
 
@@ -51,16 +54,54 @@
  * ustar header, or a whole error member. */
 #define BATCH_PENDING_MAX (16u * 1024)
 #define BATCH_ERROR_PREFIX "__error__/"
-/* Entries smaller than this are read with plain preads under a narrowed
- * pin: a storage reader's read-ahead hint (megabytes) costs more than a
- * small sample when samples are picked at random. */
+/* The read-ahead window. Entries are opened (pinned, looked up) up to
+ * BATCH_AHEAD_MAX ahead of the one being sent, and the bytes of those
+ * below BATCH_DIRECT_MAX are read into BATCH_BUF_LEN of buffers, in reads
+ * of at most BATCH_CHUNK_LEN, up to BATCH_READS_MAX at once: random
+ * samples not in the page cache each waited for their own disk read when
+ * read one after the other. Larger entries are read when their turn comes
+ * through a storage reader (read-ahead, a revocable pin), as a GET would. */
+#define BATCH_AHEAD_MAX 64u
+#define BATCH_READS_MAX 64u
+#define BATCH_CHUNK_LEN (128u * 1024)
+#define BATCH_BUF_LEN (1024u * 1024)
 #define BATCH_DIRECT_MAX (1u << 20)
+/* Idle ring-and-buffers blocks kept for the next batches: a fresh 2 MiB
+ * block per batch was paid again in page faults, zeroed pages and
+ * madvise (about a sixth of the server's CPU on 64 cached samples). */
+#define BATCH_IDLE_MAX 8u
 
 enum batch_phase {
-    PHASE_START,   /* open entry 'next' (or write the end-of-archive blocks) */
+    PHASE_START,   /* begin entry 'next' (or write the end-of-archive blocks) */
     PHASE_PENDING, /* write 'pending' (headers, an error member, the trailer) */
     PHASE_DATA,    /* copy the entry's bytes */
     PHASE_PAD,     /* zeros to the next 512-byte boundary */
+};
+
+/* An entry of the window: opened ahead of its turn. */
+struct batch_open {
+    enum s3_error err; /* S3_OK, or why the entry fails (nothing held then) */
+    bool has_pin;
+    uint64_t pin;        /* narrowed to the entry's bytes */
+    struct arena *arena; /* its lookups; cleared when it is sent */
+    int64_t mtime_s;
+    uint64_t first; /* object offset of its first byte */
+    uint64_t len;
+    const uint8_t *inline_data; /* the bytes of an inline object, or */
+    struct storage_extent *se;  /* the object's extents */
+    uint32_t n_se;
+    bool is_direct;  /* read through the queue (below BATCH_DIRECT_MAX) */
+    uint64_t queued; /* bytes whose reads are prepared (is_direct) */
+};
+
+/* A read of the window, in the order of the bytes sent. */
+struct batch_read {
+    int slot; /* in the read queue */
+    bool is_reaped;
+    ssize_t got;  /* once reaped: bytes read or -errno */
+    uint8_t *buf; /* in 'rbuf' */
+    size_t len;   /* bytes asked */
+    size_t taken; /* bytes of 'rbuf' it holds (with a skipped tail) */
 };
 
 struct batch {
@@ -91,16 +132,22 @@ struct batch {
     bool is_last; /* 'pending' is the end-of-archive trailer */
     uint8_t pending[BATCH_PENDING_MAX];
     size_t pending_len, pending_off;
-    struct arena *scratch; /* the current entry's lookups */
-    bool has_pin;
-    uint64_t pin;
-    struct storage_reader *rd;
-    struct storage_extent *se; /* or preads of these (in 'scratch') */
-    uint32_t n_se;
-    uint64_t data_first;        /* object offset of the entry's first byte (preads) */
-    const uint8_t *inline_data; /* or the bytes of an inline object */
+    struct arena *scratch;     /* the current entry's name and error */
+    struct storage_reader *rd; /* the current entry's bytes, when not is_direct */
     uint64_t data_len, data_done;
     size_t pad_left;
+
+    /* The window: opens[(open_head + i) % BATCH_AHEAD_MAX] is entry
+     * next + i, for i < n_open; reads[] is a FIFO of the reads of their
+     * bytes in the same order, into the FIFO buffer 'rbuf'. */
+    struct batch_open opens[BATCH_AHEAD_MAX];
+    size_t open_head, n_open;
+    struct storage_readq *readq;
+    struct batch_read reads[BATCH_READS_MAX];
+    size_t read_head, n_reads;
+    size_t read_off; /* bytes of reads[read_head] already sent */
+    uint8_t *rbuf;
+    size_t rbuf_head, rbuf_used;
 };
 
 /* ======================================================================
@@ -196,7 +243,44 @@ tar_member_headers(uint8_t *out, struct slice name, uint64_t size, int64_t mtime
 }
 
 /* ======================================================================
- * The producer
+ * Ring and read buffers, reused
+ * ====================================================================== */
+
+static pthread_mutex_t idle_lock = PTHREAD_MUTEX_INITIALIZER;
+static void *idle_blocks[BATCH_IDLE_MAX];
+static size_t n_idle_blocks;
+
+/* A block of BATCH_RING_LEN + BATCH_BUF_LEN bytes: an idle one, or a new
+ * one. Free it with block_put. */
+static uint8_t *
+block_get(void)
+{
+    void *p = NULL;
+    pthread_mutex_lock(&idle_lock);
+    if (n_idle_blocks > 0)
+        p = idle_blocks[--n_idle_blocks];
+    pthread_mutex_unlock(&idle_lock);
+    return p ? p : xmalloc(BATCH_RING_LEN + BATCH_BUF_LEN);
+}
+
+/* Keeps 'p' for the next batch, or frees it when BATCH_IDLE_MAX are kept;
+ * NULL is a no-op. */
+static void
+block_put(void *p)
+{
+    if (!p)
+        return;
+    pthread_mutex_lock(&idle_lock);
+    if (n_idle_blocks < BATCH_IDLE_MAX) {
+        idle_blocks[n_idle_blocks++] = p;
+        p = NULL;
+    }
+    pthread_mutex_unlock(&idle_lock);
+    free(p);
+}
+
+/* ======================================================================
+ * The window: entries opened ahead and the reads of their bytes
  * ====================================================================== */
 
 /* The member name of entry 'e', in 'a': "key" or "key/member". */
@@ -216,23 +300,6 @@ entry_name(struct arena *a, const struct xml_batch_entry *e, const char *prefix)
     return (struct slice){p, len};
 }
 
-/* Releases what the current entry holds (reader, pin, lookups). */
-static void
-entry_close(struct batch *b)
-{
-    storage_reader_destroy(b->rd);
-    b->rd = NULL;
-    if (b->has_pin)
-        storage_reader_unpin(b->srv->storage, b->pin);
-    b->has_pin = false;
-    b->inline_data = NULL;
-    b->se = NULL;
-    b->n_se = 0;
-    b->data_len = b->data_done = 0;
-    b->pad_left = 0;
-    arena_clear(b->scratch);
-}
-
 /* Maps a member lookup's -errno to its S3 error. */
 static enum s3_error
 member_error(int rc)
@@ -246,32 +313,55 @@ member_error(int rc)
     return s3_error_from_errno(rc);
 }
 
-/* Opens entry b->next: its bytes become the data source and its headers
- * 'pending'. Returns S3_OK, or the entry's error (nothing is held then). */
-static enum s3_error
-entry_open(struct batch *b)
+/* The window's entry 'i' places after the one being sent (entry next + i). */
+static struct batch_open *
+window_at(struct batch *b, size_t i)
 {
-    const struct xml_batch_entry *e = &b->req.entries[b->next];
+    return &b->opens[(b->open_head + i) % BATCH_AHEAD_MAX];
+}
+
+/* Releases what 'o' holds (its pin and lookups); keeps its arena. */
+static void
+open_close(struct batch *b, struct batch_open *o)
+{
+    struct arena *a = o->arena;
+    if (o->has_pin)
+        storage_reader_unpin(b->srv->storage, o->pin);
+    if (a)
+        arena_clear(a);
+    memset(o, 0, sizeof(*o));
+    o->arena = a;
+}
+
+/* Opens entry 'idx' into 'o' (closed): pins, looks up the object (and the
+ * member), resolves the range and narrows the pin to the entry's bytes.
+ * Returns S3_OK, or the entry's error (nothing is held then). */
+static enum s3_error
+open_lookup(struct batch *b, size_t idx, struct batch_open *o)
+{
+    const struct xml_batch_entry *e = &b->req.entries[idx];
     struct index_object obj;
     struct index_member m;
     struct range rg;
     enum s3_error err = S3_OK;
-    if (b->is_denied[b->next])
+    if (b->is_denied[idx])
         return S3_ERR_ACCESS_DENIED;
     if (e->key.len > INDEX_MAX_KEY)
         return S3_ERR_KEY_TOO_LONG;
-    int rc = storage_reader_pin(b->srv->storage, &b->pin);
+    if (!o->arena)
+        o->arena = arena_create(4096);
+    int rc = storage_reader_pin(b->srv->storage, &o->pin);
     if (rc < 0)
         return s3_error_from_errno(rc);
-    b->has_pin = true;
-    rc = index_object_get(b->srv->index, b->bucket_id, e->key, b->scratch, &obj);
+    o->has_pin = true;
+    rc = index_object_get(b->srv->index, b->bucket_id, e->key, o->arena, &obj);
     if (rc < 0) {
         err = rc == -ENOENT ? S3_ERR_NO_SUCH_KEY : s3_error_from_errno(rc);
         goto fail;
     }
     /* The extents of an encrypted object hold ciphertext: such entries
      * are refused, like tar members of encrypted objects (op_member.c). */
-    if (sse_object_is_encrypted(&obj, b->scratch)) {
+    if (sse_object_is_encrypted(&obj, o->arena)) {
         err = S3_ERR_NOT_IMPLEMENTED;
         goto fail;
     }
@@ -284,8 +374,8 @@ entry_open(struct batch *b)
     uint64_t first = 0, size = obj.size;
     int64_t mtime_s = obj.mtime_ns / 1000000000;
     if (e->member.len) {
-        rc = member_find(b->srv, b->scratch, b->bucket_id, e->key, &obj, e->member, b->request_id,
-                         &m);
+        rc =
+            member_find(b->srv, o->arena, b->bucket_id, e->key, &obj, e->member, b->request_id, &m);
         if (rc < 0) {
             err = member_error(rc);
             goto fail;
@@ -309,52 +399,149 @@ entry_open(struct batch *b)
             err = S3_ERR_INTERNAL_ERROR;
             goto fail;
         }
-        b->inline_data = obj.inline_data + first;
+        o->inline_data = obj.inline_data + first;
     } else if (len) {
-        struct storage_extent *se = arena_calloc(b->scratch, obj.n_extents + 1, sizeof(*se));
-        extents_from_index(obj.extents, obj.n_extents, se);
-        if (len < BATCH_DIRECT_MAX) {
-            b->se = se;
-            b->n_se = obj.n_extents;
-            b->data_first = first;
-            rc = storage_reader_narrow(b->srv->storage, b->pin, se, obj.n_extents, first, len);
-        } else {
-            rc = storage_reader_create(b->srv->storage, b->pin, se, obj.n_extents, first, len,
-                                       &b->rd);
+        o->se = arena_calloc(o->arena, obj.n_extents + 1, sizeof(*o->se));
+        o->n_se = obj.n_extents;
+        extents_from_index(obj.extents, obj.n_extents, o->se);
+        uint64_t total = 0;
+        for (uint32_t i = 0; i < o->n_se; i++)
+            total += o->se[i].len;
+        if (first > total || len > total - first) {
+            log_error("request %s: batch entry %zu: extents shorter than the object", b->request_id,
+                      idx);
+            err = S3_ERR_INTERNAL_ERROR;
+            goto fail;
         }
+        /* Unrevocable while it waits in the window; a storage reader
+         * makes it revocable when a large entry's turn comes. */
+        rc = storage_reader_narrow(b->srv->storage, o->pin, o->se, o->n_se, first, len);
         if (rc < 0) {
             err = s3_error_from_errno(rc);
             goto fail;
         }
+        o->is_direct = len < BATCH_DIRECT_MAX;
     }
-    b->data_len = len;
-    b->data_done = 0;
-    b->pad_left = (size_t)((TAR_BLOCK - len % TAR_BLOCK) % TAR_BLOCK);
-    b->pending_len = tar_member_headers(b->pending, entry_name(b->scratch, e, ""), len, mtime_s);
-    b->pending_off = 0;
+    o->first = first;
+    o->len = len;
+    o->mtime_s = mtime_s;
     return S3_OK;
 
 fail:
-    entry_close(b);
+    open_close(b, o);
     return err;
 }
 
-/* Reads up to 'len' bytes of the current entry at 'pos' (from its first
- * byte) with a pread of the extent holding them (entries below
- * BATCH_DIRECT_MAX). Returns the bytes read, or -errno. */
-static ssize_t
-entry_pread(struct batch *b, uint64_t pos, uint8_t *dst, size_t len)
+/* Takes 'len' (<= BATCH_CHUNK_LEN) bytes of 'rbuf' after those taken,
+ * from its start when the tail is too short (the tail skipped is taken
+ * too). Returns NULL when there is no room; sets '*taken'. */
+static uint8_t *
+rbuf_take(struct batch *b, size_t len, size_t *taken)
 {
-    uint64_t off = b->data_first + pos, base = 0;
-    for (uint32_t i = 0; i < b->n_se; i++) {
-        if (off < base + b->se[i].len) {
-            size_t n = (size_t)MIN((uint64_t)len, base + b->se[i].len - off);
-            return storage_read(b->srv->storage, &b->se[i], off - base, dst, n);
-        }
-        base += b->se[i].len;
-    }
-    return -EIO;
+    if (b->rbuf_used == 0)
+        b->rbuf_head = 0;
+    size_t tail = (b->rbuf_head + b->rbuf_used) % BATCH_BUF_LEN;
+    size_t skip = tail + len > BATCH_BUF_LEN ? BATCH_BUF_LEN - tail : 0;
+    if (b->rbuf_used + skip + len > BATCH_BUF_LEN)
+        return NULL;
+    b->rbuf_used += skip + len;
+    *taken = skip + len;
+    return b->rbuf + (skip ? 0 : tail);
 }
+
+/* Prepares the next read of the bytes of 'o' (the newest entry of the
+ * window: is_direct, with bytes not yet queued). Returns false when the
+ * queue or the buffers are full. */
+static bool
+window_queue_read(struct batch *b, struct batch_open *o)
+{
+    if (b->n_reads == BATCH_READS_MAX)
+        return false;
+    /* open_lookup checked that the extents hold every byte. */
+    uint64_t off = o->first + o->queued, base = 0;
+    uint32_t i = 0;
+    while (off >= base + o->se[i].len)
+        base += o->se[i++].len;
+    size_t len =
+        (size_t)MIN(MIN((uint64_t)BATCH_CHUNK_LEN, o->len - o->queued), base + o->se[i].len - off);
+    size_t taken;
+    uint8_t *buf = rbuf_take(b, len, &taken);
+    if (!buf)
+        return false;
+    struct batch_read *r = &b->reads[(b->read_head + b->n_reads) % BATCH_READS_MAX];
+    *r = (struct batch_read){.buf = buf, .len = len, .taken = taken};
+    r->slot = storage_readq_prep(b->readq, &o->se[i], off - base, buf, len);
+    if (r->slot < 0) {
+        r->got = r->slot; /* answered when its turn comes */
+        r->is_reaped = true;
+    }
+    b->n_reads++;
+    o->queued += len;
+    return true;
+}
+
+/* Opens entries ahead and prepares the reads of their bytes until the
+ * window is full, then submits those reads. An entry is opened only once
+ * the reads of the one before are all queued, so the reads (and the
+ * buffers) follow the order of the stream. */
+static void
+window_fill(struct batch *b)
+{
+    for (;;) {
+        if (b->n_open > 0) {
+            struct batch_open *o = window_at(b, b->n_open - 1);
+            if (o->err == S3_OK && o->is_direct && o->queued < o->len) {
+                if (!window_queue_read(b, o))
+                    break;
+                continue;
+            }
+        }
+        if (b->n_open == BATCH_AHEAD_MAX || b->next + b->n_open == b->req.n_entries)
+            break;
+        struct batch_open *o = window_at(b, b->n_open);
+        size_t idx = b->next + b->n_open;
+        b->n_open++;
+        o->err = open_lookup(b, idx, o);
+    }
+    storage_readq_submit(b->readq);
+}
+
+/* Copies up to 'len' bytes of the current entry's next read to 'dst',
+ * waiting for the read if it is still in flight; once a read is copied
+ * whole its buffer is free, and the window is refilled when it has
+ * drained to half. Returns the bytes copied, or -errno. */
+static ssize_t
+window_copy(struct batch *b, uint8_t *dst, size_t len)
+{
+    if (b->n_reads == 0)
+        window_fill(b);
+    if (b->n_reads == 0)
+        return -EIO; /* never expected: the entry has bytes left */
+    struct batch_read *r = &b->reads[b->read_head];
+    if (!r->is_reaped) {
+        r->got = storage_readq_reap(b->readq, r->slot);
+        r->is_reaped = true;
+    }
+    if (r->got != (ssize_t)r->len)
+        return r->got < 0 ? r->got : -EIO;
+    size_t k = MIN(len, r->len - b->read_off);
+    memcpy(dst, r->buf + b->read_off, k);
+    b->read_off += k;
+    if (b->read_off == r->len) {
+        b->rbuf_head = (b->rbuf_head + r->taken) % BATCH_BUF_LEN;
+        b->rbuf_used -= r->taken;
+        b->read_head = (b->read_head + 1) % BATCH_READS_MAX;
+        b->n_reads--;
+        b->read_off = 0;
+        if (b->n_reads <= BATCH_READS_MAX / 2 || b->rbuf_used <= BATCH_BUF_LEN / 2)
+            window_fill(b);
+    }
+    return (ssize_t)k;
+}
+
+/* ======================================================================
+ * The producer: the entries in order
+ * ====================================================================== */
 
 /* Makes 'pending' the placeholder member of failed entry b->next: named
  * "__error__/NAME", holding the S3 error document of 'err'. */
@@ -388,9 +575,9 @@ entry_error_member(struct batch *b, enum s3_error err)
     log_info("request %s: batch entry %zu failed: %s", b->request_id, b->next, s3_error_code(err));
 }
 
-/* Starts entry b->next (or the trailer after the last): fills 'pending'.
- * Returns S3_OK, or the entry's error when the batch must end with it
- * (no ContinueOnError). */
+/* Starts entry b->next (or the trailer after the last): fills 'pending'
+ * and, for a large entry, creates its storage reader. Returns S3_OK, or
+ * the entry's error when the batch must end with it (no ContinueOnError). */
 static enum s3_error
 entry_begin(struct batch *b)
 {
@@ -403,20 +590,71 @@ entry_begin(struct batch *b)
         b->phase = PHASE_PENDING;
         return S3_OK;
     }
-    enum s3_error err = entry_open(b);
-    if (err != S3_OK && !b->req.is_continue_on_error)
-        return err;
-    if (err != S3_OK)
-        entry_error_member(b, err);
+    if (b->n_open <= BATCH_AHEAD_MAX / 2)
+        window_fill(b);
+    struct batch_open *o = window_at(b, 0);
+    if (o->err == S3_OK && o->len && !o->inline_data && !o->is_direct) {
+        int rc = storage_reader_create(b->srv->storage, o->pin, o->se, o->n_se, o->first, o->len,
+                                       &b->rd);
+        if (rc < 0) {
+            open_close(b, o);
+            o->err = s3_error_from_errno(rc);
+        }
+    }
+    if (o->err != S3_OK && !b->req.is_continue_on_error)
+        return o->err;
+    if (o->err != S3_OK) {
+        entry_error_member(b, o->err);
+        b->data_len = 0;
+        b->pad_left = 0;
+    } else {
+        const struct xml_batch_entry *e = &b->req.entries[b->next];
+        b->data_len = o->len;
+        b->pad_left = (size_t)((TAR_BLOCK - o->len % TAR_BLOCK) % TAR_BLOCK);
+        b->pending_len =
+            tar_member_headers(b->pending, entry_name(b->scratch, e, ""), o->len, o->mtime_s);
+        b->pending_off = 0;
+    }
+    b->data_done = 0;
     b->phase = PHASE_PENDING;
     return S3_OK;
 }
 
-/* Writes up to 'cap' bytes of the stream at 'dst'. Returns the bytes
+/* Ends entry b->next: releases what it held and moves to the next. */
+static void
+entry_end(struct batch *b)
+{
+    storage_reader_destroy(b->rd);
+    b->rd = NULL;
+    open_close(b, window_at(b, 0));
+    b->open_head = (b->open_head + 1) % BATCH_AHEAD_MAX;
+    b->n_open--;
+    b->next++;
+    b->data_len = b->data_done = 0;
+    b->pad_left = 0;
+    arena_clear(b->scratch);
+}
+
+/* True when the current entry's next bytes are at hand: inline, or the
+ * next read of the window is complete. */
+static bool
+entry_is_ready(struct batch *b)
+{
+    if (window_at(b, 0)->inline_data)
+        return true;
+    if (b->rd || b->n_reads == 0)
+        return false;
+    const struct batch_read *r = &b->reads[b->read_head];
+    return r->is_reaped || storage_readq_is_done(b->readq, r->slot);
+}
+
+/* Writes up to 'cap' bytes of the stream at 'dst'; with 'is_nowait', only
+ * until bytes not at hand would have to be waited for. Returns the bytes
  * written; sets '*is_end' when the stream is complete and '*is_failed'
  * when it must end in error. */
 static size_t
-batch_produce(struct batch *b, uint8_t *dst, size_t cap, bool *is_end, bool *is_failed)
+batch_produce(struct batch *b, uint8_t *dst, size_t cap, bool is_nowait, bool *is_end,
+              bool *is_failed)
 {
     size_t n = 0;
     while (n < cap) {
@@ -444,23 +682,28 @@ batch_produce(struct batch *b, uint8_t *dst, size_t cap, bool *is_end, bool *is_
             break;
         }
         case PHASE_DATA: {
+            if (is_nowait && !entry_is_ready(b))
+                return n;
+            const struct batch_open *o = window_at(b, 0);
             size_t k = (size_t)MIN((uint64_t)(cap - n), b->data_len - b->data_done);
-            if (b->inline_data) {
-                memcpy(dst + n, b->inline_data + b->data_done, k);
+            ssize_t got;
+            if (o->inline_data) {
+                memcpy(dst + n, o->inline_data + b->data_done, k);
+                got = (ssize_t)k;
+            } else if (b->rd) {
+                got = storage_reader_read(b->rd, b->data_done, dst + n, k);
             } else {
-                ssize_t got = b->rd ? storage_reader_read(b->rd, b->data_done, dst + n, k)
-                                    : entry_pread(b, b->data_done, dst + n, k);
-                if (got <= 0) {
-                    /* Part of the member is out: nothing can stand in for it. */
-                    log_warn("request %s: batch entry %zu: storage read failed (%zd)",
-                             b->request_id, b->next, got);
-                    *is_failed = *is_end = true;
-                    return n;
-                }
-                k = (size_t)got;
+                got = window_copy(b, dst + n, k);
             }
-            n += k;
-            b->data_done += k;
+            if (got <= 0) {
+                /* Part of the member is out: nothing can stand in for it. */
+                log_warn("request %s: batch entry %zu: storage read failed (%zd)", b->request_id,
+                         b->next, got);
+                *is_failed = *is_end = true;
+                return n;
+            }
+            n += (size_t)got;
+            b->data_done += (uint64_t)got;
             if (b->data_done == b->data_len)
                 b->phase = PHASE_PAD;
             break;
@@ -472,8 +715,7 @@ batch_produce(struct batch *b, uint8_t *dst, size_t cap, bool *is_end, bool *is_
             b->pad_left -= k;
             if (b->pad_left)
                 break;
-            entry_close(b);
-            b->next++;
+            entry_end(b);
             b->phase = PHASE_START;
             break;
         }
@@ -491,26 +733,35 @@ batch_destroy(struct batch *b)
 {
     if (!b)
         return;
-    entry_close(b);
+    /* Reads in flight write into 'rbuf' under the window's pins. */
+    storage_readq_destroy(b->readq);
+    storage_reader_destroy(b->rd);
+    for (size_t i = 0; i < b->n_open; i++)
+        open_close(b, window_at(b, i));
+    for (size_t i = 0; i < BATCH_AHEAD_MAX; i++)
+        arena_destroy(b->opens[i].arena);
     arena_destroy(b->scratch);
     arena_destroy(b->arena);
-    free(b->ring);
+    block_put(b->ring); /* 'rbuf' is its second part */
     pthread_mutex_destroy(&b->lock);
     free(b);
 }
 
 /* One step of the producer: writes up to BATCH_STEP_LEN bytes to the ring
- * and resumes the connection when the reader waits for them. Returns true
- * when there is more to do; false when the producer stopped (the ring is
- * full, the stream complete or the response gone): b->is_running is then
- * cleared and the batch freed if the response went away meanwhile. */
+ * ('is_nowait': only those at hand, see batch_produce; '*len' says how
+ * many) and resumes the connection when the reader waits for them.
+ * Returns true when there is more to do; false when the producer stopped
+ * (the ring is full, the stream complete or the response gone):
+ * b->is_running is then cleared and the batch freed if the response went
+ * away meanwhile. */
 static bool
-batch_step(struct batch *b)
+batch_step(struct batch *b, bool is_nowait, size_t *len)
 {
     struct MHD_Connection *conn = b->conn;
     pthread_mutex_lock(&b->lock);
     size_t wpos = (b->head + b->len) % BATCH_RING_LEN;
     size_t span = MIN(BATCH_RING_LEN - b->len, BATCH_RING_LEN - wpos);
+    *len = 0;
     if (b->is_freed || b->is_done || span == 0) {
         bool is_freed = b->is_freed;
         bool must_resume = b->is_suspended;
@@ -525,8 +776,9 @@ batch_step(struct batch *b)
     }
     pthread_mutex_unlock(&b->lock);
     bool is_end = false, is_failed = false;
-    size_t n =
-        batch_produce(b, b->ring + wpos, MIN(span, (size_t)BATCH_STEP_LEN), &is_end, &is_failed);
+    size_t n = batch_produce(b, b->ring + wpos, MIN(span, (size_t)BATCH_STEP_LEN), is_nowait,
+                             &is_end, &is_failed);
+    *len = n;
     atomic_fetch_add(&b->srv->metrics.bytes_out, n);
     pthread_mutex_lock(&b->lock);
     b->len += n;
@@ -548,7 +800,8 @@ static void
 batch_job(void *arg)
 {
     struct batch *b = arg;
-    while (batch_step(b))
+    size_t len;
+    while (batch_step(b, false, &len))
         ;
 }
 
@@ -606,8 +859,16 @@ batch_free_cb(void *cls)
     pthread_mutex_lock(&b->lock);
     b->is_freed = true;
     bool is_running = b->is_running;
+    /* Reads still in flight (the client went away mid-stream) are waited
+     * for on a worker, never here on the event loop. The producer's state
+     * is read safely: no job runs. */
+    bool must_queue = !is_running && b->n_reads > 0 && b->srv->offload;
+    if (must_queue)
+        b->is_running = true;
     pthread_mutex_unlock(&b->lock);
-    if (!is_running)
+    if (must_queue)
+        offload_submit(b->srv->offload, &b->job); /* batch_step frees it */
+    else if (!is_running)
         batch_destroy(b);
 }
 
@@ -626,7 +887,7 @@ batch_end(struct s3_req *r)
     b->srv = r->srv;
     b->conn = r->conn;
     b->arena = arena_create(64 * 1024);
-    b->scratch = arena_create(16 * 1024);
+    b->scratch = arena_create(4096);
     b->bucket_id = bk.id;
     snprintf(b->request_id, sizeof(b->request_id), "%s", r->request_id);
     b->job.fn = batch_job;
@@ -644,24 +905,37 @@ batch_end(struct s3_req *r)
     b->is_denied = arena_calloc(b->arena, b->req.n_entries, sizeof(*b->is_denied));
     for (size_t i = 0; i < b->req.n_entries; i++)
         b->is_denied[i] = !s3_is_allowed(r, AUTH_ACTION_READ, b->req.entries[i].key);
+    if (storage_readq_create(b->srv->storage, BATCH_READS_MAX, &b->readq) < 0) {
+        s3_respond_error(r, S3_ERR_INTERNAL_ERROR, NULL);
+        goto fail;
+    }
+    b->ring = block_get();
+    b->rbuf = b->ring + BATCH_RING_LEN;
     /* The first entry decides between an S3 error and a 200. */
     enum s3_error err = entry_begin(b);
     if (err != S3_OK) {
         s3_respond_error(r, err, NULL);
         goto fail;
     }
-    b->ring = xmalloc(BATCH_RING_LEN);
     struct MHD_Response *resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, BATCH_BLOCK_LEN,
                                                                   batch_read_cb, b, batch_free_cb);
     if (!resp) {
         s3_respond_error(r, S3_ERR_INTERNAL_ERROR, NULL);
         goto fail;
     }
-    /* One step now, on this worker, so the first bytes go out with the
-     * headers; the reader queues the producer for the rest as soon as it
-     * takes them, so later entries are read while these are sent. */
+    /* Steps now, on this worker, for as long as the bytes are at hand
+     * (inline, or their reads complete: a batch of cached samples is
+     * written whole here, with no hop to a worker and back per step), so
+     * the first bytes go out with the headers; the reader queues the
+     * producer for the rest as soon as it takes them, so later entries are
+     * read while these are sent. */
     b->is_running = true;
-    if (batch_step(b)) {
+    bool is_more;
+    size_t len;
+    do
+        is_more = batch_step(b, true, &len);
+    while (is_more && len > 0);
+    if (is_more) {
         pthread_mutex_lock(&b->lock);
         b->is_running = false;
         pthread_mutex_unlock(&b->lock);

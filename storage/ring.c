@@ -175,6 +175,18 @@ storage__io_wait(struct storage__io *io)
 }
 
 void
+storage__io_poll(struct storage__io *io)
+{
+    struct storage__ring *r = io->ring;
+    if (!r)
+        return;
+    pthread_mutex_lock(&r->lock);
+    if (io->is_inflight)
+        ring_reap(r, false);
+    pthread_mutex_unlock(&r->lock);
+}
+
+void
 storage__ring_thread_release(void)
 {
     struct storage__ring *r = ring_self;

@@ -212,6 +212,47 @@ ssize_t storage_reader_read(struct storage_reader *rd, uint64_t pos, void *buf, 
 ssize_t storage_read(struct storage *st, const struct storage_extent *e, uint64_t off, void *buf,
                      size_t len);
 
+/* ---- many reads in flight ------------------------------------------------- */
+
+/*
+ * A read queue keeps up to 'depth' reads of extents in flight at once (on
+ * io_uring), so that a caller who knows its next reads, such as a batch GET
+ * of many small samples, waits for the disk once for many of them rather
+ * than once for each. Each read goes into the caller's buffer, which
+ * belongs to storage from storage_readq_prep until storage_readq_reap of
+ * that read returns (or storage_readq_destroy). Reads are not checked
+ * against pins: the caller holds a pin on the bytes until it reaps them.
+ * One thread at a time uses a queue, but that thread may change between
+ * calls: a read prepared on one thread is reaped on another. Without
+ * io_uring, storage_readq_prep reads at once with pread(2).
+ */
+struct storage_readq;
+#define STORAGE_READQ_MAX 1024u
+
+/* Creates a queue of 'depth' (1..STORAGE_READQ_MAX) reads. Returns 0 and
+ * sets '*out' (free it with storage_readq_destroy), or -EINVAL. */
+int storage_readq_create(struct storage *st, uint32_t depth, struct storage_readq **out);
+/* Prepares a read of up to 'len' bytes at 'off' within extent 'e' (fewer
+ * past the extent's end, none at or past it) into 'buf'; it goes to the
+ * kernel at the next storage_readq_submit (or reap). Returns the read's
+ * slot (>= 0, for storage_readq_reap), -EAGAIN when 'depth' reads are
+ * taken, or -EIO (the extent lies outside its volume: nothing is taken). */
+int storage_readq_prep(struct storage_readq *q, const struct storage_extent *e, uint64_t off,
+                       void *buf, size_t len);
+/* Submits the prepared reads. Returns 0 or -errno (the reads stay queued
+ * and go with the next reap: nothing is lost). */
+int storage_readq_submit(struct storage_readq *q);
+/* Waits for the read in 'slot' and frees the slot (its buffer is the
+ * caller's again). Returns the bytes read or -errno. */
+ssize_t storage_readq_reap(struct storage_readq *q, int slot);
+/* True when the read in 'slot' (taken) is complete: reaping it will not
+ * wait. Submits what is prepared and reaps what completed, never waits. */
+bool storage_readq_is_done(struct storage_readq *q, int slot);
+/* Slots free now (reads that storage_readq_prep would take). */
+uint32_t storage_readq_room(const struct storage_readq *q);
+/* Waits for every read still taken, then frees the queue; NULL is a no-op. */
+void storage_readq_destroy(struct storage_readq *q);
+
 /*
  * Scrub: re-reads 'n' extents and compares each block against 'sums'
  * (STORAGE_SUM_LEN per block, blocks counted from each extent's start, in

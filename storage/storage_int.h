@@ -3,8 +3,9 @@
  *
  * volume.c owns struct storage and the volume files, alloc.c the free map,
  * pin.c reader pins and deferred reclaim, ring.c the thread-local io_uring rings, writer.c the
- * staging buffer pool and writers, reader.c reads and scrubbing. Nothing here
- * leaves storage/; <liburing.h> is included by ring.c and writer.c only.
+ * staging buffer pool and writers, reader.c reads and scrubbing, readq.c many
+ * reads in flight. Nothing here leaves storage/; <liburing.h> is included by
+ * ring.c, writer.c and readq.c only.
  */
 #ifndef SHARD_STORAGE_INT_H
 #define SHARD_STORAGE_INT_H
@@ -205,7 +206,8 @@ void storage__pool_cleanup(struct storage__pool *p);
 struct storage__ring;
 struct storage__io;
 typedef void storage__io_fn(struct storage__io *io, int res);
-/* One I/O in flight on a ring; embedded in its owner (a staging buffer). */
+/* One I/O in flight on a ring; embedded in its owner (a staging buffer, a
+ * read queue slot). */
 struct storage__io {
     /* Runs under the ring lock, on any thread; may resubmit on io->ring. */
     storage__io_fn *complete_fn;
@@ -225,6 +227,8 @@ struct io_uring_sqe *storage__ring_prep(struct storage__ring *r, struct storage_
 int storage__ring_submit(struct storage__ring *r);
 /* Reaps completions of io's ring (any owner's) until 'io' is done. */
 void storage__io_wait(struct storage__io *io);
+/* Reaps the completions ready on io's ring, without waiting. */
+void storage__io_poll(struct storage__io *io);
 /* Drains and closes the calling thread's ring (storage_close; thread exit
  * does the same through a key destructor). */
 void storage__ring_thread_release(void);
