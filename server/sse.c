@@ -15,9 +15,10 @@
  * (META_SSE) is an internal metadata entry; object sizes, ETags (but
  * SSE-C's), checksums and part sizes stay those of the plaintext. A tier
  * stores the packages as they are; reads go through the tier the extent
- * flags name. Large bodies are pipelined: a GET decrypts on a worker into
- * a bounded ring ahead of the send, a PUT seals packages on a worker
- * behind the receive; the event loop only copies.
+ * flags name. Large bodies are pipelined: a GET decrypts on two workers at
+ * once into a bounded ring ahead of the send (delivered in order), a PUT
+ * seals packages on a worker behind the receive; the event loop only
+ * copies.
  *
  * Invariant: the data key leaves this file only inside a struct sse_obj
  * in request memory, wiped by its user (sse_obj_wipe).
@@ -61,10 +62,13 @@
 #define SSE_BLOCK_LEN (256 * 1024)
 /* Stored bytes a stream reads at once: four packages, one read call. */
 #define SSE_CT_LEN (4 * STORED_PKG_LEN)
-/* The pipeline of a large GET: RING_SLOTS slots of SSE_BLOCK_LEN plaintext
- * decrypted ahead of the send; bodies up to PIPE_MIN are decrypted in
- * MHD's callback (a range of a few packages costs less than a hand-off). */
-#define RING_SLOTS 4
+/* The pipeline of a large GET: units of UNIT_PKGS packages (SSE_BLOCK_LEN
+ * plaintext) decrypted by PIPE_LANES workers at once into RING_SLOTS slots
+ * ahead of the send; bodies up to PIPE_MIN are decrypted in MHD's callback
+ * (a range of a few packages costs less than a hand-off). */
+#define UNIT_PKGS (SSE_BLOCK_LEN / SSE_PKG_LEN)
+#define PIPE_LANES 2
+#define RING_SLOTS 8
 #define PIPE_MIN (2 * SSE_BLOCK_LEN)
 /* The mapping window of a pipelined body's stored bytes. */
 #define MAP_WINDOW (8u << 20)
@@ -929,6 +933,7 @@ struct sse_stream {
     uint64_t ct_pos; /* reader offset of 'ct''s first byte */
     size_t ct_len;   /* stored bytes in 'ct' (read ahead, several packages) */
     uint64_t rd_len; /* stored bytes the reader covers */
+    uint64_t n_pkgs; /* packages the range touches */
     bool may_map;    /* a pipelined body on hot extents: mmap the stored bytes */
     uint8_t *map;    /* a window of them: reader bytes [map_pos, map_pos + map_len) */
     uint64_t map_pos;
@@ -1057,7 +1062,9 @@ stream_create(struct s3_req *r, const struct index_object *obj, const struct met
         goto fail;
     }
     /* The segment and package of the first and the last byte. */
+    /* ... and their indexes among the object's packages. */
     uint64_t plain_off = 0, last = first + len - 1, start = 0, end = 0;
+    uint64_t pkgs_before = 0, start_pkg = 0, end_pkg = 0;
     bool has_start = false;
     for (uint32_t i = 0; i < n; i++) {
         uint64_t seg_end = plain_off + s->plain[i];
@@ -1066,18 +1073,22 @@ stream_create(struct s3_req *r, const struct index_object *obj, const struct met
             s->pkg = (first - plain_off) / SSE_PKG_LEN;
             s->skip = (first - plain_off) % SSE_PKG_LEN;
             start = s->stored_off[i] + s->pkg * STORED_PKG_LEN;
+            start_pkg = pkgs_before + s->pkg;
             has_start = true;
         }
         if (last < seg_end) {
             uint64_t k = (last - plain_off) / SSE_PKG_LEN;
             uint64_t plen = MIN((uint64_t)SSE_PKG_LEN, s->plain[i] - k * SSE_PKG_LEN);
             end = s->stored_off[i] + k * STORED_PKG_LEN + plen + AUTH_SSE_TAG_LEN;
+            end_pkg = pkgs_before + k;
             break;
         }
         plain_off = seg_end;
+        pkgs_before += pkg_count(s->plain[i]);
     }
     s->rd_base = start;
     s->rd_len = end - start;
+    s->n_pkgs = end_pkg - start_pkg + 1;
     s->left = len;
     if (is_tiered) {
         rc = tier_reader_create_stored(r->srv->tiers, &r->tier_pins, obj, s->stored_off[n], start,
@@ -1244,6 +1255,45 @@ stream_read(struct sse_stream *s, uint8_t *buf, size_t max)
     return (ssize_t)out;
 }
 
+/* Delivers the plaintext of the stream's next 'n' packages (fewer at the
+ * end of the range) into 'buf' (room for n * SSE_PKG_LEN bytes), whole
+ * packages opened in place; with 'buf' NULL, passes over them without
+ * reading. The package opened before the answer (in 'pt') counts as the
+ * first. Returns the bytes or -errno. */
+static ssize_t
+stream_packages(struct sse_stream *s, uint8_t *buf, unsigned n)
+{
+    size_t out = 0;
+    for (unsigned k = 0; k < n && s->left; k++) {
+        if (s->pt_pos < s->pt_len) {
+            size_t m = (size_t)MIN((uint64_t)(s->pt_len - s->pt_pos), s->left);
+            if (buf)
+                memcpy(buf + out, s->pt + s->pt_pos, m);
+            s->pt_pos = s->pt_len;
+            out += m;
+            s->left -= m;
+            continue;
+        }
+        size_t pl = stream_next_len(s), plen;
+        if (pl <= s->skip)
+            return -EIO; /* bytes left but no package: a layout bug */
+        size_t m = (size_t)MIN((uint64_t)(pl - s->skip), s->left);
+        int rc = 0;
+        if (!buf)
+            s->pkg++;
+        else if (s->skip == 0 && m == pl)
+            rc = stream_next(s, buf + out, &plen);
+        else if ((rc = stream_next(s, s->pt, &plen)) == 0)
+            memcpy(buf + out, s->pt + s->skip, m);
+        if (rc < 0)
+            return rc;
+        s->skip = 0;
+        out += m;
+        s->left -= m;
+    }
+    return (ssize_t)out;
+}
+
 /* A body of up to PIPE_MIN bytes: decrypted in MHD's callback. */
 static ssize_t
 stream_cb(void *cls, uint64_t pos, char *buf, size_t max)
@@ -1266,94 +1316,142 @@ stream_free(void *cls)
 
 /* ---- the pipeline of a large body ---------------------------------------
  *
- * A producer job on a worker reads and decrypts the stream into a ring of
- * RING_SLOTS slots ahead of the send; MHD's content reader (event loop)
- * only copies ready slots out, restarts the producer when a slot frees and,
- * with nothing ready, suspends the connection until the producer resumes
- * it. The producer never waits for the client; memory per body is the ring.
+ * The body is cut into units of UNIT_PKGS packages (unit 0 starts at the
+ * range's first package, so only the first and last units are short).
+ * Lane L (a job on the offload pool with its own stream: reader, mapping,
+ * cipher context) decrypts units L, L + n_lanes, L + 2 n_lanes, ... each
+ * into slot (unit % RING_SLOTS), passing over the others' packages without
+ * reading them; packages are independent, so lanes run at once on as many
+ * cores. A lane works only on units less than RING_SLOTS ahead of the
+ * reader's, so a slot is rewritten only after it was sent. MHD's content
+ * reader (event loop) copies ready slots out strictly in unit order,
+ * restarts lanes as slots free and, when the unit it needs is not ready,
+ * suspends the connection until that unit's lane resumes it. A unit that
+ * fails (a package does not authenticate) is never marked ready: the units
+ * before it go out, then the body ends in error. Memory per body is the
+ * ring; the lanes never wait for the client.
+ *
+ *      reader: head ---------> (ready, in order)
+ *      slots:  [u8][u1][u2][u3][u4][u5][u6][u7]   u = unit, slot = u % 8
+ *      lane 0:  u0  u2  u4  u6  u8 ...   lane 1: u1 u3 u5 u7 u9 ...
  */
+
+struct sse_pipe;
+struct pipe_lane {
+    struct sse_pipe *p;
+    unsigned id;
+    struct offload_job job;
+    struct sse_stream *s; /* the lane's alone */
+    uint64_t at;          /* the unit 's' is positioned at (lane's alone) */
+};
 
 struct sse_pipe {
     /* Fixed once the answer is queued. */
     struct server *srv;
     struct MHD_Connection *conn;
-    struct offload_job job;
-    struct sse_stream *s;        /* the producer's alone */
+    unsigned n_lanes;
+    struct pipe_lane lane[PIPE_LANES];
+    uint64_t n_units;
     uint8_t *slot[RING_SLOTS];   /* SSE_BLOCK_LEN plaintext bytes each */
-    size_t slot_len[RING_SLOTS]; /* written by the producer before 'n_ready' counts it */
+    size_t slot_len[RING_SLOTS]; /* written by a lane before 'ready_unit' names it */
 
-    /* Shared by the producer and the reader, under 'lock'. */
+    /* Shared by the lanes and the reader, under 'lock'. */
     pthread_mutex_t lock;
-    unsigned head;     /* the first ready slot */
-    unsigned n_ready;  /* ready slots from 'head' on */
-    size_t head_off;   /* bytes of slot 'head' already handed to MHD */
-    bool is_running;   /* the producer is queued or running */
-    bool is_suspended; /* the reader suspended the connection */
-    bool is_done;      /* the producer wrote its last slot */
-    bool is_failed;    /* ... and the body must end in error */
-    bool is_freed;     /* the response is gone: whoever runs last frees */
+    uint64_t head;                   /* the unit the reader sends next */
+    size_t head_off;                 /* bytes of it already handed to MHD */
+    uint64_t ready_unit[RING_SLOTS]; /* unit + 1 a slot holds decrypted; 0: none */
+    uint64_t lane_next[PIPE_LANES];  /* the next unit of each lane */
+    bool is_running[PIPE_LANES];     /* the lane is queued or running */
+    uint64_t failed_unit;            /* the first unit that failed; UINT64_MAX: none */
+    bool is_suspended;               /* the reader suspended the connection */
+    bool is_freed;                   /* the response is gone: whoever runs last frees */
 };
 
 static void
 pipe_destroy(struct sse_pipe *p)
 {
-    stream_destroy(p->s);
+    /* Lane 0's stream owns the pins: it goes last. */
+    for (unsigned i = PIPE_LANES; i-- > 0;)
+        stream_destroy(p->lane[i].s);
     for (unsigned i = 0; i < RING_SLOTS; i++)
         free(p->slot[i]);
     pthread_mutex_destroy(&p->lock);
     free(p);
 }
 
-/* The producer: fills free slots until the ring is full or the body is
- * complete, resuming the connection whenever the reader waits. Runs with
- * p->is_running set; frees the pipe when the response went away. */
+/* Whether lane 'id' has a unit to work on now. Under p->lock. */
+static bool
+pipe_lane_has_work(const struct sse_pipe *p, unsigned id)
+{
+    uint64_t j = p->lane_next[id];
+    return !p->is_freed && j < p->n_units && j < p->head + RING_SLOTS && j < p->failed_unit;
+}
+
+/* Lane 'arg': decrypts its units into their slots until it runs
+ * RING_SLOTS ahead of the reader, its units are done or one failed,
+ * resuming the connection when the reader waits for the unit it finished.
+ * Runs with is_running[id] set; the last of the lanes and the response to
+ * go frees the pipe. */
 static void
 pipe_job(void *arg)
 {
-    struct sse_pipe *p = arg;
+    struct pipe_lane *ln = arg;
+    struct sse_pipe *p = ln->p;
     struct MHD_Connection *conn = p->conn;
+    unsigned id = ln->id;
     for (;;) {
         pthread_mutex_lock(&p->lock);
-        if (p->is_freed || p->is_done || p->n_ready == RING_SLOTS) {
-            bool is_freed = p->is_freed;
+        if (!pipe_lane_has_work(p, id)) {
             bool must_resume = p->is_suspended;
             p->is_suspended = false;
-            p->is_running = false;
+            p->is_running[id] = false;
+            bool must_free = p->is_freed;
+            for (unsigned i = 0; i < p->n_lanes; i++)
+                must_free = must_free && !p->is_running[i];
             pthread_mutex_unlock(&p->lock);
             if (must_resume)
                 MHD_resume_connection(conn);
-            if (is_freed)
+            if (must_free)
                 pipe_destroy(p);
             return;
         }
-        unsigned w = (p->head + p->n_ready) % RING_SLOTS;
+        uint64_t j = p->lane_next[id];
+        unsigned w = (unsigned)(j % RING_SLOTS);
         pthread_mutex_unlock(&p->lock);
-        /* Slot 'w' is outside the ready window: the reader leaves it alone. */
-        ssize_t n = stream_read(p->s, p->slot[w], SSE_BLOCK_LEN);
+        /* Slot 'w' last held unit j - RING_SLOTS, which the reader has sent
+         * (j < head + RING_SLOTS): it is this lane's until marked ready. */
+        ssize_t n = 0;
+        if (j > ln->at)
+            n = stream_packages(ln->s, NULL, (unsigned)((j - ln->at) * UNIT_PKGS));
+        if (n >= 0)
+            n = stream_packages(ln->s, p->slot[w], UNIT_PKGS);
+        ln->at = j + 1;
         pthread_mutex_lock(&p->lock);
         if (n > 0) {
             p->slot_len[w] = (size_t)n;
-            p->n_ready++;
+            p->ready_unit[w] = j + 1;
+        } else if (j < p->failed_unit) {
+            p->failed_unit = j;
         }
-        p->is_failed = n <= 0;
-        p->is_done = n <= 0 || p->s->left == 0;
-        bool must_resume = p->is_suspended;
-        p->is_suspended = false;
+        p->lane_next[id] = j + p->n_lanes;
+        bool must_resume = p->is_suspended && j == p->head;
+        if (must_resume)
+            p->is_suspended = false;
         pthread_mutex_unlock(&p->lock);
         if (must_resume)
             MHD_resume_connection(conn);
     }
 }
 
-/* Queues the producer (p->is_running already set); with a thread per
+/* Queues lane 'id' (p->is_running[id] already set); with a thread per
  * connection, runs it here. */
 static void
-pipe_start(struct sse_pipe *p)
+pipe_start(struct sse_pipe *p, unsigned id)
 {
     if (p->srv->offload)
-        offload_submit(p->srv->offload, &p->job);
+        offload_submit(p->srv->offload, &p->lane[id].job);
     else
-        pipe_job(p);
+        pipe_job(&p->lane[id]);
 }
 
 static ssize_t
@@ -1363,51 +1461,60 @@ pipe_read_cb(void *cls, uint64_t pos, char *out, size_t max)
     (void)pos;
     for (;;) {
         pthread_mutex_lock(&p->lock);
-        unsigned head = p->head, ready = p->n_ready;
+        uint64_t head = p->head;
         size_t off = p->head_off;
+        unsigned ready = 0;
+        while (ready < RING_SLOTS && p->ready_unit[(head + ready) % RING_SLOTS] == head + ready + 1)
+            ready++;
         if (ready == 0) {
-            if (p->is_done) {
-                bool is_failed = p->is_failed;
+            if (head == p->n_units || head >= p->failed_unit) {
+                bool is_failed = head != p->n_units;
                 pthread_mutex_unlock(&p->lock);
                 return is_failed ? MHD_CONTENT_READER_END_WITH_ERROR
                                  : MHD_CONTENT_READER_END_OF_STREAM;
             }
-            if (p->is_running) {
+            unsigned id = (unsigned)(head % p->n_lanes);
+            if (p->is_running[id]) {
                 p->is_suspended = true;
                 MHD_suspend_connection(p->conn);
                 pthread_mutex_unlock(&p->lock);
                 return 0;
             }
-            p->is_running = true;
+            p->is_running[id] = true;
             pthread_mutex_unlock(&p->lock);
-            pipe_start(p);
-            continue; /* after shutdown the producer ran here: its slots are in */
+            pipe_start(p, id);
+            continue; /* after shutdown the lane ran here: its slots are in */
         }
         pthread_mutex_unlock(&p->lock);
         /* The ready slots are the reader's until it gives them back. */
         size_t n = 0;
         unsigned used = 0;
         while (n < max && used < ready) {
-            size_t k = MIN(max - n, p->slot_len[head] - off);
-            memcpy(out + n, p->slot[head] + off, k);
+            unsigned w = (unsigned)((head + used) % RING_SLOTS);
+            size_t k = MIN(max - n, p->slot_len[w] - off);
+            memcpy(out + n, p->slot[w] + off, k);
             n += k;
             off += k;
-            if (off == p->slot_len[head]) {
-                head = (head + 1) % RING_SLOTS;
+            if (off == p->slot_len[w]) {
                 used++;
                 off = 0;
             }
         }
+        bool must_start[PIPE_LANES] = {false};
         pthread_mutex_lock(&p->lock);
-        p->head = head;
+        for (unsigned i = 0; i < used; i++)
+            p->ready_unit[(head + i) % RING_SLOTS] = 0;
+        p->head = head + used;
         p->head_off = off;
-        p->n_ready -= used;
-        bool must_start = used && !p->is_running && !p->is_done;
-        if (must_start)
-            p->is_running = true;
+        for (unsigned i = 0; used && i < p->n_lanes; i++) {
+            must_start[i] = !p->is_running[i] && pipe_lane_has_work(p, i);
+            if (must_start[i])
+                p->is_running[i] = true;
+        }
         pthread_mutex_unlock(&p->lock);
-        if (must_start)
-            pipe_start(p);
+        for (unsigned i = 0; i < p->n_lanes; i++)
+            if (must_start[i])
+                pipe_start(p, i);
         return (ssize_t)n;
     }
 }
@@ -1418,7 +1525,9 @@ pipe_free_cb(void *cls)
     struct sse_pipe *p = cls;
     pthread_mutex_lock(&p->lock);
     p->is_freed = true;
-    bool is_running = p->is_running;
+    bool is_running = false;
+    for (unsigned i = 0; i < p->n_lanes; i++)
+        is_running = is_running || p->is_running[i];
     pthread_mutex_unlock(&p->lock);
     if (!is_running)
         pipe_destroy(p);
@@ -1458,16 +1567,32 @@ sse_body_response(struct s3_req *r, const struct index_object *obj, const struct
     pthread_mutex_init(&p->lock, NULL);
     p->srv = r->srv;
     p->conn = r->conn;
-    p->job.fn = pipe_job;
-    p->job.arg = p;
-    p->s = s;
+    p->failed_unit = UINT64_MAX;
+    p->n_units = (s->n_pkgs + UNIT_PKGS - 1) / UNIT_PKGS;
+    p->lane[0].s = s;
+    p->n_lanes = 1;
+    /* More lanes on hot extents only: each maps the stored bytes itself,
+     * where a tier reader would fetch (and a cold one decompress) them
+     * once per lane. */
+    if (s->rd) {
+        while (p->n_lanes < PIPE_LANES &&
+               stream_create(r, obj, m, o, first, len, &p->lane[p->n_lanes].s) == 0)
+            p->n_lanes++;
+    }
+    for (unsigned i = 0; i < p->n_lanes; i++) {
+        p->lane[i].p = p;
+        p->lane[i].id = i;
+        p->lane[i].job.fn = pipe_job;
+        p->lane[i].job.arg = &p->lane[i];
+        p->lane_next[i] = i;
+        p->lane[i].s->may_map = p->lane[i].s->rd != NULL;
+    }
     for (unsigned i = 0; i < RING_SLOTS; i++)
         p->slot[i] = xmalloc(SSE_BLOCK_LEN);
-    /* The stream takes the request's pins: its producer may still read
-     * after the request completed (a client gone), until it sees the
+    /* Lane 0's stream takes the request's pins: its lanes may still read
+     * after the request completed (a client gone), until they see the
      * response freed. */
     s->owns_pins = true;
-    s->may_map = s->rd != NULL;
     s->pin = r->pin;
     s->tier_pins = r->tier_pins;
     r->has_pin = false;
@@ -1477,8 +1602,10 @@ sse_body_response(struct s3_req *r, const struct index_object *obj, const struct
         return NULL;
     }
     /* Decrypt ahead while the headers go out. */
-    p->is_running = true;
-    pipe_start(p);
+    for (unsigned i = 0; i < p->n_lanes; i++) {
+        p->is_running[i] = true;
+        pipe_start(p, i);
+    }
     return resp;
 }
 

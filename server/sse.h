@@ -166,9 +166,9 @@ void sse_writer_destroy(struct sse_writer *sw);
  * answer starts, so a bad one makes this return NULL (the caller answers
  * InternalError); a bad one later ends the body with an error (MHD closes
  * the connection). A body of more than 512 KiB is decrypted ahead of the
- * send by a producer on a worker (1 MiB in flight), which then owns the
- * request's pins (r->has_pin is cleared); a smaller one keeps them like
- * s3_body_response.
+ * send by two lanes on workers at once (one for a tiered object; 2 MiB in
+ * flight), which then own the request's pins (r->has_pin is cleared); a
+ * smaller one keeps them like s3_body_response.
  */
 struct MHD_Response *sse_body_response(struct s3_req *r, const struct index_object *obj,
                                        const struct meta *m, const struct sse_obj *o,

@@ -15,8 +15,10 @@ readable by others. SSE-C goes over plain HTTP with sse_c_allow_http = on.
 import base64
 import concurrent.futures
 import hashlib
+import http.client
 import os
 import re
+import socket
 import subprocess
 import sys
 import tempfile
@@ -347,6 +349,106 @@ def test_large_body(srv):
     h.same_bytes(s3.get_object(Bucket=BUCKET, Key="big")["Body"].read(), data, "restored")
 
 
+def get_until_closed(srv, path, headers=None, timeout_s=30):
+    """(status, body bytes) of a GET read until the server ends it; a body
+    cut short (the connection closed) returns what came. A stall fails."""
+    conn = srv.connect(timeout_s)
+    got = bytearray()
+    try:
+        conn.request("GET", path, headers=srv.sign("GET", path, "", dict(headers or {}), b""))
+        r = conn.getresponse()
+        try:
+            while True:
+                chunk = r.read(65536)
+                if not chunk:
+                    break
+                got += chunk
+        except http.client.IncompleteRead as e:
+            got += e.partial
+        except ConnectionResetError:
+            pass
+        except socket.timeout:
+            h.check(False, "GET %s stalled after %d bytes" % (path, len(got)))
+        return r.status, bytes(got)
+    finally:
+        conn.close()
+
+
+def test_lanes(srv):
+    """Large bodies are decrypted by two lanes at once (units of four
+    packages, lane = unit % 2) into a ring of eight slots sent in unit
+    order: every byte in order for whole objects, ranges that start and end
+    mid-package and on unit boundaries, multipart objects whose units
+    straddle parts, many GETs at once; a bad package in a unit of either
+    lane ends the body after a true prefix without stalling, and clients
+    that leave mid-body leave no lane behind (every pin comes back)."""
+    s3 = setup(srv)
+    srv.allowed_errors.append(re.compile(r"does not authenticate"))
+    unit = 4 * PKG
+    data = marked(12 * unit + 3 * PKG + 4321, seed=60)  # 14 units: the ring of 8 wraps
+    before = snapshot(srv)
+    s3.put_object(Bucket=BUCKET, Key="lanes", Body=data, ServerSideEncryption="AES256")
+    where = new_bytes_at(before, snapshot(srv))
+    sizes = [700 * 1024 + 777, 5 * PKG + 3, 900 * 1024 + 11, 600 * 1024]
+    parts = [marked(n, seed=61 + i) for i, n in enumerate(sizes)]
+    mp = b"".join(parts)
+    up = s3.create_multipart_upload(Bucket=BUCKET, Key="lanes-mp", ServerSideEncryption="AES256")["UploadId"]
+    etags = [s3.upload_part(Bucket=BUCKET, Key="lanes-mp", UploadId=up, PartNumber=i + 1, Body=b)["ETag"]
+             for i, b in enumerate(parts)]
+    s3.complete_multipart_upload(Bucket=BUCKET, Key="lanes-mp", UploadId=up, MultipartUpload={
+        "Parts": [{"PartNumber": i + 1, "ETag": e} for i, e in enumerate(etags)]})
+    n = len(data)
+    ranges = [(0, n - 1), (unit, n - 1), (0, 3 * unit - 1), (unit - 1, 5 * unit), (unit + 1, 9 * unit - 2),
+              (PKG + 7, PKG + 2 * unit + 8), (2 * PKG - 1, 11 * unit + PKG - 1), (5, 2 * unit + 5),
+              (n - 2 * unit - 1, n - 1), (n - 9 * unit - PKG - 3, n - 2)]
+    b1 = sizes[0]
+    m = len(mp)
+    mp_ranges = [(0, m - 1), (b1 - 5, m - 1), (3, b1 + sizes[1] + 700 * 1024), (PKG + 1, m - PKG - 1),
+                 (b1 + sizes[1] - unit + 3, b1 + sizes[1] + sizes[2] + 5)]
+    jobs = [("lanes", data, r) for r in ranges] + [("lanes-mp", mp, r) for r in mp_ranges]
+
+    def get(job):
+        key, src, (first, last) = job
+        g = s3.get_object(Bucket=BUCKET, Key=key, Range="bytes=%d-%d" % (first, last))
+        return g["Body"].read(), src[first:last + 1], "%s %d-%d" % (key, first, last)
+
+    for job in jobs:
+        h.same_bytes(*get(job))
+    # All at once, twice over: the lanes of many bodies share the pool.
+    with concurrent.futures.ThreadPoolExecutor(8) as pool:
+        for got, want, what in pool.map(get, jobs + jobs):
+            h.same_bytes(got, want, what + " (concurrent)")
+    # Clients that leave mid-body at and between unit boundaries.
+    pins0 = srv.metric("shardstore_storage_reader_pins")
+    with concurrent.futures.ThreadPoolExecutor(4) as pool:
+        list(pool.map(lambda k: get_and_drop(srv, "/%s/lanes" % BUCKET, {}, k * unit // 2),
+                      range(12)))
+    deadline = time.time() + 10
+    while srv.metric("shardstore_storage_reader_pins") != pins0 and time.time() < deadline:
+        time.sleep(0.1)
+    h.eq(srv.metric("shardstore_storage_reader_pins"), pins0, "pins after the dropped GETs")
+    # A bad package in unit 5 (lane 1), then in unit 8 (lane 0): a true
+    # prefix that stops before the unit, no stall; other ranges still read.
+    h.check(where is not None, "the object's bytes were found in a volume")
+    path, start = where
+    for pkg in (22, 33):
+        off = start + pkg * (PKG + 16) + 11
+        flip(path, off)
+        status, got = get_until_closed(srv, "/%s/lanes" % BUCKET)
+        h.eq(status, 200, "a bad package past the first: the answer has started")
+        h.check(data.startswith(got), "package %d bad: what was sent is the true prefix" % pkg)
+        h.check(len(got) <= pkg // 4 * unit, "package %d bad: nothing of its unit sent (%d bytes)" % (pkg, len(got)))
+        status, got = get_until_closed(srv, "/%s/lanes" % BUCKET,
+                                       {"Range": "bytes=%d-%d" % (PKG + 5, n - 1)})
+        h.eq(status, 206, "ranged GET over the bad package")
+        h.check(data[PKG + 5:].startswith(got), "package %d bad, range: a true prefix" % pkg)
+        h.check(len(got) < (pkg - 1) * PKG, "package %d bad, range: cut before it (%d bytes)" % (pkg, len(got)))
+        h.same_bytes(s3.get_object(Bucket=BUCKET, Key="lanes", Range="bytes=0-%d" % (pkg * PKG - 1))["Body"].read(),
+                     data[:pkg * PKG], "packages before %d" % pkg)
+        flip(path, off)
+    h.same_bytes(s3.get_object(Bucket=BUCKET, Key="lanes")["Body"].read(), data, "restored")
+
+
 def test_multipart(srv):
     s3 = setup(srv)
     sizes = [PKG * 3 + 1000, PKG + 17, 70001]
@@ -582,6 +684,7 @@ if __name__ == "__main__":
         test_plaintext_never_on_disk,
         test_flipped_bit,
         test_large_body,
+        test_lanes,
         test_multipart,
         test_copy,
         test_bucket_encryption,
