@@ -105,6 +105,9 @@ admin_metrics(struct s3_req *r)
     metric(&b, "shardstore_get_streamed_total", "counter",
            "Object reads whose bytes were read through a buffer",
            atomic_load(&srv->metrics.gets_streamed));
+    metric(&b, "shardstore_get_buffered_total", "counter",
+           "Of those, reads of at most 256 KiB read whole before the answer",
+           atomic_load(&srv->metrics.gets_buffered));
     metric(&b, "shardstore_index_commits_total", "counter", "Index write transactions",
            atomic_load(&srv->metrics.commits));
     metric(&b, "shardstore_index_committed_ops_total", "counter", "Mutations in those transactions",

@@ -43,6 +43,7 @@ struct metrics {
     atomic_uint_fast64_t gets;
     atomic_uint_fast64_t gets_zero_copy; /* GET bodies sent from one span (sendfile) */
     atomic_uint_fast64_t gets_streamed;  /* GET bodies read through a buffer */
+    atomic_uint_fast64_t gets_buffered;  /* of those, read whole before the answer */
     atomic_uint_fast64_t commits;        /* index transactions */
     atomic_uint_fast64_t committed_ops;  /* ops in them */
     atomic_uint_fast64_t auth_failures;

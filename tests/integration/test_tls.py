@@ -302,6 +302,27 @@ def test_sighup_reload(srv):
     eq(len(s3.get_object(Bucket="tls-after-reload", Key="k")["Body"].read()), 1000, "GET after the reload")
 
 
+def test_small_ranges(srv):
+    """A body of at most 256 KiB (no sendfile under TLS) is read whole into
+    one buffer before the answer; a longer one streams through the reader.
+    Both send the right bytes; the metrics tell which path each took."""
+    s3 = srv.client()
+    s3.create_bucket(Bucket="tls-ranges")
+    data = harness.random_bytes(MIB + 5, seed=3)
+    s3.put_object(Bucket="tls-ranges", Key="obj", Body=data)
+    for first, last, is_buffered in [(0, 65535, True), (4097, 4097 + 65535, True),
+                                     (len(data) - 10, len(data) - 1, True),
+                                     (1000, 1000 + 256 * 1024 - 1, True),
+                                     (1000, 1000 + 256 * 1024, False), (0, len(data) - 1, False)]:
+        b0, s0 = srv.metric("shardstore_get_buffered_total"), srv.metric("shardstore_get_streamed_total")
+        r = srv.request("GET", "/tls-ranges/obj", headers={"Range": "bytes=%d-%d" % (first, last)})
+        what = "bytes %d-%d over TLS" % (first, last)
+        eq(r.status, 206, what)
+        same_bytes(r.body, data[first:last + 1], what)
+        eq(srv.metric("shardstore_get_streamed_total") - s0, 1, what + ": not sent from a buffer")
+        eq(srv.metric("shardstore_get_buffered_total") - b0, 1 if is_buffered else 0, what + ": read whole")
+
+
 def test_oversize_chunked(_):
     # max_object_size = 1M: an endless chunked PUT is answered EntityTooLarge
     # (a TLS record, not plaintext in the stream), then closed.
@@ -410,7 +431,7 @@ def test_tls_listen(_):
         oversize_chunked(srv, plain_port, False, "dual-size-plain")
 
 
-TESTS = [test_versions, test_plain_http_refused, test_boto3, test_awscli, test_rclone, test_s3cmd, test_shard, test_oversize_chunked, test_handshake_deadline, test_tls_listen, test_sighup_reload]
+TESTS = [test_versions, test_plain_http_refused, test_boto3, test_small_ranges, test_awscli, test_rclone, test_s3cmd, test_shard, test_oversize_chunked, test_handshake_deadline, test_tls_listen, test_sighup_reload]
 
 
 def main():
