@@ -8,8 +8,9 @@ BUILD_PKGS="autoconf automake libtool pkg-config make gcc libmicrohttpd-dev libg
   liburing-dev liblmdb-dev libxxhash-dev libexpat1-dev libcurl4-openssl-dev zlib1g-dev libisal-dev libzstd-dev curl
   libfabric-dev libfabric-bin"
 TEST_PKGS="s3cmd rclone clang libclang-rt-14-dev clang-format cppcheck chromium chromium-driver python3-torch"
-# What bench/*.sh drive the servers with (the peers install their own servers).
-BENCH_PKGS="wrk linux-perf binutils"
+# What bench/*.sh drive the servers with, and nginx, which bench/tls.sh runs beside shardstore
+# (the peers install their own servers).
+BENCH_PKGS="wrk linux-perf binutils nginx"
 
 want="$BUILD_PKGS"
 case "${1:-}" in
