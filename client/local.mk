@@ -2,7 +2,8 @@
 # libshard shares only the SigV4 signer (and checksums) with auth/.
 LIBSHARD_SOURCES = client/shard.h client/shard_int.h client/client.c \
 	client/config.c client/ini.c client/url.c client/request.c client/xml.c \
-	client/ops.c client/reader.c client/upload.c client/member.c client/rdma.c
+	client/version_scan.c client/list_versions.c client/ops.c client/reader.c client/upload.c \
+	client/member.c client/rdma.c
 
 # The installed library: libshard.so, built from its own sources and from
 # the auth/ and common/ code it uses, compiled again as PIC with

@@ -1,8 +1,9 @@
 /*
  * ops.c: the small S3 calls: HEAD, DELETE, DeleteObjects (batches of 1000
- * with Content-MD5), bucket create/delete, ListObjectsV2 paging and a
- * single PUT from memory, and shard_request (any signed request: the admin
- * API). Each is one client__perform (retried there).
+ * with Content-MD5), bucket create/delete, ListObjectsV2 paging (that of
+ * ListObjectVersions is list_versions.c) and a single PUT from memory, and
+ * shard_request (any signed request: the admin API). Each is one
+ * client__perform (retried there).
  */
 #include "config.h"
 
@@ -258,77 +259,6 @@ shard_list(struct shard_client *c, const char *bucket, const char *prefix, const
         token = xstrdup(next);
     }
     free(token);
-    client__resp_cleanup(&resp);
-    client__list_parser_destroy(p);
-    return rc;
-}
-
-void
-client__list_versions_query(struct buf *q, const char *prefix, const char *delimiter,
-                            unsigned max_keys, const char *key_marker, const char *version_marker)
-{
-    /* Parameters in canonical (sorted) order; values URI-encoded. */
-    if (delimiter != NULL && delimiter[0] != '\0') {
-        buf_append_str(q, "delimiter=");
-        uri_encode(q, delimiter, strlen(delimiter), false);
-        buf_append_str(q, "&");
-    }
-    buf_append_str(q, "encoding-type=url");
-    if (key_marker != NULL && key_marker[0] != '\0') {
-        buf_append_str(q, "&key-marker=");
-        uri_encode(q, key_marker, strlen(key_marker), false);
-    }
-    if (max_keys > 0)
-        buf_printf(q, "&max-keys=%u", max_keys);
-    if (prefix != NULL && prefix[0] != '\0') {
-        buf_append_str(q, "&prefix=");
-        uri_encode(q, prefix, strlen(prefix), false);
-    }
-    if (version_marker != NULL && version_marker[0] != '\0') {
-        buf_append_str(q, "&version-id-marker=");
-        uri_encode(q, version_marker, strlen(version_marker), false);
-    }
-    buf_append_str(q, "&versions=");
-}
-
-int
-shard_list_versions(struct shard_client *c, const char *bucket, const char *prefix,
-                    const char *delimiter, shard_version_fn fn, void *ctx, struct shard_error *err)
-{
-    struct client_list_parser *p = client__list_versions_parser_create(fn, ctx);
-    struct client_resp resp;
-    char *key_marker = NULL, *version_marker = NULL;
-    int rc;
-    client__resp_init(&resp);
-    for (;;) {
-        struct buf q;
-        buf_init(&q);
-        client__list_versions_query(&q, prefix, delimiter, 1000, key_marker, version_marker);
-        struct client_req req = {.method = "GET", .bucket = bucket, .query = q.ptr};
-        rc = client__perform(c, &req, NULL, 0, &resp, err);
-        buf_cleanup(&q);
-        if (rc != 0)
-            break;
-        rc = client__list_parser_page(p, resp.body.ptr, resp.body.len);
-        if (rc < 0)
-            rc = client__err(err, SHARD_ERR_PROTO, resp.status, "MalformedXML",
-                             "cannot parse the ListObjectVersions answer");
-        if (rc != 0 || !client__list_parser_truncated(p))
-            break;
-        const char *next = client__list_parser_key_marker(p);
-        if (next[0] == '\0') {
-            rc = client__err(err, SHARD_ERR_PROTO, resp.status, "MalformedXML",
-                             "truncated version listing without a NextKeyMarker");
-            break;
-        }
-        /* A page ending on a common prefix has no NextVersionIdMarker. */
-        free(key_marker);
-        free(version_marker);
-        key_marker = xstrdup(next);
-        version_marker = xstrdup(client__list_parser_version_marker(p));
-    }
-    free(key_marker);
-    free(version_marker);
     client__resp_cleanup(&resp);
     client__list_parser_destroy(p);
     return rc;

@@ -194,7 +194,11 @@ typedef int (*shard_version_fn)(void *ctx, const struct shard_version_entry *e);
  * (key order, newest first within a key); a page's CommonPrefixes follow its
  * versions. Keys are asked for with encoding-type=url and decoded, as in
  * shard_list. A bucket never versioned lists each object once, version
- * "null". Returns 0, the callback's non-zero value, or a negative error.
+ * "null". While 'fn' gets the entries of one page, a second thread of the
+ * client already fetches the next (on one connection, in order); 'fn' is
+ * always called on the caller's thread, and once it stops the listing
+ * nothing is fetched after the request in flight. Returns 0, the callback's
+ * non-zero value, or a negative error.
  */
 SHARD_API int shard_list_versions(struct shard_client *c, const char *bucket, const char *prefix,
                                   const char *delimiter, shard_version_fn fn, void *ctx,

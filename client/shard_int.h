@@ -243,6 +243,39 @@ struct client_list_parser *client__list_versions_parser_create(shard_version_fn 
 const char *client__list_parser_key_marker(const struct client_list_parser *p);
 const char *client__list_parser_version_marker(const struct client_list_parser *p);
 
+/* Copies 'src[0..len)' URI-decoded the way S3 encodes listing keys ('+' is
+ * a space; a '%' without two hex digits stays) into 'dst' (NUL-terminated,
+ * truncated to 'cap' - 1 bytes). */
+void client__uri_decode_form(char *dst, size_t cap, const char *src, size_t len);
+
+/* ---- ListObjectVersions pages without expat (version_scan.c) ------------- */
+
+/*
+ * A ListVersionsResult scanner: the results of the expat parser of
+ * client__list_versions_parser_create (same callbacks, counts and markers
+ * for any page expat accepts), at a fraction of its cost. A page whose
+ * prolog it does not read (DOCTYPE, an encoding other than UTF-8) is
+ * handed to that expat parser. 'fn' NULL counts only. Reusable across
+ * pages; one thread at a time.
+ */
+struct client_version_scan;
+struct client_version_scan *client__version_scan_create(shard_version_fn fn, void *ctx);
+void client__version_scan_destroy(struct client_version_scan *s);
+/* Scans one page. Returns 0 (or the callback's non-zero value), or -1 when
+ * the page is not well-formed (a cut page included). */
+int client__version_scan_page(struct client_version_scan *s, const char *xml, size_t len);
+/* Reads only what the next request needs (IsTruncated, NextKeyMarker,
+ * NextVersionIdMarker), stopping at the first entry when they come before
+ * the entries as S3 sends them, else reading the whole page. No callbacks;
+ * the rest of the page is not checked. Returns 0 or -1. */
+int client__version_scan_head(struct client_version_scan *s, const char *xml, size_t len);
+/* After a page (or a head): entries seen (a head counts none), whether more
+ * pages follow, and the next markers (the key marker decoded). */
+size_t client__version_scan_count(const struct client_version_scan *s);
+bool client__version_scan_truncated(const struct client_version_scan *s);
+const char *client__version_scan_key_marker(const struct client_version_scan *s);
+const char *client__version_scan_version_marker(const struct client_version_scan *s);
+
 /*
  * Appends the query of a ListObjectVersions page to 'q' (canonical order,
  * values encoded, encoding-type=url). 'key_marker' and 'version_marker' are
@@ -251,6 +284,17 @@ const char *client__list_parser_version_marker(const struct client_list_parser *
 void client__list_versions_query(struct buf *q, const char *prefix, const char *delimiter,
                                  unsigned max_keys, const char *key_marker,
                                  const char *version_marker);
+
+/*
+ * ListObjectVersions of 'bucket' in pages of 'max_keys' (0: the server's
+ * default), as shard_list_versions: with 'is_pipelined' the next page is
+ * fetched by a second thread while one is scanned (what shard_list_versions
+ * does, 1000 a page), else each page is asked for after the previous one
+ * was scanned. Same results either way (tests/integration/test_shard_versions.py).
+ */
+int client__list_versions(struct shard_client *c, const char *bucket, const char *prefix,
+                          const char *delimiter, unsigned max_keys, bool is_pipelined,
+                          shard_version_fn fn, void *ctx, struct shard_error *err);
 
 /* Parses a ListAllMyBucketsResult, calling 'fn' per bucket. Returns 0, fn's value, or -1. */
 int client__xml_buckets(const char *xml, size_t len, shard_list_fn fn, void *ctx);

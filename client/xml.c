@@ -158,29 +158,17 @@ text_copy(char *dst, size_t cap, const char *src, size_t len)
     dst[len] = '\0';
 }
 
-static int
-hex_value(char ch)
-{
-    if (ch >= '0' && ch <= '9')
-        return ch - '0';
-    if (ch >= 'a' && ch <= 'f')
-        return ch - 'a' + 10;
-    if (ch >= 'A' && ch <= 'F')
-        return ch - 'A' + 10;
-    return -1;
-}
-
 /* Copies 'src[0..len)' URI-decoded as S3 encodes listings (form style: '+'
  * is a space, as botocore decodes them); a '%' without two hex digits stays
  * as it is. */
-static void
-text_copy_decoded(char *dst, size_t cap, const char *src, size_t len)
+void
+client__uri_decode_form(char *dst, size_t cap, const char *src, size_t len)
 {
     size_t n = 0;
     for (size_t i = 0; i < len && n + 1 < cap; i++) {
         int hi, lo;
-        if (src[i] == '%' && i + 2 < len && (hi = hex_value(src[i + 1])) >= 0 &&
-            (lo = hex_value(src[i + 2])) >= 0) {
+        if (src[i] == '%' && i + 2 < len && (hi = hex_digit_value(src[i + 1])) >= 0 &&
+            (lo = hex_digit_value(src[i + 2])) >= 0) {
             dst[n++] = (char)(hi << 4 | lo);
             i += 2;
         } else {
@@ -264,7 +252,7 @@ list_end(void *ud, const XML_Char *name)
     case F_KEY:
     case F_PREFIX:
         if (p->is_url)
-            text_copy_decoded(p->key, sizeof(p->key), t, n);
+            client__uri_decode_form(p->key, sizeof(p->key), t, n);
         else
             text_copy(p->key, sizeof(p->key), t, n);
         break;
@@ -291,7 +279,7 @@ list_end(void *ud, const XML_Char *name)
         break;
     case F_KEY_MARKER:
         if (p->is_url)
-            text_copy_decoded(p->key_marker, sizeof(p->key_marker), t, n);
+            client__uri_decode_form(p->key_marker, sizeof(p->key_marker), t, n);
         else
             text_copy(p->key_marker, sizeof(p->key_marker), t, n);
         break;

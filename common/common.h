@@ -112,6 +112,9 @@ long base64_decode(const char *in, size_t len, void *out);
 void hex_encode(const void *in, size_t n, char *out);
 /* Writes 'v' in decimal (no NUL) into 'out' (>= 20 bytes); returns the length. */
 size_t u64_format(uint64_t v, char *out);
+/* Writes code point 'cp' (at most 0x10ffff) as UTF-8 into 'out' (room for 4
+ * bytes, no NUL); returns the byte count. */
+size_t utf8_encode(char *out, unsigned cp);
 /* Returns 0 and fills 'out' with len/2 bytes, or -1 when not even-length hex
  * (either case). */
 int hex_decode(const char *in, size_t len, void *out);

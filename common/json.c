@@ -43,32 +43,6 @@ hex4(struct json_parser *jp, unsigned *out)
     return true;
 }
 
-/* Appends code point 'cp' as UTF-8 at 'o'; returns the byte count. */
-static size_t
-utf8_put(char *o, unsigned cp)
-{
-    if (cp < 0x80) {
-        o[0] = (char)cp;
-        return 1;
-    }
-    if (cp < 0x800) {
-        o[0] = (char)(0xc0 | (cp >> 6));
-        o[1] = (char)(0x80 | (cp & 0x3f));
-        return 2;
-    }
-    if (cp < 0x10000) {
-        o[0] = (char)(0xe0 | (cp >> 12));
-        o[1] = (char)(0x80 | ((cp >> 6) & 0x3f));
-        o[2] = (char)(0x80 | (cp & 0x3f));
-        return 3;
-    }
-    o[0] = (char)(0xf0 | (cp >> 18));
-    o[1] = (char)(0x80 | ((cp >> 12) & 0x3f));
-    o[2] = (char)(0x80 | ((cp >> 6) & 0x3f));
-    o[3] = (char)(0x80 | (cp & 0x3f));
-    return 4;
-}
-
 /* Parses a string at jp->p (on the opening quote) into '*out' (decoded,
  * NUL-terminated in the arena). The decoded form is never longer than the
  * source, so one allocation of the source's length suffices. */
@@ -132,7 +106,7 @@ parse_string(struct json_parser *jp, struct slice *out)
                     return false;
                 cp = 0x10000 + ((cp - 0xd800) << 10) + (lo - 0xdc00);
             }
-            n += utf8_put(o + n, cp);
+            n += utf8_encode(o + n, cp);
             break;
         default:
             return false;

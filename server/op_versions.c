@@ -87,6 +87,8 @@ list_versioned(struct s3_req *r, const struct index_bucket *bk, const struct ind
     struct buf b;
     char vid[S3_VERSION_ID_MAX + 1], date[40], etag[48];
     buf_init(&b);
+    /* An entry is ~400 bytes: one allocation for the page, not a dozen reallocs. */
+    buf_reserve(&b, 1024 + (size_t)res.n_entries * 512);
     versions_result_begin(&b, r, p.prefix, p.delimiter, p.max_keys, key_marker, vid_marker, is_url,
                           res.is_truncated);
     if (res.is_truncated) {
@@ -162,8 +164,7 @@ list_versioned(struct s3_req *r, const struct index_bucket *bk, const struct ind
         buf_append_str(&b, "</CommonPrefixes>");
     }
     xml_end(&b, "ListVersionsResult");
-    s3_respond_body(r, 200, "application/xml", b.ptr, b.len);
-    buf_cleanup(&b);
+    s3_respond_buf(r, 200, "application/xml", &b);
 }
 
 void
@@ -264,6 +265,5 @@ op_list_object_versions(struct s3_req *r)
         buf_append_str(&b, "</CommonPrefixes>");
     }
     xml_end(&b, "ListVersionsResult");
-    s3_respond_body(r, 200, "application/xml", b.ptr, b.len);
-    buf_cleanup(&b);
+    s3_respond_buf(r, 200, "application/xml", &b);
 }

@@ -86,6 +86,23 @@ s3_respond_body(struct s3_req *r, int status, const char *content_type, const ch
 }
 
 void
+s3_respond_buf(struct s3_req *r, int status, const char *content_type, struct buf *b)
+{
+    if (b->ptr == NULL) {
+        s3_respond_body(r, status, content_type, "", 0);
+        return;
+    }
+    struct MHD_Response *resp =
+        MHD_create_response_from_buffer(b->len, b->ptr, MHD_RESPMEM_MUST_FREE);
+    if (content_type)
+        MHD_add_response_header(resp, "Content-Type", content_type);
+    if (!r->is_responded)
+        r->resp_bytes = b->len;
+    buf_init(b);
+    s3_respond(r, status, resp);
+}
+
+void
 s3_respond_empty(struct s3_req *r, int status)
 {
     struct MHD_Response *resp = MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT);

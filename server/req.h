@@ -154,6 +154,9 @@ void s3_respond_error(struct s3_req *r, enum s3_error e, const char *message);
 /* Queues an XML (or other) body of 'len' bytes, copied. */
 void s3_respond_body(struct s3_req *r, int status, const char *content_type, const char *body,
                      size_t len);
+/* As s3_respond_body, taking the bytes of 'b' instead of copying them
+ * (MHD frees them once sent); 'b' is left empty. */
+void s3_respond_buf(struct s3_req *r, int status, const char *content_type, struct buf *b);
 /* Queues an empty response. */
 void s3_respond_empty(struct s3_req *r, int status);
 /* Adds a header to a response (name and value copied by MHD); an empty

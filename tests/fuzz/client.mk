@@ -17,17 +17,19 @@ endif
 
 EXTRA_DIST += %D%/ini.dict %D%/corpus/ini
 
-# The list page parser (ListObjectsV2 and ListObjectVersions answers).
+# The list page parsers (ListObjectsV2 and ListObjectVersions answers:
+# expat, and the scanner of ListVersionsResult pages checked against it).
 check_PROGRAMS += %D%/replay_list_xml
 TESTS += %D%/replay_list_xml
-%C%_replay_list_xml_SOURCES = %D%/replay.c %D%/fuzz_list_xml.c client/xml.c
+%C%_replay_list_xml_SOURCES = %D%/replay.c %D%/fuzz_list_xml.c client/xml.c \
+	client/version_scan.c
 %C%_replay_list_xml_CPPFLAGS = $(AM_CPPFLAGS) $(LIBCURL_CFLAGS) $(EXPAT_CFLAGS) \
 	-DFUZZ_CORPUS_DIR='"$(abs_top_srcdir)/%D%/corpus/list_xml"'
 %C%_replay_list_xml_LDADD = common/libcommon.la $(EXPAT_LIBS)
 
 if FUZZING
 noinst_PROGRAMS += %D%/fuzz_list_xml
-%C%_fuzz_list_xml_SOURCES = %D%/fuzz_list_xml.c client/xml.c
+%C%_fuzz_list_xml_SOURCES = %D%/fuzz_list_xml.c client/xml.c client/version_scan.c
 %C%_fuzz_list_xml_CFLAGS = $(AM_CFLAGS) $(LIBCURL_CFLAGS) $(EXPAT_CFLAGS) $(FUZZ_SAN)
 %C%_fuzz_list_xml_LDFLAGS = $(AM_LDFLAGS) $(FUZZ_SAN)
 %C%_fuzz_list_xml_LDADD = common/libcommon.la $(EXPAT_LIBS)

@@ -33,3 +33,11 @@ check_PROGRAMS += %D%/shard_read_range
 %C%_shard_read_range_SOURCES = %D%/shard_read_range.c
 %C%_shard_read_range_LDADD = client/libshard.la
 %C%_shard_read_range_LIBTOOLFLAGS =
+
+# Driver of the ListObjectVersions paging (pipelined and sequential) for
+# test_shard_versions.py; it calls client__list_versions, so it links the
+# static libshard_core.
+check_PROGRAMS += %D%/list_versions_driver
+%C%_list_versions_driver_SOURCES = %D%/list_versions_driver.c
+%C%_list_versions_driver_CFLAGS = $(AM_CFLAGS) $(LIBCURL_CFLAGS)
+%C%_list_versions_driver_LDADD = client/libshard_core.la
