@@ -16,8 +16,7 @@ client_libshard_la_SOURCES = $(LIBSHARD_SOURCES) $(auth_libauth_la_SOURCES) \
 client_libshard_la_CFLAGS = $(AM_CFLAGS) -fvisibility=hidden $(LIBCURL_CFLAGS) \
 	$(EXPAT_CFLAGS) $(OPENSSL_CFLAGS) $(ISAL_CFLAGS) $(LIBFABRIC_CFLAGS)
 client_libshard_la_LDFLAGS = $(AM_LDFLAGS) -version-info 0:0:0 -no-undefined
-client_libshard_la_LIBADD = $(LIBCURL_LIBS) $(EXPAT_LIBS) $(OPENSSL_LIBS) $(ISAL_LIBS) \
-	$(LIBFABRIC_LIBS)
+client_libshard_la_LIBADD = $(LIBCURL_LIBS) $(EXPAT_LIBS) $(OPENSSL_LIBS) $(ISAL_LIBS)
 client_libshard_la_LIBTOOLFLAGS = --tag=disable-static
 # Object names of their own (so-*.lo): objects of the static libshard of
 # older trees must not be taken for PIC ones in an existing build dir.
@@ -35,7 +34,7 @@ noinst_LTLIBRARIES += client/libshard_core.la
 client_libshard_core_la_SOURCES = $(LIBSHARD_SOURCES)
 client_libshard_core_la_CFLAGS = $(AM_CFLAGS) $(LIBCURL_CFLAGS) $(EXPAT_CFLAGS)
 client_libshard_core_la_LIBADD = auth/libauth.la transport/libtransport.la $(LIBCURL_LIBS) \
-	$(EXPAT_LIBS) $(LIBFABRIC_LIBS)
+	$(EXPAT_LIBS)
 
 # shard: cp, cat, ls, rm, mb, rb, bench, admin (installed by make install).
 bin_PROGRAMS += shard

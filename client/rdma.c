@@ -74,8 +74,9 @@ fabric_get(struct shard_client *c, char *why, size_t why_cap)
         if (rc != 0)
             snprintf(c->rdma_stats.last_fallback, sizeof(c->rdma_stats.last_fallback),
                      "RDMA provider %s cannot open: %s", tc.provider,
-                     rc == -ENOTSUP ? "not built with libfabric or unknown provider"
-                                    : strerror(-rc));
+                     rc == -ENOTSUP   ? "not built with libfabric or unknown provider"
+                     : rc == -ELIBACC ? transport_load_error()
+                                      : strerror(-rc));
     }
     struct transport_fabric *f = c->rdma_state == 1 ? c->fabric : NULL;
     if (!f)

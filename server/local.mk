@@ -41,6 +41,6 @@ shardstore_SOURCES += server/op_attributes.c server/op_cors.c server/bucket_log.
 # libshard (the S3 client) is linked for the remote tier only (tier_remote.c).
 shardstore_CFLAGS = $(AM_CFLAGS) $(MHD_CFLAGS) $(GNUTLS_CFLAGS) $(EXPAT_CFLAGS) $(ZSTD_CFLAGS)
 shardstore_LDADD = server/libs3parse.la client/libshard_core.la auth/libauth.la index/libindex.la storage/libstorage.la \
-	transport/libtransport.la $(LIBFABRIC_LIBS) \
+	transport/libtransport.la \
 	common/libcommon.la $(MHD_LIBS) $(GNUTLS_LIBS) $(EXPAT_LIBS) $(OPENSSL_LIBS) $(URING_LIBS) $(LMDB_LIBS) \
 	$(XXHASH_LIBS) $(ZSTD_LIBS) $(LIBCURL_LIBS) -lpthread

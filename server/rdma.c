@@ -106,7 +106,7 @@ rdma_server_open(const struct config *cfg, struct storage *st, struct rdma_serve
     int rc = transport_fabric_open(&tc, &rs->fabric);
     if (rc < 0) {
         log_error("rdma: provider %s cannot open (%s): every token is declined", cfg->rdma_provider,
-                  strerror(-rc));
+                  rc == -ELIBACC ? transport_load_error() : strerror(-rc));
         goto fail;
     }
     rs->timeout_ms = (int)MIN(MAX(cfg->rdma_timeout_s, 1u), 3600u) * 1000;

@@ -21,6 +21,13 @@
  * dropped from the cache. shm regions get names of their own
  * ("shard_PID_RANDOM"), so a region a killed process left behind is never
  * taken for a live one, and is swept at the next open.
+ * libfabric itself is dlopen()ed on the first transport_fabric_open (or
+ * transport_is_available), never linked: its providers' constructors run
+ * at load (Debian's PSM pulls in libinfinipath, which calibrates a clock
+ * with ~250 usleeps, 0.2 s), and every process linking libshard paid that
+ * at start though most never use RDMA. The headers stay the only
+ * compile-time dependency; the few non-inline calls (the rest of the API
+ * is static inline through the objects' ops tables) go through 'fab'.
  */
 #include "config.h"
 
@@ -43,11 +50,62 @@
 #include <rdma/fi_errno.h>
 #include <rdma/fi_rma.h>
 #include <dirent.h>
+#include <dlfcn.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <time.h>
 #include <unistd.h>
+
+/* The library loaded at run time (its soname, as libfabric1 installs it). */
+#define FABRIC_LIB "libfabric.so.1"
+
+/* libfabric's non-inline entry points, resolved once by fab_load. */
+static struct {
+    void *handle; /* NULL: not loadable (error says why) */
+    int (*getinfo)(uint32_t version, const char *node, const char *service, uint64_t flags,
+                   const struct fi_info *hints, struct fi_info **info);
+    void (*freeinfo)(struct fi_info *info);
+    struct fi_info *(*dupinfo)(const struct fi_info *info);
+    int (*fabric)(struct fi_fabric_attr *attr, struct fid_fabric **fabric, void *context);
+    const char *(*strerror)(int errnum);
+    char error[256];
+} fab;
+static pthread_once_t fab_once = PTHREAD_ONCE_INIT;
+
+static void
+fab_load_once(void)
+{
+    void *h = dlopen(FABRIC_LIB, RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+        const char *e = dlerror();
+        snprintf(fab.error, sizeof(fab.error), "%s", e ? e : FABRIC_LIB ": cannot be loaded");
+        return;
+    }
+    /* Through void * (dlsym's type); POSIX guarantees the conversion. */
+    void *sym[5] = {dlsym(h, "fi_getinfo"), dlsym(h, "fi_freeinfo"), dlsym(h, "fi_dupinfo"),
+                    dlsym(h, "fi_fabric"), dlsym(h, "fi_strerror")};
+    for (size_t i = 0; i < ARRAY_LEN(sym); i++)
+        if (!sym[i]) {
+            snprintf(fab.error, sizeof(fab.error), "%s: missing symbols", FABRIC_LIB);
+            dlclose(h);
+            return;
+        }
+    memcpy(&fab.getinfo, &sym[0], sizeof(void *));
+    memcpy(&fab.freeinfo, &sym[1], sizeof(void *));
+    memcpy(&fab.dupinfo, &sym[2], sizeof(void *));
+    memcpy(&fab.fabric, &sym[3], sizeof(void *));
+    memcpy(&fab.strerror, &sym[4], sizeof(void *));
+    fab.handle = h; /* never closed: providers keep threads and atexit hooks */
+}
+
+/* Loads libfabric on first use (thread-safe). Returns whether it is usable. */
+static bool
+fab_load(void)
+{
+    pthread_once(&fab_once, fab_load_once);
+    return fab.handle != NULL;
+}
 
 #define PEER_CACHE 64
 /* A provider is asked for messages no larger than this. */
@@ -349,7 +407,7 @@ shm_sweep(void)
 static int
 open_provider(struct transport_fabric *f, const char *prov, const char *node, bool wants_events)
 {
-    struct fi_info *hints = fi_allocinfo();
+    struct fi_info *hints = fab.dupinfo(NULL); /* fi_allocinfo */
     int rc = -ENOMEM;
     if (!hints)
         return rc;
@@ -379,12 +437,12 @@ open_provider(struct transport_fabric *f, const char *prov, const char *node, bo
     rc = -FI_ENODATA;
     if (wants_events) {
         hints->caps |= FI_RMA_EVENT;
-        rc = fi_getinfo(FI_VERSION(1, 9), node, NULL, node ? FI_SOURCE : 0, hints, &f->info);
+        rc = fab.getinfo(FI_VERSION(1, 9), node, NULL, node ? FI_SOURCE : 0, hints, &f->info);
         hints->caps &= ~(uint64_t)FI_RMA_EVENT;
     }
     if (rc != 0)
-        rc = fi_getinfo(FI_VERSION(1, 9), node, NULL, node ? FI_SOURCE : 0, hints, &f->info);
-    fi_freeinfo(hints);
+        rc = fab.getinfo(FI_VERSION(1, 9), node, NULL, node ? FI_SOURCE : 0, hints, &f->info);
+    fab.freeinfo(hints);
     if (rc != 0) {
         f->info = NULL;
         return -ENODEV;
@@ -395,13 +453,13 @@ open_provider(struct transport_fabric *f, const char *prov, const char *node, bo
      * registration, and only with the counter their threads poll. */
     if (!(f->info->caps & FI_RMA_EVENT) || (f->mr_mode & FI_MR_ENDPOINT))
         f->n_lanes = 1;
-    rc = fi_fabric(f->info->fabric_attr, &f->fabric, NULL);
+    rc = fab.fabric(f->info->fabric_attr, &f->fabric, NULL);
     if (rc == 0)
         rc = fi_domain(f->fabric, f->info, &f->domain, NULL);
     if (rc == 0)
         rc = open_endpoints(f);
     if (rc != 0) {
-        log_warn("rdma: provider %s: %s", prov, fi_strerror(-rc));
+        log_warn("rdma: provider %s: %s", prov, fab.strerror(-rc));
         return -ENODEV;
     }
     return 0;
@@ -501,7 +559,7 @@ close_fids(struct transport_fabric *f)
     if (f->fabric)
         fi_close(&f->fabric->fid);
     if (f->info)
-        fi_freeinfo(f->info);
+        fab.freeinfo(f->info);
     f->domain = NULL;
     f->fabric = NULL;
     f->info = NULL;
@@ -510,7 +568,13 @@ close_fids(struct transport_fabric *f)
 bool
 transport_is_available(void)
 {
-    return true;
+    return fab_load();
+}
+
+const char *
+transport_load_error(void)
+{
+    return fab_load() ? NULL : fab.error;
 }
 
 /* Stops and joins the progress threads. */
@@ -532,6 +596,8 @@ int
 transport_fabric_open(const struct transport_config *cfg, struct transport_fabric **out)
 {
     static const char *const auto_order[] = {"efa", "verbs;ofi_rxm", "shm"};
+    if (!fab_load())
+        return -ELIBACC;
     struct transport_fabric *f = xcalloc(1, sizeof(*f));
     int rc = -ENOTSUP;
     size_t lanes = MIN(MAX(cfg->lanes, 1u), (unsigned)TRANSPORT_LANES_MAX);
@@ -1013,6 +1079,12 @@ bool
 transport_is_available(void)
 {
     return false;
+}
+
+const char *
+transport_load_error(void)
+{
+    return "built without libfabric";
 }
 
 int

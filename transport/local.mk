@@ -4,6 +4,6 @@
 noinst_LTLIBRARIES += transport/libtransport.la
 transport_libtransport_la_SOURCES = transport/transport.h transport/token.c transport/fabric.c
 transport_libtransport_la_CFLAGS = $(AM_CFLAGS) $(LIBFABRIC_CFLAGS)
-transport_libtransport_la_LIBADD = common/libcommon.la $(LIBFABRIC_LIBS)
+transport_libtransport_la_LIBADD = common/libcommon.la
 
 include tests/unit/transport/local.mk

@@ -98,8 +98,14 @@ const char *transport_fabric_provider(const struct transport_fabric *f);
  * cannot go straight from an unregistered mapping (the server uses its
  * registered bounce buffers instead). */
 bool transport_fabric_needs_local_region(const struct transport_fabric *f);
-/* Whether the transport was built at all (libfabric found by configure). */
+/* Whether the transport can be used at all: built with libfabric (found
+ * by configure) and libfabric.so.1 loadable at run time (the first call
+ * loads it; transport_fabric_open does too, and fails with -ELIBACC when
+ * it cannot). */
 bool transport_is_available(void);
+/* Why the transport is unavailable (dlerror's text, naming the library),
+ * or NULL when it is available. */
+const char *transport_load_error(void);
 
 /* Counts a client holds while it waits for peers to move bytes: the
  * progress thread polls only while the count is above zero. */
