@@ -7,7 +7,9 @@ HTTP; garbage, truncated, oversized, other-version and other-provider
 tokens; a token length that disagrees with the range; an unsigned token
 header); a client killed mid-transfer (the server gets its buffers back and
 keeps serving); the server killed mid-PUT (nothing visible, no space
-leaked). Skips with a clear message on a build without libfabric."""
+leaked); libfabric loaded only by the processes that use RDMA, and a
+libfabric.so.1 that cannot be loaded (501, HTTP fallback, a message naming
+it). Skips with a clear message on a build without libfabric."""
 import atexit
 import base64
 import os
@@ -146,6 +148,54 @@ def test_put_get_byte_for_byte():
             h.check(got == body, "%s: %s read back over HTTP" % (prov, name))
         h.check(metric(srv, "shardstore_rdma_gets_total") >= gets + len(DATA) - 1,
                       "every GET moved over RDMA")
+
+
+def maps_libfabric(pid):
+    with open("/proc/%d/maps" % pid) as f:
+        return "libfabric" in f.read()
+
+
+def test_libfabric_loaded_lazily():
+    # libfabric is dlopen()ed when the transport is first used: loading it
+    # runs its providers' constructors (PSM's libinfinipath sleeps ~0.2 s),
+    # which a process that never uses RDMA must not pay.
+    srv = SERVERS["shm"]
+    env = dict(env_for(srv, "shm"), LD_DEBUG="libs")
+    for args in (["ls", "s3://rdb"], ["cat", "s3://rdb/small", "--transport", "http"]):
+        p = su.run(srv, *args, env=env)
+        h.check(b"libfabric" not in p.stderr, "shard %s over HTTP loads no libfabric" % args[0])
+    p = su.run(srv, "cat", "s3://rdb/small", "--transport", "rdma", env=env)
+    h.check(p.stdout == DATA["small"] and b"libfabric.so.1" in p.stderr,
+            "shard cat --transport rdma loads libfabric")
+    h.check(not maps_libfabric(SERVERS["off"].proc.pid), "a server with RDMA off has no libfabric mapped")
+    h.check(maps_libfabric(srv.proc.pid), "a server with RDMA on has libfabric mapped")
+
+
+def test_libfabric_missing():
+    # libfabric.so.1 that cannot be loaded (a file that is no library, found
+    # first through LD_LIBRARY_PATH): the transport is unavailable, as when
+    # the provider fails: the server declines (501), auto uses HTTP, and
+    # --transport rdma fails naming the library.
+    bad = os.path.join(TMP, "badlib")
+    os.makedirs(bad, exist_ok=True)
+    with open(os.path.join(bad, "libfabric.so.1"), "w") as f:
+        f.write("not a library\n")
+    srv = h.Server(config=BASE_CONF + "rdma = on\nrdma_provider = shm\n", env={"LD_LIBRARY_PATH": bad},
+                   tag="rdma-nolib", allowed_errors=[r"rdma: provider shm cannot open"])
+    srv.start()
+    SERVERS["nolib"] = srv
+    with open(srv.stderr_path) as f:
+        log = f.read()
+    h.check("cannot open" in log and "libfabric.so.1" in log, "the server names the library: %s" % log[-300:])
+    srv.client().create_bucket(Bucket="rdb")
+    srv.client().put_object(Bucket="rdb", Key="small", Body=DATA["small"])
+    status, reply, _, _ = driver(srv, "shm", "rdb", "small")
+    h.eq((status, reply), (501, 501), "no libfabric in the server: 501 with x-amz-rdma-reply: 501")
+    env = dict(env_for(srv, "shm"), LD_LIBRARY_PATH=bad)
+    p = su.run(srv, "cat", "s3://rdb/small", "--transport", "rdma", env=env, rc=1)
+    h.check(b"libfabric.so.1" in p.stderr, "rdma fails naming the library: %r" % p.stderr[-300:])
+    p = su.run(srv, "cat", "s3://rdb/small", "--transport", "auto", env=env)
+    h.check(p.stdout == DATA["small"], "auto falls back to HTTP without libfabric")
 
 
 def test_ranges_across_extents():
@@ -333,7 +383,7 @@ if __name__ == "__main__":
         print("SKIP: built without libfabric (install libfabric-dev and reconfigure): "
               "the RDMA tests need the transport")
         sys.exit(h.SKIP)
-    h.main([test_setup, test_put_get_byte_for_byte, test_ranges_across_extents, test_part_number,
-            test_concurrent_readers, test_one_gib, test_declined_when_off, test_bad_tokens,
+    h.main([test_setup, test_put_get_byte_for_byte, test_libfabric_loaded_lazily,
+            test_libfabric_missing, test_ranges_across_extents, test_part_number, test_concurrent_readers, test_one_gib, test_declined_when_off, test_bad_tokens,
             test_length_mismatch, test_unsigned_token_header, test_client_killed_mid_transfer,
             test_server_killed_mid_put, test_zz_teardown], shared_server=False)
