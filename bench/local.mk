@@ -12,6 +12,7 @@ EXTRA_DIST += bench/cors.sh
 EXTRA_DIST += bench/ml.sh
 EXTRA_DIST += bench/policy.sh
 EXTRA_DIST += bench/rdma.sh
+EXTRA_DIST += bench/startup.sh
 EXTRA_DIST += bench/lifecycle.sh
 EXTRA_DIST += bench/tls.sh
 EXTRA_DIST += bench/access_log.sh
