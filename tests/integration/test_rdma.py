@@ -13,6 +13,7 @@ it). Skips with a clear message on a build without libfabric."""
 import atexit
 import base64
 import os
+import shutil
 import signal
 import struct
 import subprocess
@@ -63,6 +64,7 @@ def stop_all():
     for srv in SERVERS.values():
         srv.kill()
         srv.cleanup()
+    shutil.rmtree(TMP, ignore_errors=True)
 
 
 atexit.register(stop_all)
