@@ -19,6 +19,8 @@
 #   BENCH_DATA=/tmp/shardstore-sse-bench (needs ~3.5 GiB free; removed unless BENCH_KEEP=1)
 #   BENCH_WAIT_IDLE=15 BENCH_MAX_BUSY=0.3 (see lib.sh `quiet`)  BENCH_PAUSE=1
 #   SHARDSTORE_BIN   default: /tmp/build-bench/shardstore, else ./shardstore
+#   BENCH_PHASES="put get range" (a subset, e.g. BENCH_PHASES=put, times only those; the PUTs
+#                      always run: the GETs read their objects)
 # Output: "RESULT ..." lines on stdout; progress on stderr.
 set -euo pipefail
 
@@ -31,6 +33,7 @@ CONC=${BENCH_CONC:-16}
 RSECS=${BENCH_RANGE_SECS:-5}
 WTHREADS=${BENCH_WRK_THREADS:-2}
 PAUSE=${BENCH_PAUSE:-1}
+PHASES=" ${BENCH_PHASES:-put get range} "
 DATA=${BENCH_DATA:-/tmp/shardstore-sse-bench}
 AK=ssebenchAK0000000000 SK=ssebenchSK00000000000000000000000000000000
 BUCKET=ssebench
@@ -96,8 +99,8 @@ for u in "$URL_PLAIN" "$URL_SSE"; do
   [ "$got" = "$MD5" ] || die "GET of $u: MD5 $got, expected $MD5"
 done
 
-quiet get
-for i in $(seq 1 "$RUNS"); do
+[[ $PHASES == *" get "* ]] && quiet get
+[[ $PHASES == *" get "* ]] && for i in $(seq 1 "$RUNS"); do
   if [ $((i % 2)) = 1 ]; then
     sleep "$PAUSE"; measure get_plain get_mibs "$URL_PLAIN"
     sleep "$PAUSE"; measure get_sse get_mibs "$URL_SSE"
@@ -107,8 +110,8 @@ for i in $(seq 1 "$RUNS"); do
   fi
 done
 
-quiet range
-for i in $(seq 1 "$RUNS"); do
+[[ $PHASES == *" range "* ]] && quiet range
+[[ $PHASES == *" range "* ]] && for i in $(seq 1 "$RUNS"); do
   if [ $((i % 2)) = 1 ]; then
     sleep "$PAUSE"; measure range_plain range_reqs "$URL_PLAIN"
     sleep "$PAUSE"; measure range_sse range_reqs "$URL_SSE"
@@ -124,6 +127,7 @@ GCM=$(openssl speed -elapsed -seconds 2 -evp aes-256-gcm 2>/dev/null | awk '
 AESNI=$(grep -qw aes /proc/cpuinfo && echo yes || echo no)
 
 for m in put get range; do
+  [[ $PHASES == *" $m "* ]] || continue
   unit=MiB_s; [ "$m" = range ] && unit=req_s
   p=$(echo ${RUNS_OF[${m}_plain]} | median); e=$(echo ${RUNS_OF[${m}_sse]} | median)
   cp_=$(echo ${CPU_OF[${m}_plain]} | median); ce=$(echo ${CPU_OF[${m}_sse]} | median)
