@@ -7,11 +7,13 @@
 #ifndef SHARD_TEST_STORAGE_H
 #define SHARD_TEST_STORAGE_H
 
+#include "common/common.h"
 #include "storage/storage.h"
 #include "tests/lib/test.h"
 #include "tests/lib/tmpdir.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
 #include <xxhash.h>
@@ -147,6 +149,28 @@ test_check_writer(struct storage *st, struct storage_writer *w, uint32_t seed, u
     size_t sums_len;
     const uint8_t *sums = storage_writer_sums(w, &sums_len);
     test_check_object(st, e, n, sums, sums_len, seed, size);
+}
+
+/* One case of a storage test; it gets a temp dir of its own, removed after it. */
+struct storage_test_case {
+    const char *name;
+    void (*fn)(const char *dir);
+};
+
+/* Runs 'cases' in order, each in a fresh temp dir named after 'prefix', with
+ * the log at 'level'; prints "ok NAME" after each. Returns main's status. */
+static inline int
+storage_test_run(const char *prefix, enum log_level level, const struct storage_test_case *cases,
+                 size_t n)
+{
+    log_set_level(level);
+    for (size_t i = 0; i < n; i++) {
+        char *dir = test_tmpdir_create(prefix);
+        cases[i].fn(dir);
+        test_tmpdir_remove(dir);
+        fprintf(stderr, "ok %s\n", cases[i].name);
+    }
+    return 0;
 }
 
 #endif

@@ -274,21 +274,11 @@ test_deferred_reclaim(const char *dir)
 int
 main(void)
 {
-    const struct {
-        const char *name;
-        void (*fn)(const char *dir);
-    } cases[] = {
+    static const struct storage_test_case cases[] = {
         {"mark_used", test_mark_used},
         {"best_fit", test_best_fit},
         {"volumes_and_enospc", test_volumes_and_enospc},
         {"deferred_reclaim", test_deferred_reclaim},
     };
-    log_set_level(LOG_WARN);
-    for (size_t i = 0; i < ARRAY_LEN(cases); i++) {
-        char *dir = test_tmpdir_create("storage-alloc");
-        cases[i].fn(dir);
-        test_tmpdir_remove(dir);
-        fprintf(stderr, "ok %s\n", cases[i].name);
-    }
-    return 0;
+    return storage_test_run("storage-alloc", LOG_WARN, cases, ARRAY_LEN(cases));
 }

@@ -287,19 +287,9 @@ test_placed(const char *dir)
 int
 main(void)
 {
-    const struct {
-        const char *name;
-        void (*fn)(const char *dir);
-    } cases[] = {
+    static const struct storage_test_case cases[] = {
         {"narrow", test_narrow}, {"reader", test_reader}, {"table_bounded", test_table_bounded},
         {"revoke", test_revoke}, {"placed", test_placed},
     };
-    log_set_level(LOG_ERROR);
-    for (size_t i = 0; i < ARRAY_LEN(cases); i++) {
-        char *dir = test_tmpdir_create("storage-pin");
-        cases[i].fn(dir);
-        test_tmpdir_remove(dir);
-        fprintf(stderr, "ok %s\n", cases[i].name);
-    }
-    return 0;
+    return storage_test_run("storage-pin", LOG_ERROR, cases, ARRAY_LEN(cases));
 }

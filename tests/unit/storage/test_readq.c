@@ -167,19 +167,9 @@ test_other_thread(const char *dir)
 int
 main(void)
 {
-    const struct {
-        const char *name;
-        void (*fn)(const char *dir);
-    } cases[] = {
+    static const struct storage_test_case cases[] = {
         {"order", test_order},
         {"other_thread", test_other_thread},
     };
-    log_set_level(LOG_WARN);
-    for (size_t i = 0; i < ARRAY_LEN(cases); i++) {
-        char *dir = test_tmpdir_create("storage-readq");
-        cases[i].fn(dir);
-        test_tmpdir_remove(dir);
-        fprintf(stderr, "ok %s\n", cases[i].name);
-    }
-    return 0;
+    return storage_test_run("storage-readq", LOG_WARN, cases, ARRAY_LEN(cases));
 }

@@ -238,20 +238,10 @@ test_buffered(const char *dir)
 int
 main(void)
 {
-    const struct {
-        const char *name;
-        void (*fn)(const char *dir);
-    } cases[] = {
+    static const struct storage_test_case cases[] = {
         {"sizes", test_sizes},           {"large_unknown", test_large_unknown},
         {"corruption", test_corruption}, {"faults", test_faults},
         {"reopen", test_reopen},         {"buffered", test_buffered},
     };
-    log_set_level(LOG_WARN);
-    for (size_t i = 0; i < ARRAY_LEN(cases); i++) {
-        char *dir = test_tmpdir_create("storage-writer");
-        cases[i].fn(dir);
-        test_tmpdir_remove(dir);
-        fprintf(stderr, "ok %s\n", cases[i].name);
-    }
-    return 0;
+    return storage_test_run("storage-writer", LOG_WARN, cases, ARRAY_LEN(cases));
 }
