@@ -90,6 +90,26 @@ list_no_marker(struct shard_error *err, long status)
                        "truncated version listing without a NextKeyMarker");
 }
 
+/* Whether a page's next markers lie past the ones it was asked for: keys
+ * come in byte order, so the next key marker may not go back, and the same
+ * pair again would ask for the same page forever. */
+static bool
+list_markers_advance(const char *key_marker, const char *version_marker, const char *next_key,
+                     const char *next_version)
+{
+    if (key_marker == NULL)
+        return true;
+    int c = strcmp(next_key, key_marker);
+    return c > 0 || (c == 0 && strcmp(next_version, version_marker ? version_marker : "") != 0);
+}
+
+static int
+list_no_progress(struct shard_error *err, long status)
+{
+    return client__err(err, SHARD_ERR_PROTO, status, "MalformedXML",
+                       "the version listing does not advance (markers repeated or going back)");
+}
+
 /* ------------------------------------------------------------------------ */
 /* One page after the other                                                   */
 /* ------------------------------------------------------------------------ */
@@ -117,6 +137,11 @@ list_sequential(const struct list_args *a, shard_version_fn fn, void *ctx, struc
         const char *next = client__version_scan_key_marker(s);
         if (next[0] == '\0') {
             rc = list_no_marker(err, resp.status);
+            break;
+        }
+        if (!list_markers_advance(key_marker, version_marker, next,
+                                  client__version_scan_version_marker(s))) {
+            rc = list_no_progress(err, resp.status);
             break;
         }
         /* A page ending on a common prefix has no NextVersionIdMarker. */
@@ -196,6 +221,11 @@ list_fetch_main(void *arg)
             else if (client__version_scan_truncated(head) &&
                      client__version_scan_key_marker(head)[0] == '\0')
                 pg->rc = list_no_marker(&pg->err, pg->resp.status);
+            else if (client__version_scan_truncated(head) &&
+                     !list_markers_advance(key_marker, version_marker,
+                                           client__version_scan_key_marker(head),
+                                           client__version_scan_version_marker(head)))
+                pg->rc = list_no_progress(&pg->err, pg->resp.status);
             else if (client__version_scan_truncated(head)) {
                 pg->is_truncated = true;
                 pg->key_marker = xstrdup(client__version_scan_key_marker(head));

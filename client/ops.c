@@ -255,6 +255,12 @@ shard_list(struct shard_client *c, const char *bucket, const char *prefix, const
                              "truncated listing without a continuation token");
             break;
         }
+        /* The same token again would ask for the same page forever. */
+        if (token != NULL && strcmp(next, token) == 0) {
+            rc = client__err(err, SHARD_ERR_PROTO, resp.status, "MalformedXML",
+                             "the listing does not advance (continuation token repeated)");
+            break;
+        }
         free(token);
         token = xstrdup(next);
     }

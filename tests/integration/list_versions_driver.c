@@ -75,7 +75,7 @@ main(int argc, char **argv)
                               strcmp(argv[1], "pipe") == 0, on_entry, &d, &err);
     printf("rc=%d\n", rc);
     if (rc < 0)
-        printf("err=%s\n", err.code);
+        printf("err=%s %s\n", err.code, err.message);
     shard_client_destroy(c);
     return 0;
 }

@@ -1,8 +1,11 @@
 """shard_util.py: running the `shard` tool and its test driver against a
 harness.Server, with a private HOME so that no real ~/.aws leaks in."""
+import contextlib
+import http.server
 import os
 import subprocess
 import tempfile
+import threading
 
 import harness as h
 
@@ -64,3 +67,35 @@ def read_range(srv, bucket, key, off, length, parallel=None, chunk=None, env=Non
     if rc is not None and p.returncode != rc:
         raise h.Failure("shard_read_range %s: exit %d: %s" % (argv[1:], p.returncode, p.stderr[-500:]))
     return p
+
+
+@contextlib.contextmanager
+def fake_s3(answer):
+    """A misbehaving S3 endpoint on 127.0.0.1: 'answer(path_and_query)'
+    gives the XML body of every GET (status 200). Yields (env for `shard`,
+    list of the request paths seen)."""
+    seen = []
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            seen.append(self.path)
+            body = answer(self.path)
+            self.send_response(200)
+            self.send_header("Content-Type", "application/xml")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield base_env(AWS_ACCESS_KEY_ID="AKIDFAKE", AWS_SECRET_ACCESS_KEY="fake-secret",
+                       AWS_ENDPOINT_URL="http://127.0.0.1:%d" % httpd.server_address[1],
+                       AWS_DEFAULT_REGION=h.REGION), seen
+    finally:
+        httpd.shutdown()
+        httpd.server_close()

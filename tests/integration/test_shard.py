@@ -4,7 +4,8 @@ parallelism) combinations including 0- and 1-byte objects and ranges at the
 ends; shard_read_range and shard_reader_read into a buffer (through the
 shared libshard); multipart uploads from a file and from stdin (CRC32 part
 checksums, ETag of N parts); cp -r both ways, ls, rm -r, mb, rb, also of
-keys a listing must URI-encode; error messages and exit codes."""
+keys a listing must URI-encode; error messages and exit codes; a listing
+whose continuation token does not advance ends in an error."""
 import os
 import re
 import shutil
@@ -270,6 +271,21 @@ def test_errors_and_exit_codes(srv):
     h.check(b"ConnectionError" in p.stderr, "unreachable endpoint: %r" % p.stderr)
 
 
+def test_listing_not_advancing(srv):
+    """A server that answers every ListObjectsV2 page with the same
+    continuation token ends `shard ls` with an error, not a loop."""
+    page = (b"<?xml version=\"1.0\" encoding=\"UTF-8\"?><ListBucketResult><Name>b</Name>"
+            b"<IsTruncated>true</IsTruncated><NextContinuationToken>same</NextContinuationToken>"
+            b"<Contents><Key>k</Key><LastModified>2026-01-01T00:00:00.000Z</LastModified>"
+            b"<ETag>\"e\"</ETag><Size>1</Size><StorageClass>STANDARD</StorageClass></Contents>"
+            b"</ListBucketResult>")
+    with su.fake_s3(lambda path: page) as (env, seen):
+        p = su.run(None, "ls", "-r", "s3://b", env=env, rc=1, timeout=60)
+        h.check(b"does not advance" in p.stderr, "repeated token: %r" % p.stderr[-300:])
+        h.eq(len(seen), 2, "requests before giving up")
+
+
 if __name__ == "__main__":
     h.main([test_stream_combinations, test_read_range_into_buffer, test_upload_file_and_stdin,
-            test_cp_recursive_ls_rm_mb_rb, test_odd_keys_ls_cp_recursive, test_many_keys_rm_recursive, test_errors_and_exit_codes])
+            test_cp_recursive_ls_rm_mb_rb, test_odd_keys_ls_cp_recursive, test_many_keys_rm_recursive, test_errors_and_exit_codes,
+            test_listing_not_advancing])

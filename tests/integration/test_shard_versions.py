@@ -9,7 +9,8 @@ of shard_list_versions (the next page fetched while one is scanned) gives
 exactly the sequential paging's entries with pages of 1 to 7 entries, with
 and without a delimiter, and stops cleanly when its callback says so;
 the server sends IsTruncated, NextKeyMarker and NextVersionIdMarker before
-the first entry of a page (what lets the next request go early)."""
+the first entry of a page (what lets the next request go early). A server
+whose markers do not advance ends the listing with an error."""
 import os
 import re
 import subprocess
@@ -213,9 +214,40 @@ def test_errors(srv):
     h.check(b"NoSuchBucket" in p.stderr, "missing bucket: %r" % p.stderr)
 
 
+def stuck_page(key_marker, vid_marker):
+    return ("<?xml version=\"1.0\" encoding=\"UTF-8\"?><ListVersionsResult>"
+            "<Name>b</Name><IsTruncated>true</IsTruncated>"
+            "<NextKeyMarker>%s</NextKeyMarker><NextVersionIdMarker>%s</NextVersionIdMarker>"
+            "<Version><Key>k</Key><VersionId>v1</VersionId><IsLatest>true</IsLatest>"
+            "<LastModified>2026-01-01T00:00:00.000Z</LastModified><ETag>\"e\"</ETag>"
+            "<Size>1</Size><StorageClass>STANDARD</StorageClass></Version>"
+            "</ListVersionsResult>" % (key_marker, vid_marker)).encode()
+
+
+def test_server_not_advancing(srv):
+    """A server that names the same next markers on every page (or markers
+    before the ones asked for) ends the listing with an error, in both
+    pagings, instead of asking for the same page forever."""
+    cases = {"same": lambda path: stuck_page("k", "v1"),
+             "back": lambda path: stuck_page("a" if "key-marker" in path else "k", "v1")}
+    exe = os.path.join(su.builddir(), "tests", "integration", "list_versions_driver")
+    for name, answer in cases.items():
+        with su.fake_s3(answer) as (env, seen):
+            p = su.run(None, "ls", "--versions", "-r", "s3://b", env=env, rc=1, timeout=60)
+            h.check(b"does not advance" in p.stderr, "%s: %r" % (name, p.stderr[-300:]))
+            h.check(len(seen) <= 4, "%s: %d requests" % (name, len(seen)))
+            for mode in ("seq", "pipe"):
+                del seen[:]
+                d = subprocess.run([exe, mode, "b", "1000"], capture_output=True, timeout=60,
+                                   env=env, stdin=subprocess.DEVNULL)
+                h.check(b"does not advance" in d.stdout + d.stderr,
+                        "%s %s: %r %r" % (name, mode, d.stdout[-300:], d.stderr[-300:]))
+                h.check(len(seen) <= 4, "%s %s: %d requests" % (name, mode, len(seen)))
+
+
 TESTS = [test_setup, test_all_pages, test_prefix_and_delimiter, test_never_versioned,
          test_pipelined_as_sequential, test_pipelined_stop, test_markers_before_entries,
-         test_errors]
+         test_errors, test_server_not_advancing]
 
 if __name__ == "__main__":
     h.main(TESTS)
