@@ -15,7 +15,6 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 /* Parked read transactions kept at most; beyond this they are aborted. */
 #define INDEX_POOL_MAX 256
@@ -163,16 +162,6 @@ index_open(struct index **out, const char *dir, uint64_t map_size, bool is_nosyn
         log_error("index: fsync of directory %s: %s", dir, strerror(-rc));
         goto fail;
     }
-    MDB_stat est;
-    if ((rc = index__err(mdb_env_stat(ix->env, &est))) != 0)
-        goto fail;
-    ix->page_size = est.ms_psize;
-    if (ix->page_size > INDEX_PAGE_MAX) {
-        log_error("index: LMDB pages of %u bytes, at most %d supported", ix->page_size,
-                  INDEX_PAGE_MAX);
-        rc = -ENOTSUP;
-        goto fail;
-    }
     if ((rc = index__err(mdb_txn_begin(ix->env, NULL, 0, &txn))) != 0)
         goto fail;
     if ((rc = index__err(open_dbi(txn, "buckets", &ix->dbi_buckets))) != 0 ||
@@ -226,65 +215,6 @@ index_close(struct index *ix)
         mdb_env_close(ix->env);
     pthread_mutex_destroy(&ix->pool_mu);
     free(ix);
-}
-
-/*
- * Keeps data.mdb written with zeros some way past LMDB's last page, so
- * that a commit's new pages overwrite allocated, written blocks. A page
- * appended past the end of the file makes the next fdatasync also commit
- * the filesystem's journal (new blocks, the new size): on ext4 that
- * doubles the fdatasync of a commit (0.3 -> 0.55 ms measured for three
- * pages). An index that grows with every write (a versioned bucket keeps
- * each version) otherwise paid it on most commits.
- *
- * Called by the writer inside its write transaction, which holds LMDB's
- * writer lock: no other writer can put a page past the end meanwhile, and
- * only bytes past the end of the file are written, where no page lives
- * (every page up to the last committed one has been written). Zeros past
- * the last page mean nothing to LMDB, also after a crash. The step grows
- * with the file (a quarter of its used size, 1 to 32 MiB) and never past
- * the map size. Zeros go one page per write, so that each page stays a
- * folio of its own in the page cache: one large write makes large folios,
- * and a commit that dirties one page of a large folio is accounted (Linux
- * 6.18, /proc/PID/io) as dirtying all of it. A failure is only logged:
- * the commit then appends as LMDB always does. Returns nothing.
- */
-void
-index__file_reserve(struct index *ix)
-{
-    MDB_envinfo info;
-    mdb_filehandle_t fd;
-    struct stat sb;
-    static const uint8_t zeros[INDEX_PAGE_MAX];
-
-    if (ix->is_reserve_off || mdb_env_info(ix->env, &info) != 0 ||
-        mdb_env_get_fd(ix->env, &fd) != 0 || fstat(fd, &sb) != 0)
-        return;
-    uint64_t used = ((uint64_t)info.me_last_pgno + 1) * ix->page_size;
-    uint64_t end = (uint64_t)sb.st_size;
-    uint64_t step = MIN(MAX(used / 4, (uint64_t)INDEX_RESERVE_MIN), (uint64_t)INDEX_RESERVE_MAX);
-    /* A file shorter than its pages (never seen: each commit writes its
-     * pages before its meta page) is left alone: zeros there would land
-     * on pages. */
-    if (end < used || end >= used + step / 2 || end >= info.me_mapsize)
-        return;
-    uint64_t to = MIN(used + step, (uint64_t)info.me_mapsize);
-    int err = 0;
-    for (uint64_t off = end; off < to && err == 0;) {
-        ssize_t n = pwrite(fd, zeros, (size_t)MIN(ix->page_size, to - off), (off_t)off);
-        if (n < 0 && errno != EINTR)
-            err = errno;
-        else if (n > 0)
-            off += (uint64_t)n;
-    }
-    if (err == 0 && !ix->is_nosync && fdatasync(fd) != 0)
-        err = errno;
-    if (err != 0) {
-        /* Zeros written before the failure stay past the last page. */
-        log_warn("index: writing zeros past the end of data.mdb: %s; commits append from now on",
-                 strerror(err));
-        ix->is_reserve_off = true;
-    }
 }
 
 int

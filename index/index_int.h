@@ -35,29 +35,12 @@ struct index {
     MDB_dbi dbi_versions;     /* versions of versioned buckets (version.c) */
     uint64_t version_seq;     /* low half of the next version id (writer only) */
     bool is_nosync;
-    uint32_t page_size;  /* LMDB's page size in bytes */
-    bool is_reserve_off; /* index__file_reserve failed once: not tried again */
     /* Reset read transactions ready for mdb_txn_renew (see env.c). */
     pthread_mutex_t pool_mu;
     MDB_txn **pool;
     size_t pool_n;
     size_t pool_cap;
 };
-
-/* Zeroed bytes kept past data.mdb's last page (index__file_reserve): at
- * least half a step, a step being a quarter of the used size within
- * these bounds. */
-#define INDEX_RESERVE_MIN (1u << 20)
-#define INDEX_RESERVE_MAX (32u << 20)
-/* The largest LMDB page size index__file_reserve handles (LMDB uses the
- * OS page size). */
-#define INDEX_PAGE_MAX 65536
-
-/* Writes zeros past the end of data.mdb when less than half a step is
- * left past LMDB's last page, so that commits overwrite written blocks
- * instead of appending (env.c). Call only inside a write transaction
- * (it relies on the writer lock). Failures are logged, never returned. */
-void index__file_reserve(struct index *ix);
 
 /* Maps an LMDB (or errno) return code to 0 / -errno. */
 int index__err(int rc);

@@ -492,7 +492,6 @@ index_commit(struct index *ix, struct index_op *ops, size_t n_ops)
 
     if ((rc = index__err(mdb_txn_begin(ix->env, NULL, 0, &txn))) != 0)
         goto fail;
-    index__file_reserve(ix);
     for (i = 0; i < n_ops; i++)
         if ((rc = apply_op(ix, txn, &ops[i], &checked_bid)) != 0)
             goto fail;
