@@ -17,8 +17,8 @@
  * stores the packages as they are; reads go through the tier the extent
  * flags name. Large bodies are pipelined: a GET decrypts on two workers at
  * once into a bounded ring ahead of the send (delivered in order), a PUT
- * seals packages on a worker behind the receive; the event loop only
- * copies.
+ * seals units of four packages on a worker behind the receive; the event
+ * loop only copies.
  *
  * Invariant: the data key leaves this file only inside a struct sse_obj
  * in request memory, wiped by its user (sse_obj_wipe).
@@ -72,7 +72,8 @@
 #define PIPE_MIN (2 * SSE_BLOCK_LEN)
 /* The mapping window of a pipelined body's stored bytes. */
 #define MAP_WINDOW (8u << 20)
-/* Packages a pipelined writer fills ahead of their sealing on a worker. */
+/* Units (of UNIT_PKGS packages) a pipelined writer fills ahead of their
+ * sealing on a worker: one hand-off per unit, 1 MiB of plaintext ahead. */
 #define WRITER_SLOTS 4
 #define VERIFY_LABEL "shardstore-sse-c-verify-v1"
 #define KEY_ID_LABEL "shardstore-sse-key-id-v1"
@@ -653,28 +654,30 @@ sse_complete(struct s3_req *r, struct index_part **used, uint32_t n, struct meta
  * Writing
  * ====================================================================== */
 
-/* A package of a pipelined writer: filled by the writer's thread, sealed
- * in place (ciphertext, then the tag) by a worker or by the writer's
- * thread, written to storage by the writer's thread, in order. */
+/* A unit of a pipelined writer: up to UNIT_PKGS packages, filled by the
+ * writer's thread at their stored places (package p at p * STORED_PKG_LEN),
+ * sealed in place (ciphertext, then the tag, so the unit becomes the stored
+ * bytes) by a worker or by the writer's thread, and written to storage by
+ * the writer's thread in one call, in order. */
 enum wslot_state { WSLOT_FREE, WSLOT_FULL, WSLOT_SEALING, WSLOT_SEALED };
 
 struct wslot {
-    uint8_t *buf; /* SSE_PKG_LEN + AUTH_SSE_TAG_LEN */
-    uint64_t index;
-    size_t len; /* plaintext bytes */
-    bool is_last;
-    int rc; /* of the seal */
+    uint8_t *buf;   /* UNIT_PKGS * STORED_PKG_LEN */
+    uint64_t index; /* of the first package */
+    size_t len;     /* plaintext bytes (all packages full but the last) */
+    bool is_last;   /* its last package is the segment's */
+    int rc;         /* of the seal */
     enum wslot_state state;
 };
 
 struct sse_writer {
     struct auth_sse_pkg *cipher; /* the writer's thread's */
-    uint64_t index;              /* of the package being filled */
+    uint64_t index;              /* of the package (unit: its first) being filled */
     size_t have;                 /* plaintext bytes in it */
     uint8_t *pt;                 /* without workers: the package, */
     uint8_t *ct;                 /* and its sealed form */
 
-    /* With workers: the packages, and a job that seals FULL ones. */
+    /* With workers: the units, and a job that seals FULL ones. */
     struct offload *offload;
     struct auth_sse_pkg *job_cipher; /* the job's (both may seal at once) */
     struct offload_job job;
@@ -712,7 +715,7 @@ sse_writer_create_pipelined(const struct sse_obj *o, uint8_t salt[AUTH_SSE_SALT_
         pthread_mutex_init(&sw->lock, NULL);
         pthread_cond_init(&sw->cond, NULL);
         for (unsigned i = 0; i < WRITER_SLOTS; i++)
-            sw->slot[i].buf = xmalloc(SSE_PKG_LEN + AUTH_SSE_TAG_LEN);
+            sw->slot[i].buf = xmalloc(UNIT_PKGS * STORED_PKG_LEN);
     } else {
         sw->pt = xmalloc(SSE_PKG_LEN);
         sw->ct = xmalloc(SSE_PKG_LEN + AUTH_SSE_TAG_LEN);
@@ -736,7 +739,32 @@ writer_seal(struct sse_writer *sw, struct storage_writer *w, bool is_last)
     return rc;
 }
 
-/* The job: seals FULL slots, oldest first, until none is left. */
+/* Seals unit 'ws' in place with 'cipher': each package's ciphertext
+ * where its plaintext was, then its tag. Returns 0 or -errno. */
+static int
+wslot_seal(struct auth_sse_pkg *cipher, struct wslot *ws)
+{
+    size_t left = ws->len;
+    for (unsigned p = 0; left; p++) {
+        size_t n = MIN(left, (size_t)SSE_PKG_LEN);
+        uint8_t *pkg = ws->buf + p * STORED_PKG_LEN;
+        left -= n;
+        int rc = auth_sse_pkg_seal(cipher, ws->index + p, ws->is_last && !left, pkg, n, pkg);
+        if (rc < 0)
+            return rc;
+    }
+    return 0;
+}
+
+/* The stored length of unit 'ws' once sealed. */
+static size_t
+wslot_stored_len(const struct wslot *ws)
+{
+    size_t pkgs = (ws->len + SSE_PKG_LEN - 1) / SSE_PKG_LEN;
+    return ws->len + pkgs * AUTH_SSE_TAG_LEN;
+}
+
+/* The job: seals FULL units, oldest first, until none is left. */
 static void
 writer_job(void *arg)
 {
@@ -753,8 +781,7 @@ writer_job(void *arg)
             break;
         ws->state = WSLOT_SEALING;
         pthread_mutex_unlock(&sw->lock);
-        int rc =
-            auth_sse_pkg_seal(sw->job_cipher, ws->index, ws->is_last, ws->buf, ws->len, ws->buf);
+        int rc = wslot_seal(sw->job_cipher, ws);
         pthread_mutex_lock(&sw->lock);
         ws->rc = rc;
         ws->state = WSLOT_SEALED;
@@ -785,7 +812,7 @@ writer_drain(struct sse_writer *sw, struct storage_writer *w, unsigned until)
             pthread_mutex_unlock(&sw->lock);
             rc = ws->rc;
             if (rc == 0)
-                rc = storage_writer_write(w, ws->buf, ws->len + AUTH_SSE_TAG_LEN);
+                rc = storage_writer_write(w, ws->buf, wslot_stored_len(ws));
             pthread_mutex_lock(&sw->lock);
             ws->state = WSLOT_FREE;
             sw->drain = (sw->drain + 1) % WRITER_SLOTS;
@@ -802,8 +829,7 @@ writer_drain(struct sse_writer *sw, struct storage_writer *w, unsigned until)
             /* The job lags: seal the oldest here rather than wait. */
             ws->state = WSLOT_SEALING;
             pthread_mutex_unlock(&sw->lock);
-            int src =
-                auth_sse_pkg_seal(sw->cipher, ws->index, ws->is_last, ws->buf, ws->len, ws->buf);
+            int src = wslot_seal(sw->cipher, ws);
             pthread_mutex_lock(&sw->lock);
             ws->rc = src;
             ws->state = WSLOT_SEALED;
@@ -815,14 +841,15 @@ writer_drain(struct sse_writer *sw, struct storage_writer *w, unsigned until)
     return rc;
 }
 
-/* Hands the slot being filled to the job as package 'sw->index', then
- * frees the next one for filling. Returns 0 or -errno. */
+/* Hands the unit being filled to the job as packages from 'sw->index' on,
+ * then frees the next one for filling. Returns 0 or -errno. */
 static int
 writer_hand_off(struct sse_writer *sw, struct storage_writer *w, bool is_last)
 {
     struct wslot *ws = &sw->slot[sw->fill];
     pthread_mutex_lock(&sw->lock);
-    ws->index = sw->index++;
+    ws->index = sw->index;
+    sw->index += (sw->have + SSE_PKG_LEN - 1) / SSE_PKG_LEN;
     ws->len = sw->have;
     ws->is_last = is_last;
     ws->state = WSLOT_FULL;
@@ -840,16 +867,21 @@ int
 sse_writer_write(struct sse_writer *sw, struct storage_writer *w, const void *data, size_t len)
 {
     const uint8_t *p = data;
+    /* Plaintext bytes per hand-off: a package, or a unit of them. */
+    size_t cap = sw->offload ? SSE_BLOCK_LEN : SSE_PKG_LEN;
     while (len) {
-        if (sw->have == SSE_PKG_LEN) {
-            /* More bytes: the full package is not the last. */
+        if (sw->have == cap) {
+            /* More bytes: the full package (unit) does not end the segment. */
             int rc = sw->offload ? writer_hand_off(sw, w, false) : writer_seal(sw, w, false);
             if (rc < 0)
                 return rc;
         }
-        size_t n = MIN(len, SSE_PKG_LEN - sw->have);
-        uint8_t *dst = sw->offload ? sw->slot[sw->fill].buf : sw->pt;
-        memcpy(dst + sw->have, p, n);
+        /* Within the current package; in a unit, at its stored place. */
+        size_t off = sw->have % SSE_PKG_LEN;
+        size_t n = MIN(len, SSE_PKG_LEN - off);
+        uint8_t *dst =
+            sw->offload ? sw->slot[sw->fill].buf + sw->have / SSE_PKG_LEN * STORED_PKG_LEN : sw->pt;
+        memcpy(dst + off, p, n);
         sw->have += n;
         p += n;
         len -= n;
@@ -890,7 +922,7 @@ writer_free(struct sse_writer *sw)
     if (sw->offload) {
         for (unsigned i = 0; i < WRITER_SLOTS; i++) {
             if (sw->slot[i].buf)
-                auth_wipe(sw->slot[i].buf, SSE_PKG_LEN);
+                auth_wipe(sw->slot[i].buf, UNIT_PKGS * STORED_PKG_LEN);
             free(sw->slot[i].buf);
         }
         pthread_cond_destroy(&sw->cond);

@@ -141,9 +141,10 @@ struct sse_writer *sse_writer_create(const struct sse_obj *o, uint8_t salt[AUTH_
 /*
  * The same, sealing packages on workers of 'offload' (NULL: as above)
  * behind the caller, which only copies plaintext in and writes sealed
- * packages to storage, in order (up to four packages ahead; when the
- * workers lag it seals the oldest itself, so it never waits longer than one
- * package's seal). The writer's calls stay on one thread at a time.
+ * packages to storage, in order. Packages go to a worker four at a time
+ * (a 256 KiB unit, one hand-off), up to four units ahead; when the workers
+ * lag the caller seals the oldest unit itself, so it never waits longer
+ * than one unit's seal. The writer's calls stay on one thread at a time.
  */
 struct sse_writer *sse_writer_create_pipelined(const struct sse_obj *o,
                                                uint8_t salt[AUTH_SSE_SALT_LEN],

@@ -349,6 +349,30 @@ def test_large_body(srv):
     h.same_bytes(s3.get_object(Bucket=BUCKET, Key="big")["Body"].read(), data, "restored")
 
 
+def test_pipelined_put(srv):
+    """Bodies of 256 KiB or more are sealed on workers in units of four
+    packages: sizes on and around the unit and package edges (a last unit
+    of one to four packages, the last package full or short, more units
+    than the writer's four slots) read back whole and across the edges,
+    with the plaintext's MD5 as ETag."""
+    s3 = setup(srv)
+    unit = 4 * PKG
+    sizes = [unit, unit + 1, 2 * unit, unit + 2 * PKG + 5, 2 * unit - 1, 5 * unit + 3 * PKG,
+             4 * unit + PKG // 2]
+    for i, n in enumerate(sizes):
+        data = marked(n, seed=80 + i)
+        key = "pipe-%d" % n
+        etag = s3.put_object(Bucket=BUCKET, Key=key, Body=data, ServerSideEncryption="AES256")["ETag"]
+        h.eq(etag.strip('"'), hashlib.md5(data).hexdigest(), "ETag of %d bytes" % n)
+        h.same_bytes(s3.get_object(Bucket=BUCKET, Key=key)["Body"].read(), data, "%d bytes whole" % n)
+        for edge in range(PKG, n, PKG):
+            first, last = max(edge - 3, 0), min(edge + 2, n - 1)
+            g = s3.get_object(Bucket=BUCKET, Key=key, Range="bytes=%d-%d" % (first, last))
+            h.same_bytes(g["Body"].read(), data[first:last + 1], "%d bytes at %d" % (n, edge))
+        g = s3.get_object(Bucket=BUCKET, Key=key, Range="bytes=-5")
+        h.same_bytes(g["Body"].read(), data[-5:], "%d bytes: the tail" % n)
+
+
 def get_until_closed(srv, path, headers=None, timeout_s=30):
     """(status, body bytes) of a GET read until the server ends it; a body
     cut short (the connection closed) returns what came. A stall fails."""
@@ -684,6 +708,7 @@ if __name__ == "__main__":
         test_plaintext_never_on_disk,
         test_flipped_bit,
         test_large_body,
+        test_pipelined_put,
         test_lanes,
         test_multipart,
         test_copy,
