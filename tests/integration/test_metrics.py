@@ -188,9 +188,20 @@ def test_metrics_format_and_counters():
             h.eq(srv.request("GET", "/mbucket/obj%d" % i).status, 200, "get")
         h.eq(srv.request("GET", "/mbucket/missing").status, 404, "get missing")
         h.eq(srv.request("GET", "/mbucket/obj0", secret_key="wrong").status, 403, "bad signature")
-        after = scrape(srv)
-        diff = lambda name, op, code: op_val(after, name, op, code) - op_val(before, name, op, code)
         req = "shardstore_http_requests_total"
+        # A request is counted when MHD reports it complete, which may be
+        # just after its answer reached the client (another event thread
+        # then serves the scrape): wait until all nine have been counted.
+        deadline = time.monotonic() + 10
+        while True:
+            after = scrape(srv)
+            done = sum(op_val(after, req, op, code) - op_val(before, req, op, code)
+                       for op, code in (("PutObject", "2xx"), ("GetObject", "2xx"),
+                                        ("GetObject", "4xx"), ("CreateBucket", "2xx")))
+            if done >= 9 or time.monotonic() > deadline:
+                break
+            time.sleep(0.05)
+        diff = lambda name, op, code: op_val(after, name, op, code) - op_val(before, name, op, code)
         h.eq(diff(req, "PutObject", "2xx"), 3, "PutObject 2xx")
         h.eq(diff(req, "GetObject", "2xx"), 3, "GetObject 2xx")
         h.eq(diff(req, "GetObject", "4xx"), 2, "GetObject 4xx (404 and 403)")
