@@ -501,6 +501,15 @@ def test_tls_listen(_):
         m = re.match(r"^shardstore: listening on https://127\.0\.0\.1:(\d+)\s*$", line or "")
         check(m, "second stdout line is %r, expected the https one" % line)
         plain_port, tls_port = srv.port, int(m.group(1))
+        # Event-loop threads: one per core for HTTPS (its answers cost the
+        # cipher), one more than the cores for plain HTTP.
+        with open(srv.stderr_path, "rb") as f:
+            log = f.read().decode("utf-8", "replace")
+        cores = os.cpu_count()
+        for scheme, port, want in (("http", plain_port, min(cores + 1, 65)), ("https", tls_port, min(cores, 64))):
+            m = re.search(r"listening on %s 127\.0\.0\.1:%d \((\d+) event-loop threads" % (scheme, port), log)
+            check(m, "no '%s' listening line in the log:\n%s" % (scheme, log[-1500:]))
+            eq(int(m.group(1)), want, "%s event-loop threads on %d cores" % (scheme, cores))
         plain = srv.client()
         srv.port = srv.tls_port = tls_port  # from here srv speaks https to the TLS port
         s3 = srv.client()
