@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # bench/tls.sh: the cost of HTTPS. One shardstore serving plain HTTP and HTTPS (tls_listen)
 # beside nginx (Debian's, started here with the same certificate, TLS 1.2/1.3, ECDHE + AEAD
-# ciphers, and a plain listener), all on 127.0.0.1, one sitting, runs alternated.
+# ciphers in shardstore's order, and a plain listener), all on 127.0.0.1, one sitting, runs
+# alternated. Both must negotiate the same protocol and cipher (checked with openssl s_client).
 #
 # Usage: bench/tls.sh            (from anywhere; about 4-6 minutes at the defaults)
 #
@@ -98,7 +99,11 @@ http {
   uwsgi_temp_path $W/ngx/tmp/uwsgi;
   scgi_temp_path $W/ngx/tmp/scgi;
   ssl_protocols TLSv1.2 TLSv1.3;
-  ssl_ciphers ECDHE+AESGCM:ECDHE+CHACHA20;
+  # shardstore's preference order (tls_priorities in server/tls.c): AES-128-GCM first. Left to
+  # OpenSSL's defaults nginx picks TLS_AES_256_GCM_SHA384 where shardstore picks
+  # TLS_AES_128_GCM_SHA256, and the two would not encrypt the same way.
+  ssl_ciphers ECDHE-ECDSA-AES128-GCM-SHA256:ECDHE-RSA-AES128-GCM-SHA256:ECDHE-ECDSA-AES256-GCM-SHA384:ECDHE-RSA-AES256-GCM-SHA384:ECDHE-ECDSA-CHACHA20-POLY1305:ECDHE-RSA-CHACHA20-POLY1305;
+  ssl_conf_command Ciphersuites TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384:TLS_CHACHA20_POLY1305_SHA256;
   ssl_prefer_server_ciphers on;
   server {
     listen 127.0.0.1:$NGX_PORT ssl;
@@ -124,13 +129,18 @@ for n in $NAMES; do
   got=$(curl -sf --cacert "$W/cert.pem" "${URL[$n]}" | md5sum | cut -d' ' -f1)
   [ "$got" = "$MD5" ] || die "GET of $n: MD5 $got, expected $MD5"
 done
-# The protocol and cipher each TLS server negotiates (reported beside the figures).
+# The protocol and cipher each TLS server negotiates (reported beside the figures): they must be
+# the same, else the ratio compares unlike work.
+declare -A NEG_OF
 for n in ss_https nginx_https; do
   u=${URL[$n]#https://}; hp=${u%%/*}
   neg=$(openssl s_client -connect "$hp" -CAfile "$W/cert.pem" < /dev/null 2>/dev/null | sed -n 's/^New, \([^,]*\), Cipher is \(.*\)/\1 \2/p' | head -1)
   log "$n negotiates: $neg"
   NEG="${NEG:-}$n=$(echo $neg | tr ' ' /) "
+  NEG_OF[$n]=$neg
 done
+[ -n "${NEG_OF[ss_https]}" ] && [ "${NEG_OF[ss_https]}" = "${NEG_OF[nginx_https]}" ] \
+  || die "the TLS servers negotiate different protocols or ciphers (${NEG% }); the ratio would compare unlike work"
 
 declare -A RUNS_OF
 measure() {

@@ -234,6 +234,7 @@ s3_body_response(struct s3_req *r, const struct index_object *obj, uint64_t firs
         /* The bytes are in memory: nothing of storage is held back any
          * more while the client takes them. */
         s3_req_unpin(r);
+        r->tls_cork_len = len;
         atomic_fetch_add(&r->srv->metrics.gets_buffered, 1);
     } else {
         resp = MHD_create_response_from_callback(len, GET_BLOCK_LEN, reader_cb, rd, reader_free);

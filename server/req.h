@@ -123,6 +123,11 @@ struct s3_req {
     bool has_request_body;              /* Content-Length > 0 or Transfer-Encoding */
     bool must_close;                    /* answer with Connection: close */
     struct MHD_Response *deferred_resp; /* queued at the next callback (keep-alive) */
+    /* Under TLS: the body length of an answer held whole in memory, which
+     * http.c may send corked (all its records in one turn); 0: not such an
+     * answer. is_tls_corked: the session is corked until on_completed. */
+    uint64_t tls_cork_len;
+    bool is_tls_corked;
     bool is_responded;
     bool is_offloaded; /* a step ran on a worker: responses are deferred */
     struct offload_job job;

@@ -14,6 +14,8 @@
 
 #include <gnutls/abstract.h>
 #include <gnutls/gnutls.h>
+#include <errno.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -212,4 +214,28 @@ tls_session_send(void *session, const void *buf, size_t len)
         len -= (size_t)n;
     }
     return true;
+}
+
+void
+tls_session_cork(void *session)
+{
+    gnutls_record_cork((gnutls_session_t)session);
+}
+
+bool
+tls_session_uncork(void *session, int fd, int timeout_ms)
+{
+    for (;;) {
+        /* Without GNUTLS_RECORD_WAIT a full socket returns E_AGAIN and the
+         * session stays corked with the rest; calling again goes on. */
+        int rc = gnutls_record_uncork((gnutls_session_t)session, 0);
+        if (rc >= 0)
+            return true;
+        if (rc != GNUTLS_E_AGAIN && rc != GNUTLS_E_INTERRUPTED)
+            return false;
+        struct pollfd p = {.fd = fd, .events = POLLOUT};
+        int n = poll(&p, 1, timeout_ms);
+        if (n == 0 || (n < 0 && errno != EINTR))
+            return false;
+    }
 }

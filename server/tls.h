@@ -50,4 +50,17 @@ tls_any_fn tls_cert_callback(void);
  */
 bool tls_session_send(void *session, const void *buf, size_t len);
 
+/*
+ * Corks 'session': its sends are only appended to a buffer (no record is
+ * made, nothing is written to the socket) until tls_session_uncork().
+ */
+void tls_session_cork(void *session);
+
+/*
+ * Sends what the cork held back, as full records, on the session whose
+ * socket is 'fd'. A socket that is full is waited for (poll) up to
+ * 'timeout_ms' each time. Returns true when everything went out.
+ */
+bool tls_session_uncork(void *session, int fd, int timeout_ms);
+
 #endif

@@ -21,6 +21,7 @@ import ssl
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 sys.dont_write_bytecode = True
@@ -323,6 +324,102 @@ def test_small_ranges(srv):
         eq(srv.metric("shardstore_get_buffered_total") - b0, 1 if is_buffered else 0, what + ": read whole")
 
 
+class RecordRelay:
+    """A TCP relay between one client and the server that notes the length
+    of every TLS record the server sends (record headers are not encrypted)
+    and, each time the client sends, how many records had come by then."""
+
+    def __init__(self, server_port):
+        self.server_port = server_port
+        self.lsock = socket.create_server(("127.0.0.1", 0))
+        self.port = self.lsock.getsockname()[1]
+        self.records, self.marks = [], []
+        self.lock = threading.Lock()
+        threading.Thread(target=self.accept, daemon=True).start()
+
+    def accept(self):
+        c, _ = self.lsock.accept()
+        s = socket.create_connection(("127.0.0.1", self.server_port), timeout=30)
+        threading.Thread(target=self.pump_up, args=(c, s), daemon=True).start()
+        threading.Thread(target=self.pump_down, args=(s, c), daemon=True).start()
+
+    def pump_up(self, c, s):
+        while True:
+            try:
+                data = c.recv(65536)
+            except OSError:
+                data = b""
+            if not data:
+                try:
+                    s.shutdown(socket.SHUT_WR)
+                except OSError:
+                    pass
+                return
+            with self.lock:
+                self.marks.append(len(self.records))
+            s.sendall(data)
+
+    def pump_down(self, s, c):
+        buf, need = b"", 5  # 'need': bytes up to the end of the current header or record
+        while True:
+            try:
+                data = s.recv(65536)
+            except OSError:
+                data = b""
+            if not data:
+                c.close()
+                return
+            buf += data
+            while len(buf) >= need:
+                if need == 5:
+                    need = 5 + int.from_bytes(buf[3:5], "big")
+                    with self.lock:
+                        self.records.append(need - 5)
+                else:
+                    buf, need = buf[need:], 5
+            c.sendall(data)
+
+
+def test_corked_answers(srv):
+    """A body read whole into memory (at most 256 KiB) is sent corked: its
+    header travels in the first TLS record with the start of the body (MHD
+    alone sends it in a record of its own, then one 16 KiB record per
+    event-loop turn), and every answer arrives whole: on a keep-alive
+    connection, between streamed answers, and with Connection: close."""
+    s3 = srv.client()
+    s3.create_bucket(Bucket="tls-cork")
+    data = harness.random_bytes(MIB + 7, seed=5)
+    s3.put_object(Bucket="tls-cork", Key="obj", Body=data)
+    relay = RecordRelay(srv.port)
+    conn = http.client.HTTPSConnection("127.0.0.1", relay.port, timeout=harness.HTTP_TIMEOUT_S, context=srv.ssl_context())
+    host = "127.0.0.1:%d" % relay.port
+    firsts = []
+    # The first answer also follows the handshake; the fourth (300 KiB) streams.
+    for first, last, close in [(0, 100, False), (0, 65535, False), (4097, 4097 + 200000, False),
+                               (5, 5 + 300 * 1024, False), (10, 10 + 65535, False),
+                               (len(data) - 70000, len(data) - 1, False), (1000, 1000 + 65535, True)]:
+        headers = {"Range": "bytes=%d-%d" % (first, last)}
+        if close:
+            headers["Connection"] = "close"
+        with relay.lock:
+            sent_at = len(relay.marks)
+        conn.request("GET", "/tls-cork/obj", headers=srv.sign("GET", "/tls-cork/obj", "", headers, host=host))
+        r = conn.getresponse()
+        body = r.read()
+        what = "bytes %d-%d over TLS%s" % (first, last, " with Connection: close" if close else "")
+        eq(r.status, 206, what)
+        same_bytes(body, data[first:last + 1], what)
+        with relay.lock:
+            at = relay.marks[sent_at]
+            firsts.append((what, relay.records[at] if at < len(relay.records) else None))
+    conn.close()
+    relay.lsock.close()
+    # Each answer of 64 KiB or more that was read whole: its first record
+    # is a full one (16 KiB of plaintext + TLS 1.3's 17 bytes), not the header.
+    for what, n in [firsts[i] for i in (1, 2, 4, 5, 6)]:
+        check(n is not None and n >= 16 * 1024, "%s: the first TLS record of the answer has %r bytes (the header alone?)" % (what, n))
+
+
 def test_oversize_chunked(_):
     # max_object_size = 1M: an endless chunked PUT is answered EntityTooLarge
     # (a TLS record, not plaintext in the stream), then closed.
@@ -404,6 +501,15 @@ def test_tls_listen(_):
         m = re.match(r"^shardstore: listening on https://127\.0\.0\.1:(\d+)\s*$", line or "")
         check(m, "second stdout line is %r, expected the https one" % line)
         plain_port, tls_port = srv.port, int(m.group(1))
+        # Event-loop threads: one per core for HTTPS (its answers cost the
+        # cipher), one more than the cores for plain HTTP.
+        with open(srv.stderr_path, "rb") as f:
+            log = f.read().decode("utf-8", "replace")
+        cores = os.cpu_count()
+        for scheme, port, want in (("http", plain_port, min(cores + 1, 65)), ("https", tls_port, min(cores, 64))):
+            m = re.search(r"listening on %s 127\.0\.0\.1:%d \((\d+) event-loop threads" % (scheme, port), log)
+            check(m, "no '%s' listening line in the log:\n%s" % (scheme, log[-1500:]))
+            eq(int(m.group(1)), want, "%s event-loop threads on %d cores" % (scheme, cores))
         plain = srv.client()
         srv.port = srv.tls_port = tls_port  # from here srv speaks https to the TLS port
         s3 = srv.client()
@@ -431,7 +537,7 @@ def test_tls_listen(_):
         oversize_chunked(srv, plain_port, False, "dual-size-plain")
 
 
-TESTS = [test_versions, test_plain_http_refused, test_boto3, test_small_ranges, test_awscli, test_rclone, test_s3cmd, test_shard, test_oversize_chunked, test_handshake_deadline, test_tls_listen, test_sighup_reload]
+TESTS = [test_versions, test_plain_http_refused, test_boto3, test_small_ranges, test_corked_answers, test_awscli, test_rclone, test_s3cmd, test_shard, test_oversize_chunked, test_handshake_deadline, test_tls_listen, test_sighup_reload]
 
 
 def main():
