@@ -82,6 +82,12 @@ qparam_cmp(const void *a, const void *b)
     return c != 0 ? c : slice_cmp(x->value, y->value);
 }
 
+/* A query this short (bytes) is canonicalized in stack buffers: a presigned
+ * URL's (seven X-Amz-* parameters, ~400 bytes) is; a longer one (a session
+ * token) takes one heap block. */
+#define CANON_QUERY_STACK_LEN 1024
+#define CANON_QUERY_STACK_PARAMS 16
+
 /*
  * Appends the canonical form of the raw query 'query' to 'out': every
  * name=value decoded then re-encoded, sorted by name then value, joined by
@@ -89,6 +95,10 @@ qparam_cmp(const void *a, const void *b)
  * verification). Returns false (and appends nothing) when a name or value
  * holds a malformed %-escape: the request parser refuses those too, so
  * that the signed query and the executed one cannot differ.
+ *
+ * Decoding never lengthens a string and encoding at most triples it, so
+ * every re-encoded parameter fits, without moving, in 3 x 'query.len'
+ * bytes: the parameters point into that one buffer.
  */
 static bool
 canon_query(struct slice query, bool skip_signature, struct buf *out)
@@ -97,12 +107,18 @@ canon_query(struct slice query, bool skip_signature, struct buf *out)
     size_t n = 1;
     for (size_t i = 0; i < query.len; i++)
         n += query.ptr[i] == '&';
-    struct qparam *params = xcalloc(n, sizeof(*params));
-    size_t *offs = xcalloc(n * 3, sizeof(*offs));
-    char *tmp = xmalloc(query.len + 1);
-    struct buf enc;
-    buf_init(&enc);
-    size_t count = 0;
+    struct qparam stack_params[CANON_QUERY_STACK_PARAMS];
+    char stack_bytes[4 * CANON_QUERY_STACK_LEN];
+    struct qparam *params = stack_params;
+    char *heap = NULL, *enc = stack_bytes;
+    if (n > CANON_QUERY_STACK_PARAMS || query.len > CANON_QUERY_STACK_LEN) {
+        heap = xmalloc(n * sizeof(*params) + 4 * query.len + 1);
+        params = (struct qparam *)(void *)heap;
+        enc = heap + n * sizeof(*params);
+    }
+    char *tmp = enc + 3 * query.len; /* query.len + 1 bytes of decoding room */
+    char *end = enc;
+    size_t count = 0, total = 0;
 
     struct slice rest = query, seg;
     while (slice_split_next(&rest, '&', &seg)) {
@@ -117,66 +133,118 @@ canon_query(struct slice query, bool skip_signature, struct buf *out)
         if (skip_signature &&
             slice_eq((struct slice){tmp, (size_t)nl}, SLICE_LIT("X-Amz-Signature")))
             continue;
-        offs[3 * count] = enc.len;
-        uri_encode(&enc, tmp, (size_t)nl, false);
-        offs[3 * count + 1] = enc.len;
+        struct qparam *p = &params[count++];
+        p->name.ptr = end;
+        end = uri_encode_to(end, tmp, (size_t)nl, false);
+        p->name.len = (size_t)(end - p->name.ptr);
         long vl = uri_decode(value.ptr, value.len, tmp);
         if (vl < 0)
             goto fail;
-        uri_encode(&enc, tmp, (size_t)vl, false);
-        offs[3 * count + 2] = enc.len;
-        count++;
-    }
-    for (size_t i = 0; i < count; i++) {
-        params[i].name = (struct slice){enc.ptr + offs[3 * i], offs[3 * i + 1] - offs[3 * i]};
-        params[i].value =
-            (struct slice){enc.ptr + offs[3 * i + 1], offs[3 * i + 2] - offs[3 * i + 1]};
+        p->value.ptr = end;
+        end = uri_encode_to(end, tmp, (size_t)vl, false);
+        p->value.len = (size_t)(end - p->value.ptr);
+        total += p->name.len + p->value.len + 2;
     }
     if (count > 1)
         qsort(params, count, sizeof(*params), qparam_cmp);
+    if (count)
+        buf_reserve(out, total);
     for (size_t i = 0; i < count; i++) {
+        char *o = out->ptr + out->len;
         if (i > 0)
-            buf_append(out, "&", 1);
-        buf_append(out, params[i].name.ptr, params[i].name.len);
-        buf_append(out, "=", 1);
-        buf_append(out, params[i].value.ptr, params[i].value.len);
+            *o++ = '&';
+        memcpy(o, params[i].name.ptr, params[i].name.len);
+        o += params[i].name.len;
+        *o++ = '=';
+        memcpy(o, params[i].value.ptr, params[i].value.len);
+        o += params[i].value.len;
+        out->len = (size_t)(o - out->ptr);
     }
+    if (count)
+        out->ptr[out->len] = '\0';
     is_ok = true;
 fail:
-    buf_cleanup(&enc);
-    free(tmp);
-    free(offs);
-    free(params);
+    free(heap);
     return is_ok;
 }
 
-/* Looks up the first query parameter whose decoded name is 'name' and
- * decodes its value into 'out' (capacity 'cap', NUL-terminated). Returns
- * true when found; a value longer than 'cap' - 1, or with a malformed
- * escape, comes out empty. */
-static bool
-query_get(struct slice query, const char *name, char *out, size_t cap)
+/* The query parameters verification reads, found in one pass over the
+ * query (query_scan), and their names. */
+enum query_param_id {
+    QP_ALGORITHM,
+    QP_CREDENTIAL,
+    QP_DATE,
+    QP_SIGNED_HEADERS,
+    QP_SIGNATURE,
+    QP_EXPIRES,
+    QP_CONTENT_SHA256,
+    QP_V2_ACCESS_KEY,
+    QP_V2_SIGNATURE,
+    QP_COUNT
+};
+
+#define QP_NAME(s)                                                                                 \
+    {                                                                                              \
+        (s), sizeof(s) - 1                                                                         \
+    }
+static const struct slice query_param_names[QP_COUNT] = {
+    [QP_ALGORITHM] = QP_NAME("X-Amz-Algorithm"),
+    [QP_CREDENTIAL] = QP_NAME("X-Amz-Credential"),
+    [QP_DATE] = QP_NAME("X-Amz-Date"),
+    [QP_SIGNED_HEADERS] = QP_NAME("X-Amz-SignedHeaders"),
+    [QP_SIGNATURE] = QP_NAME("X-Amz-Signature"),
+    [QP_EXPIRES] = QP_NAME("X-Amz-Expires"),
+    [QP_CONTENT_SHA256] = QP_NAME("X-Amz-Content-Sha256"),
+    [QP_V2_ACCESS_KEY] = QP_NAME("AWSAccessKeyId"),
+    [QP_V2_SIGNATURE] = QP_NAME("Signature"),
+};
+
+struct query_params {
+    bool has[QP_COUNT];
+    struct slice raw[QP_COUNT]; /* the raw (still %-encoded) value */
+};
+
+/* Fills 'qp' with the raw value of the first parameter of 'query' whose
+ * decoded name is each of query_param_names (one pass, where a lookup per
+ * name made ten). */
+static void
+query_scan(struct slice query, struct query_params *qp)
 {
+    memset(qp, 0, sizeof(*qp));
     struct slice rest = query, seg;
-    size_t want = strlen(name);
     while (slice_split_next(&rest, '&', &seg)) {
         struct slice n = SLICE_NULL;
         if (seg.len == 0)
             continue; /* "a&&b": slice_next would leave 'n' unset */
         slice_split_next(&seg, '=', &n);
-        /* Decoding never grows a string, so a name longer than 3x 'want'
-         * cannot match and the stack buffer below is enough. */
+        /* Decoding never grows a string: a raw name longer than this
+         * buffer decodes longer than every name sought, or is malformed. */
         char tmp[64];
-        if (n.len > sizeof(tmp) || want >= sizeof(tmp))
+        if (n.len > sizeof(tmp))
             continue;
         long nl = uri_decode(n.ptr, n.len, tmp);
-        if (nl != (long)want || memcmp(tmp, name, want) != 0)
-            continue;
-        long vl = seg.len < cap ? uri_decode(seg.ptr, seg.len, out) : -1;
-        out[vl < 0 ? 0 : vl] = '\0';
-        return true;
+        for (size_t k = 0; nl >= 0 && k < QP_COUNT; k++) {
+            if (!qp->has[k] && slice_eq((struct slice){tmp, (size_t)nl}, query_param_names[k])) {
+                qp->has[k] = true;
+                qp->raw[k] = seg;
+                break;
+            }
+        }
     }
-    return false;
+}
+
+/* Decodes the value of parameter 'id' into 'out' (capacity 'cap',
+ * NUL-terminated). Returns true when the query has the parameter; a value
+ * longer than 'cap' - 1, or with a malformed escape, comes out empty. */
+static bool
+query_value(const struct query_params *qp, enum query_param_id id, char *out, size_t cap)
+{
+    if (!qp->has[id])
+        return false;
+    struct slice v = qp->raw[id];
+    long vl = v.len < cap ? uri_decode(v.ptr, v.len, out) : -1;
+    out[vl < 0 ? 0 : vl] = '\0';
+    return true;
 }
 
 /* Appends a header value trimmed, with inner runs of spaces collapsed. */
@@ -264,14 +332,17 @@ has_unsigned_amz_header(const struct auth_request *req, struct slice signed_head
 }
 
 /* The per-thread signing-key cache (see derive_key). It never holds the
- * secret: entries are found by an HMAC of the secret under a random salt
- * drawn once per thread, so a memory dump of the cache yields derived keys
- * (one day, one region, s3 only) and no secret. */
+ * secret: entries are found by a salted hash of the secret, SHA-256(salt
+ * || secret) with a random salt drawn once per thread, so a memory dump of
+ * the cache yields derived keys (one day, one region, s3 only) and no
+ * secret. (A plain salted hash rather than an HMAC: the fingerprint is
+ * computed on every request, and is only compared, never a MAC anyone
+ * checks; it costs half the SHA-256 blocks.) */
 struct key_cache {
     bool has_salt;
     bool is_valid;
     uint8_t salt[32];
-    uint8_t secret_mac[32]; /* HMAC-SHA256(salt, secret) */
+    uint8_t secret_mac[32]; /* SHA-256(salt || secret) */
     char date8[8];
     char region[64];
     size_t region_len;
@@ -301,7 +372,11 @@ derive_key(const char *secret, struct slice date8, struct slice region, uint8_t 
         cache->has_salt = auth_random_bytes(cache->salt, sizeof(cache->salt)) == 0;
     can_cache = can_cache && cache->has_salt;
     if (can_cache) {
-        auth_hmac_sha256(cache->salt, sizeof(cache->salt), secret, sl, mac);
+        uint8_t salted[sizeof(cache->salt) + SECRET_CAP];
+        memcpy(salted, cache->salt, sizeof(cache->salt));
+        memcpy(salted + sizeof(cache->salt), secret, sl);
+        auth_sha256(salted, sizeof(cache->salt) + sl, mac);
+        OPENSSL_cleanse(salted, sizeof(cache->salt) + sl);
         if (cache->is_valid && memcmp(cache->date8, date8.ptr, 8) == 0 &&
             region.len == cache->region_len && memcmp(cache->region, region.ptr, region.len) == 0 &&
             auth_equal_ct(cache->secret_mac, mac, sizeof(mac))) {
@@ -352,10 +427,9 @@ compute_signature(struct slice method, struct slice path, struct slice cquery,
     buf_append(&cr, "\n", 1);
     buf_append(&cr, cheaders.ptr, cheaders.len);
     buf_append(&cr, "\n", 1);
-    for (size_t i = 0; i < signed_headers.len; i++) {
-        char c = (char)ascii_lower((unsigned char)signed_headers.ptr[i]);
-        buf_append(&cr, &c, 1);
-    }
+    buf_reserve(&cr, signed_headers.len + 1);
+    for (size_t i = 0; i < signed_headers.len; i++)
+        cr.ptr[cr.len++] = (char)ascii_lower((unsigned char)signed_headers.ptr[i]);
     buf_append(&cr, "\n", 1);
     buf_append(&cr, payload_hash.ptr, payload_hash.len);
 
@@ -364,7 +438,12 @@ compute_signature(struct slice method, struct slice path, struct slice cquery,
     auth_sha256(cr.ptr, cr.len, h);
     hex_encode(h, 32, hh);
     cr.len = 0;
-    buf_printf(&cr, ALGORITHM "\n%s\n%s\n%s", amz_date, scope, hh);
+    buf_append(&cr, ALGORITHM "\n", sizeof(ALGORITHM));
+    buf_append(&cr, amz_date, strlen(amz_date));
+    buf_append(&cr, "\n", 1);
+    buf_append(&cr, scope, strlen(scope));
+    buf_append(&cr, "\n", 1);
+    buf_append(&cr, hh, 64);
     auth__hmac_hex(key, cr.ptr, cr.len, sig);
     buf_cleanup(&cr);
 }
@@ -468,8 +547,12 @@ verify_common(const struct auth_request *req, const struct sigv4_input *in,
     out->access_key[key.len] = '\0';
     memcpy(out->amz_date, in->amz_date.ptr, 16);
     out->amz_date[16] = '\0';
-    snprintf(out->scope, sizeof(out->scope), "%.8s/%.*s/s3/aws4_request", date8.ptr,
-             (int)region.len, region.ptr);
+    /* date8/region/s3/aws4_request: at most 8 + 1 + 100 + 16 bytes (region checked). */
+    char *sc = out->scope;
+    memcpy(sc, date8.ptr, 8);
+    sc[8] = '/';
+    memcpy(sc + 9, region.ptr, region.len);
+    memcpy(sc + 9 + region.len, "/s3/aws4_request", sizeof("/s3/aws4_request"));
     out->is_presigned = in->is_presigned;
     if (!canon_query(req->query, in->is_presigned, &cq))
         goto fail;
@@ -569,8 +652,8 @@ verify_header(const struct auth_request *req, struct slice authz, auth_secret_fn
 }
 
 static enum auth_result
-verify_query(const struct auth_request *req, auth_secret_fn lookup, void *ctx,
-             struct auth_verdict *out)
+verify_query(const struct auth_request *req, const struct query_params *qp, auth_secret_fn lookup,
+             void *ctx, struct auth_verdict *out)
 {
     /* Decoded copies of the X-Amz-* parameters. */
     char algo[32], cred[256], date[32], expires[32], signed_headers[1024], sig[80], sha[80];
@@ -578,14 +661,14 @@ verify_query(const struct auth_request *req, auth_secret_fn lookup, void *ctx,
     int64_t t;
     uint64_t exp;
 
-    if (!query_get(req->query, "X-Amz-Algorithm", algo, sizeof(algo)))
+    if (!query_value(qp, QP_ALGORITHM, algo, sizeof(algo)))
         return AUTH_MALFORMED;
     if (strcmp(algo, ALGORITHM) != 0)
         return AUTH_UNSUPPORTED;
-    if (!query_get(req->query, "X-Amz-Credential", cred, sizeof(cred)) ||
-        !query_get(req->query, "X-Amz-Date", date, sizeof(date)) ||
-        !query_get(req->query, "X-Amz-SignedHeaders", signed_headers, sizeof(signed_headers)) ||
-        !query_get(req->query, "X-Amz-Signature", sig, sizeof(sig)))
+    if (!query_value(qp, QP_CREDENTIAL, cred, sizeof(cred)) ||
+        !query_value(qp, QP_DATE, date, sizeof(date)) ||
+        !query_value(qp, QP_SIGNED_HEADERS, signed_headers, sizeof(signed_headers)) ||
+        !query_value(qp, QP_SIGNATURE, sig, sizeof(sig)))
         return AUTH_MALFORMED;
     in.credential = slice_from_cstr(cred);
     in.amz_date = slice_from_cstr(date);
@@ -593,12 +676,12 @@ verify_query(const struct auth_request *req, auth_secret_fn lookup, void *ctx,
     in.signature = slice_from_cstr(sig);
     if (in.credential.len == 0 || in.signed_headers.len == 0 || amz_date_parse(in.amz_date, &t))
         return AUTH_MALFORMED;
-    if (!query_get(req->query, "X-Amz-Expires", expires, sizeof(expires)))
+    if (!query_value(qp, QP_EXPIRES, expires, sizeof(expires)))
         return AUTH_MALFORMED;
     if (parse_u64(slice_from_cstr(expires), MAX_EXPIRES_S, &exp) != 0)
         return AUTH_BAD_EXPIRES;
 
-    if (query_get(req->query, "X-Amz-Content-Sha256", sha, sizeof(sha))) {
+    if (query_value(qp, QP_CONTENT_SHA256, sha, sizeof(sha))) {
         in.payload_hash = slice_from_cstr(sha);
     } else {
         in.payload_hash = SLICE_LIT("UNSIGNED-PAYLOAD");
@@ -611,31 +694,23 @@ verify_query(const struct auth_request *req, auth_secret_fn lookup, void *ctx,
     return verify_common(req, &in, is_expired ? AUTH_EXPIRED : AUTH_OK, lookup, ctx, out);
 }
 
-/* Returns true when the query has a parameter whose raw name is 'name'. */
-static bool
-query_has(struct slice query, const char *name)
-{
-    char v[1];
-    return query_get(query, name, v, sizeof(v));
-}
-
 enum auth_result
 auth_sigv4_verify(const struct auth_request *req, auth_secret_fn lookup, void *ctx,
                   struct auth_verdict *out)
 {
     struct slice authz;
     memset(out, 0, sizeof(*out));
+    struct query_params qp;
+    query_scan(req->query, &qp);
     bool has_header = find_header(req, "authorization", &authz);
-    bool has_query = query_has(req->query, "X-Amz-Signature") ||
-                     query_has(req->query, "X-Amz-Algorithm") ||
-                     query_has(req->query, "X-Amz-Credential");
+    bool has_query = qp.has[QP_SIGNATURE] || qp.has[QP_ALGORITHM] || qp.has[QP_CREDENTIAL];
     if (has_header && has_query)
         return AUTH_MALFORMED;
     if (has_header)
         return verify_header(req, authz, lookup, ctx, out);
     if (has_query)
-        return verify_query(req, lookup, ctx, out);
-    if (query_has(req->query, "AWSAccessKeyId") || query_has(req->query, "Signature"))
+        return verify_query(req, &qp, lookup, ctx, out);
+    if (qp.has[QP_V2_ACCESS_KEY] || qp.has[QP_V2_SIGNATURE])
         return AUTH_UNSUPPORTED; /* SigV2 presigned URL */
     return AUTH_ANONYMOUS;
 }

@@ -683,6 +683,41 @@ test_malformed_escapes(void)
     ASSERT_EQ(verify(&q, &v), AUTH_MALFORMED);
 }
 
+/* A query past the canonicalizer's stack buffers (21 parameters, 1,791
+ * bytes: a session token makes presigned URLs this long) against a
+ * signature botocore's S3SigV4Auth made for it (repeated names sorted by
+ * value, escapes kept). */
+static void
+test_long_query(void)
+{
+    struct req q;
+    struct auth_verdict v;
+    char query[4096], one[32];
+    size_t n = 0;
+    query[0] = '\0';
+    for (int i = 0; i < 18; i++) {
+        snprintf(one, sizeof(one), "%sp%02d=v%d%%2Fxxxxxxxxxx", i ? "&" : "", 19 - i, i);
+        strcat(query, one);
+    }
+    strcat(query, "&dup=b&dup=a&long=");
+    n = strlen(query);
+    memset(query + n, 'L', 1400);
+    strcpy(query + n + 1400, "%20end");
+    ASSERT_EQ(strlen(query), 1791);
+    req_init(&q, "GET", "/bucket/key", query);
+    q.r.now_s = 1700000000;
+    req_add(&q, "Host", "localhost:9000");
+    req_add(&q, "x-amz-content-sha256", EMPTY_SHA);
+    req_add(&q, "X-Amz-Date", "20231114T221320Z");
+    req_add(&q, "Authorization",
+            "AWS4-HMAC-SHA256 Credential=" AK "/20231114/us-east-1/s3/aws4_request, "
+            "SignedHeaders=host;x-amz-content-sha256;x-amz-date, "
+            "Signature=c1c30ee2e5d6e5ebe959db79d8bc72673f398d173262b26e6c5639ac9c3ae093");
+    ASSERT_EQ(verify(&q, &v), AUTH_OK);
+    query[n + 3] = 'M'; /* one byte of the long value */
+    ASSERT_EQ(verify(&q, &v), AUTH_BAD_SIGNATURE);
+}
+
 int
 main(void)
 {
@@ -693,6 +728,7 @@ main(void)
     test_host_must_be_signed();
     test_key_cache_holds_no_secret();
     test_malformed_escapes();
+    test_long_query();
 
     for (int r = AUTH_OK; r <= AUTH_PARAMS_NOT_SIGNED; r++)
         ASSERT(auth_result_name((enum auth_result)r) != NULL);
