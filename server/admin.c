@@ -94,6 +94,9 @@ admin_metrics(struct s3_req *r)
            atomic_load(&srv->metrics.auth_failures));
     metric(&b, "shardstore_bytes_in_total", "counter", "Request body bytes received",
            atomic_load(&srv->metrics.bytes_in));
+    metric(&b, "shardstore_body_pieces_total", "counter",
+           "Pieces request bodies were received in (one per socket read)",
+           atomic_load(&srv->metrics.body_pieces));
     metric(&b, "shardstore_bytes_out_total", "counter", "Object bytes sent",
            atomic_load(&srv->metrics.bytes_out));
     metric(&b, "shardstore_puts_total", "counter", "Objects written",
