@@ -94,6 +94,9 @@ admin_metrics(struct s3_req *r)
            atomic_load(&srv->metrics.auth_failures));
     metric(&b, "shardstore_bytes_in_total", "counter", "Request body bytes received",
            atomic_load(&srv->metrics.bytes_in));
+    metric(&b, "shardstore_body_pieces_total", "counter",
+           "Pieces request bodies were received in (one per socket read)",
+           atomic_load(&srv->metrics.body_pieces));
     metric(&b, "shardstore_bytes_out_total", "counter", "Object bytes sent",
            atomic_load(&srv->metrics.bytes_out));
     metric(&b, "shardstore_puts_total", "counter", "Objects written",
@@ -166,6 +169,13 @@ admin_metrics(struct s3_req *r)
            "Uploads hashed by a hashing thread with a plain MD5 (every lane taken)", hs_plain);
     metric(&b, "shardstore_hash_pauses_total", "counter",
            "Uploads that stopped reading until their hashing caught up", hs_pauses);
+    uint64_t hs_runs = 0, hs_lane_jobs = 0;
+    if (srv->hasher)
+        hasher_run_counts(srv->hasher, &hs_runs, &hs_lane_jobs);
+    metric(&b, "shardstore_hash_lane_runs_total", "counter",
+           "Runs of the multi-buffer MD5 lanes on the hashing threads", hs_runs);
+    metric(&b, "shardstore_hash_lane_slices_total", "counter",
+           "Stream slices hashed in those runs (per run: the lanes busy, at most 8)", hs_lane_jobs);
     struct lifecycle_stats ls = {0};
     if (srv->lifecycle)
         lifecycle_stats_get(srv->lifecycle, &ls);

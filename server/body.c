@@ -92,6 +92,7 @@ feed_raw(struct s3_req *r, const char *data, size_t len)
 {
     r->body_received += len;
     atomic_fetch_add(&r->srv->metrics.bytes_in, len);
+    atomic_fetch_add(&r->srv->metrics.body_pieces, 1);
     if (r->body_error == S3_ERR_INCOMPLETE_BODY || r->body_error == S3_ERR_SIGNATURE_DOES_NOT_MATCH)
         return; /* framing lost: discard */
     if (r->verify_payload_sha)

@@ -128,7 +128,7 @@ config_defaults(struct config *c)
     c->write_buffer_total = 512ull << 20;
     c->group_commit = true;
     c->group_commit_max = 1024;
-    c->connection_memory = 16 * 1024;
+    c->connection_memory = 64 * 1024;
     c->connection_limit = 4096;
     c->connection_timeout_s = 60;
     c->header_timeout_s = 15;

@@ -64,6 +64,8 @@ struct hasher {
     atomic_uint_fast64_t n_lane;
     atomic_uint_fast64_t n_plain;
     atomic_uint_fast64_t n_pauses;
+    atomic_uint_fast64_t n_runs;      /* runs of the lanes */
+    atomic_uint_fast64_t n_lane_jobs; /* lane slices hashed in those runs */
     uint32_t delay_ms;
 };
 
@@ -175,8 +177,13 @@ jobs_run(struct hthread *t, struct job *jobs, size_t n)
             auth_checksum_update(&j->s->md5, j->ptr, j->len);
         }
     }
-    if (has_lane)
+    if (has_lane) {
         auth_md5_mb_run(&t->mb);
+        atomic_fetch_add(&t->h->n_runs, 1);
+        for (size_t i = 0; i < n; i++)
+            if (jobs[i].is_submit)
+                atomic_fetch_add(&t->h->n_lane_jobs, 1);
+    }
     for (size_t i = 0; i < n; i++) {
         struct job *j = &jobs[i];
         struct hasher_stream *s = j->s;
@@ -456,4 +463,11 @@ hasher_counts(struct hasher *h, uint64_t *n_lane, uint64_t *n_plain, uint64_t *n
     *n_pauses = atomic_load(&h->n_pauses);
     *n_lane = atomic_load(&h->n_lane);
     *n_plain = atomic_load(&h->n_plain);
+}
+
+void
+hasher_run_counts(struct hasher *h, uint64_t *n_runs, uint64_t *n_lane_jobs)
+{
+    *n_runs = atomic_load(&h->n_runs);
+    *n_lane_jobs = atomic_load(&h->n_lane_jobs);
 }

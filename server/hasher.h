@@ -56,5 +56,8 @@ void hasher_stream_destroy(struct hasher_stream *s);
 /* Since start: streams bound to a multi-buffer lane, streams with a plain
  * MD5, and pauses of writers that were too far ahead (metrics, tests). */
 void hasher_counts(struct hasher *h, uint64_t *n_lane, uint64_t *n_plain, uint64_t *n_pauses);
+/* Since start: runs of the multi-buffer lanes and the lane slices they
+ * hashed (their ratio is the lanes busy per run, at most 8). */
+void hasher_run_counts(struct hasher *h, uint64_t *n_runs, uint64_t *n_lane_jobs);
 
 #endif

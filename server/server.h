@@ -38,6 +38,7 @@ struct metrics {
     atomic_uint_fast64_t errors_4xx;
     atomic_uint_fast64_t errors_5xx;
     atomic_uint_fast64_t bytes_in;
+    atomic_uint_fast64_t body_pieces; /* pieces the body bytes came in (one per read) */
     atomic_uint_fast64_t bytes_out;
     atomic_uint_fast64_t puts;
     atomic_uint_fast64_t gets;

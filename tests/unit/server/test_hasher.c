@@ -92,6 +92,11 @@ test_many_streams(void)
     ASSERT_UEQ(n_lane, 16); /* 2 threads x 8 lanes */
     ASSERT_UEQ(n_plain, N_STREAMS - 16);
     ASSERT_UEQ(n_pauses, 0); /* no pause callback: the writers waited */
+    uint64_t n_runs, n_lane_jobs;
+    hasher_run_counts(h, &n_runs, &n_lane_jobs);
+    ASSERT(n_runs > 0);
+    ASSERT(n_lane_jobs >= n_runs);     /* every run has a busy lane ... */
+    ASSERT(n_lane_jobs <= 8 * n_runs); /* ... and at most 8 */
     hasher_destroy(h);
 }
 
