@@ -335,6 +335,24 @@ http_conn_is_tls(struct MHD_Connection *conn)
     return conn_is_tls(conn);
 }
 
+/* A TLS connection's socket and GnuTLS session (cork and uncork need both);
+ * false for a plain connection. */
+static bool
+conn_tls_socket(struct MHD_Connection *conn, int *fd, void **session)
+{
+    const union MHD_ConnectionInfo *tls =
+        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_GNUTLS_SESSION);
+    if (!tls || !tls->tls_session)
+        return false;
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+    if (!ci)
+        return false;
+    *fd = ci->connect_fd;
+    *session = tls->tls_session;
+    return true;
+}
+
 /* What a corked answer may take beyond its body: the header, and 22 bytes
  * of TLS 1.3 framing per 16 KiB record (the body's eighth covers it). */
 #define HTTP_CORK_SLACK (4 * 1024)
@@ -355,25 +373,22 @@ http_conn_is_tls(struct MHD_Connection *conn)
 static void
 cork_answer(struct s3_req *r)
 {
-    if (r->must_close || !conn_is_tls(r->conn))
+    int fd;
+    void *session;
+    if (r->must_close || !conn_tls_socket(r->conn, &fd, &session))
         return;
-    const union MHD_ConnectionInfo *fd =
-        MHD_get_connection_info(r->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
-    const union MHD_ConnectionInfo *tls =
-        MHD_get_connection_info(r->conn, MHD_CONNECTION_INFO_GNUTLS_SESSION);
     /* The kernel's own accounting (one call): the send buffer's size and
      * what its queue holds, buffers' overhead included. */
     uint32_t mem[SK_MEMINFO_VARS] = {0};
     socklen_t sl = sizeof(mem);
-    if (!fd || !tls || !tls->tls_session ||
-        getsockopt(fd->connect_fd, SOL_SOCKET, SO_MEMINFO, mem, &sl) != 0 ||
+    if (getsockopt(fd, SOL_SOCKET, SO_MEMINFO, mem, &sl) != 0 ||
         sl < (socklen_t)(sizeof(uint32_t) * (SK_MEMINFO_WMEM_QUEUED + 1)))
         return;
     /* Twice the bytes: new data costs its buffers' overhead too. */
     uint64_t need = r->tls_cork_len + r->tls_cork_len / 8 + HTTP_CORK_SLACK;
     if ((uint64_t)mem[SK_MEMINFO_SNDBUF] < (uint64_t)mem[SK_MEMINFO_WMEM_QUEUED] + 2 * need)
         return;
-    tls_session_cork(tls->tls_session);
+    tls_session_cork(session);
     r->is_tls_corked = true;
 }
 
@@ -384,17 +399,15 @@ static void
 uncork_answer(struct MHD_Connection *conn, struct s3_req *r, enum MHD_RequestTerminationCode toe)
 {
     r->is_tls_corked = false;
-    const union MHD_ConnectionInfo *fd =
-        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
-    const union MHD_ConnectionInfo *tls =
-        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_GNUTLS_SESSION);
-    if (!fd || !tls)
+    int fd;
+    void *session;
+    if (!conn_tls_socket(conn, &fd, &session))
         return;
     if (toe == MHD_REQUEST_TERMINATED_COMPLETED_OK &&
-        tls_session_uncork(tls->tls_session, fd->connect_fd, HTTP_UNCORK_WAIT_MS))
+        tls_session_uncork(session, fd, HTTP_UNCORK_WAIT_MS))
         return;
     log_debug("request %s: corked answer not sent whole; closing", r->request_id);
-    shutdown(fd->connect_fd, SHUT_RDWR);
+    shutdown(fd, SHUT_RDWR);
 }
 
 static void
