@@ -569,8 +569,9 @@ struct auth_sse_pkg *auth_sse_pkg_create(const uint8_t dk[AUTH_SSE_KEY_LEN],
 /* Frees it and wipes its key; NULL is a no-op. */
 void auth_sse_pkg_destroy(struct auth_sse_pkg *p);
 /* Seals package 'index' ('is_last': the segment's final one) of 'len'
- * (<= AUTH_SSE_PKG_MAX) bytes into 'out' (len + AUTH_SSE_TAG_LEN bytes;
- * may not overlap 'in'). Returns 0, -EINVAL or -EIO. */
+ * (<= AUTH_SSE_PKG_MAX) bytes into 'out' (len + AUTH_SSE_TAG_LEN bytes).
+ * 'out' may be 'in' itself (sealed in place, as server/sse.c's units are)
+ * but may not overlap it otherwise. Returns 0, -EINVAL or -EIO. */
 int auth_sse_pkg_seal(struct auth_sse_pkg *p, uint64_t index, bool is_last, const void *in,
                       size_t len, void *out);
 /* Opens a sealed package of 'len' bytes (tag included) into 'out' (len -

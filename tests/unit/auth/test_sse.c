@@ -37,6 +37,11 @@ test_known_answers(void)
     from_hex("86e4f059de261344e1e2499f874a85a238e8b0a48ae98bb2438f3217133a84e641e38c670fe24d",
              want);
     ASSERT(memcmp(got, want, strlen(pt0) + 16) == 0);
+    /* Sealed in place (server/sse.c seals its units so): the same bytes. */
+    uint8_t inplace[64];
+    memcpy(inplace, pt0, strlen(pt0));
+    ASSERT_EQ(auth_sse_pkg_seal(p, 0, false, inplace, strlen(pt0), inplace), 0);
+    ASSERT(memcmp(inplace, want, strlen(pt0) + 16) == 0);
     ASSERT_EQ(auth_sse_pkg_seal(p, 7, true, "last", 4, got), 0);
     from_hex("9bc471b0d5296be38b0f0eb0902b747783482893", want);
     ASSERT(memcmp(got, want, 20) == 0);
