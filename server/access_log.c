@@ -237,6 +237,7 @@ buffers_start(void)
         pthread_key_delete(buf_key);
         return -rc;
     }
+    pthread_setname_np(flusher, "shard-accesslog");
     pthread_mutex_lock(&bufs_lock);
     is_buffered = true;
     pthread_mutex_unlock(&bufs_lock);

@@ -520,7 +520,8 @@ bucket_log_create(struct server *srv)
         log_warn("bucket logging: cannot sync the directory of %s", bl->dir);
     bucket_log_reload(bl);
     if (srv->cfg.bucket_log_interval_s) {
-        if (server_thread_start(&bl->thread, 256 * 1024, delivery_main, bl) != 0) {
+        if (server_thread_start(&bl->thread, "shard-bucketlog", 256 * 1024, delivery_main, bl) !=
+            0) {
             log_error("bucket logging: cannot start the delivery thread");
             goto fail;
         }

@@ -22,6 +22,7 @@
 #include "server/metrics.h"
 #include "server/server.h"
 #include "server/tier.h"
+#include "server/util.h"
 #include "storage/storage.h"
 
 #include <errno.h>
@@ -185,7 +186,7 @@ committer_create(struct server *srv, bool group, uint32_t max_batch)
     pthread_mutex_init(&c->solo_lock, NULL);
     pthread_cond_init(&c->work, NULL);
     pthread_cond_init(&c->done, NULL);
-    if (group && pthread_create(&c->thread, NULL, committer_main, c) != 0) {
+    if (group && server_thread_start(&c->thread, "shard-commit", 0, committer_main, c) != 0) {
         log_error("commit: cannot start committer thread");
         free(c);
         return NULL;

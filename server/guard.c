@@ -499,7 +499,7 @@ guard_create(const struct config *cfg, size_t stack_len)
     if (g->body_min_bytes)
         shortest = MIN(shortest, g->body_window_ns / 4);
     g->scan_ns = MAX(shortest, 100LL * 1000 * 1000);
-    if (server_thread_start(&g->thread, stack_len, watchdog_main, g) < 0)
+    if (server_thread_start(&g->thread, "shard-guard", stack_len, watchdog_main, g) < 0)
         goto fail;
     return g;
 

@@ -283,6 +283,7 @@ hasher_create(unsigned n_threads, uint32_t delay_ms)
         h->n_threads = i + 1;
         if (pthread_create(&t->tid, NULL, hthread_main, t) != 0)
             goto fail;
+        pthread_setname_np(t->tid, "shard-hasher");
         t->is_started = true;
     }
     return h;

@@ -881,7 +881,7 @@ lifecycle_run(struct lifecycle *lc, uint64_t bucket_id, struct lifecycle_stats *
      * caller (a request worker) as it was. */
     struct pass_call c = {lc, bucket_id, out, 0};
     pthread_t t;
-    if (server_thread_start(&t, 0, pass_main, &c) != 0)
+    if (server_thread_start(&t, "shard-lifecycle", 0, pass_main, &c) != 0)
         return run_here(lc, bucket_id, out);
     pthread_join(t, NULL);
     return c.rc;
@@ -937,7 +937,7 @@ lifecycle_create(struct server *srv)
     pthread_condattr_destroy(&ca);
     if (srv->cfg.lifecycle_interval_s == 0)
         return lc;
-    if (server_thread_start(&lc->thread, 0, lifecycle_main, lc) != 0) {
+    if (server_thread_start(&lc->thread, "shard-lifecycle", 0, lifecycle_main, lc) != 0) {
         log_error("lifecycle: cannot start the worker thread");
         lifecycle_destroy(lc);
         return NULL;

@@ -155,7 +155,7 @@ listener_start(struct listener *l, listener_add_fn add, void *ctx, size_t stack_
 {
     l->add = add;
     l->ctx = ctx;
-    int err = server_thread_start(&l->thread, stack_len, accept_main, l);
+    int err = server_thread_start(&l->thread, "shard-accept", stack_len, accept_main, l);
     if (err < 0)
         return err;
     l->has_thread = true;

@@ -69,7 +69,8 @@ static int
 worker_start(struct offload *o)
 {
     o->threads = xrealloc(o->threads, (o->n_workers + 1) * sizeof(*o->threads));
-    int err = server_thread_start(&o->threads[o->n_workers], o->stack_len, worker_main, o);
+    int err = server_thread_start(&o->threads[o->n_workers], "shard-offload", o->stack_len,
+                                  worker_main, o);
     if (err < 0)
         return err;
     o->n_workers++;

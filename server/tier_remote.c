@@ -548,7 +548,7 @@ tier_remote_open(const struct server *srv, struct tier **out)
         return -EINVAL;
     }
     client_give(t, c);
-    if (server_thread_start(&t->deleter, 0, deleter_main, t) != 0) {
+    if (server_thread_start(&t->deleter, "shard-tierdel", 0, deleter_main, t) != 0) {
         remote_destroy(&t->base);
         return -EAGAIN;
     }

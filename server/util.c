@@ -56,7 +56,8 @@ s3_parse_etag(struct slice s, uint8_t md5[16])
 }
 
 int
-server_thread_start(pthread_t *t, size_t stack_len, void *(*fn)(void *), void *arg)
+server_thread_start(pthread_t *t, const char *name, size_t stack_len, void *(*fn)(void *),
+                    void *arg)
 {
     pthread_attr_t attr;
     pthread_attr_init(&attr);
@@ -64,6 +65,8 @@ server_thread_start(pthread_t *t, size_t stack_len, void *(*fn)(void *), void *a
         pthread_attr_setstacksize(&attr, stack_len);
     int err = pthread_create(t, &attr, fn, arg);
     pthread_attr_destroy(&attr);
+    if (err == 0)
+        pthread_setname_np(*t, name); /* a name is a label: its failure is not one */
     return -err;
 }
 

@@ -28,9 +28,12 @@ void s3_format_iso_date(int64_t ns, char *out);
  * with common/'s http_date_parse, URL encoding is common/'s uri_encode. */
 bool s3_uri_decode(struct arena *a, struct slice in, struct slice *out);
 
-/* Starts thread '*t' running fn(arg) with a stack of 'stack_len' bytes (0:
- * the default). Returns 0 or -errno. */
-int server_thread_start(pthread_t *t, size_t stack_len, void *(*fn)(void *), void *arg);
+/* Starts thread '*t' named 'name' (at most 15 characters: what top -H, perf
+ * and /proc/PID/task/N/comm show; a thread otherwise inherits its creator's
+ * name, e.g. libmicrohttpd's "MHD-worker") running fn(arg) with a stack of
+ * 'stack_len' bytes (0: the default). Returns 0 or -errno. */
+int server_thread_start(pthread_t *t, const char *name, size_t stack_len, void *(*fn)(void *),
+                        void *arg);
 
 struct s3_req;
 /* Refuses (400 InvalidURI, answered here) a PUT or POST whose object key

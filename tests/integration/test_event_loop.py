@@ -139,6 +139,17 @@ def test_every_blocking_kind():
             eq(resp.status, want, "%s %s on one keep-alive connection" % (method, path))
         conn.close()
         check(srv.metric("shardstore_http_offloaded_total") >= 10, "blocking steps were not offloaded")
+        # Every thread the server starts carries its job's name (top -H, perf):
+        # one started from an event-loop thread would otherwise be another
+        # "MHD-worker", as the offload workers were.
+        names = []
+        task_dir = "/proc/%d/task" % srv.proc.pid
+        for tid in os.listdir(task_dir):
+            with open(os.path.join(task_dir, tid, "comm")) as f:
+                names.append(f.read().strip())
+        for want in ("shard-offload", "shard-commit", "shard-hasher", "shard-guard"):
+            check(want in names, "no %s thread among %s" % (want, sorted(names)))
+        eq(sum(n.startswith("MHD-") for n in names), 1, "MHD threads (http_threads = 1) among %s" % sorted(names))
 
 
 def test_sigterm_with_suspended_requests():
