@@ -18,8 +18,9 @@
  * the range leaves the free map, so no writer can get it, and none waits),
  * asks FIEMAP again which of it is still unwritten, writes zeros there with
  * O_DIRECT writes of PREZERO_WRITE_LEN, fdatasyncs, and gives the range back,
- * now written. A crash meanwhile leaves free space partly zeroed: nothing
- * references it, and the next open reads FIEMAP again. An I/O error
+ * now written; at most PREZERO_RATE bytes a second, so that a window filled
+ * at once (a start, a new volume) does not take the disk from PUTs. A crash meanwhile leaves free
+ * space partly zeroed: nothing references it, and the next open reads FIEMAP again. An I/O error
  * (ENOSPC, EIO) stops the thread, logged; the store goes on as without it.
  */
 #define _GNU_SOURCE
@@ -40,6 +41,7 @@
 #define PREZERO_CLAIM_LEN (8ull << 20) /* claimed, written and synced at once */
 #define PREZERO_WRITE_LEN (2u << 20)   /* one O_DIRECT write */
 #define PREZERO_POLL_MS 50             /* how often it looks when idle */
+#define PREZERO_RATE (64ull << 20)     /* bytes/s at most, so PUTs keep the disk */
 #define FIEMAP_BATCH 128
 
 /* ---- the unwritten lists (alloc_lock held) ------------------------------- */
@@ -291,6 +293,14 @@ prezero_claimed(struct storage *st, struct storage__volume *v, uint64_t off, uin
     return err;
 }
 
+static int64_t
+now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
 static void
 deadline_after_ms(struct timespec *ts, long ms)
 {
@@ -331,6 +341,7 @@ prezero_main(void *arg)
             continue;
         }
         pthread_mutex_unlock(&st->alloc_lock);
+        int64_t start_ns = now_ns();
         uint64_t written = 0;
         int err = prezero_claimed(st, st->vols[vol], off, len, zeros, &written);
         atomic_fetch_add(&st->prezeroed_bytes, written);
@@ -340,6 +351,14 @@ prezero_main(void *arg)
             log_error("storage: prezeroing volume %u at %" PRIu64 ": %s; prezeroing stops", vol,
                       off, strerror(-err));
             break;
+        }
+        /* Pace: the time PREZERO_RATE gives these bytes, less what they took. */
+        int64_t due_ns = (int64_t)(written * 1000000000ull / PREZERO_RATE);
+        int64_t left_ns = due_ns - (now_ns() - start_ns);
+        if (left_ns > 0 && !st->is_prezero_stopping) {
+            struct timespec ts;
+            deadline_after_ms(&ts, (long)(left_ns / 1000000));
+            pthread_cond_timedwait(&st->prezero_cond, &st->alloc_lock, &ts);
         }
     }
     pthread_mutex_unlock(&st->alloc_lock);
