@@ -42,6 +42,7 @@
 #define PREZERO_WRITE_LEN (2u << 20)   /* one O_DIRECT write */
 #define PREZERO_POLL_MS 50             /* how often it looks when idle */
 #define PREZERO_RATE (64ull << 20)     /* bytes/s at most, so PUTs keep the disk */
+#define PREZERO_CLAIM_MIN_NS 10000000  /* and 100 claims/s (fdatasyncs) at most */
 #define FIEMAP_BATCH 128
 
 /* ---- the unwritten lists (alloc_lock held) ------------------------------- */
@@ -352,8 +353,10 @@ prezero_main(void *arg)
                       off, strerror(-err));
             break;
         }
-        /* Pace: the time PREZERO_RATE gives these bytes, less what they took. */
-        int64_t due_ns = (int64_t)(written * 1000000000ull / PREZERO_RATE);
+        /* Pace: the time PREZERO_RATE gives these bytes (at least
+         * PREZERO_CLAIM_MIN_NS: small claims, such as writers' unused tails,
+         * would cost an fdatasync each), less what they took. */
+        int64_t due_ns = (int64_t)MAX(written * 1000000000ull / PREZERO_RATE, PREZERO_CLAIM_MIN_NS);
         int64_t left_ns = due_ns - (now_ns() - start_ns);
         if (left_ns > 0 && !st->is_prezero_stopping) {
             struct timespec ts;
