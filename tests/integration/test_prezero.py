@@ -115,6 +115,11 @@ def test_kill_while_zeroing():
         used = sum((len(v) + 4095) // 4096 * 4096 for v in acked.values())
         free = srv.metric(FREE)
         check(free <= VOLUME - used, "free %d > volume - acknowledged objects %d" % (free, VOLUME - used))
+        # Done when FIEMAP finds nothing unwritten (a stall of a loaded disk
+        # must not end the wait early).
+        deadline = time.monotonic() + 180
+        while unwritten_bytes(vol) > 0 and time.monotonic() < deadline:
+            time.sleep(0.2)
         after = settle(srv, ZEROED)
         # The second life zeroes exactly what was still unwritten (all of it
         # free: acknowledged objects are written), not the free space that
