@@ -132,6 +132,8 @@ admin_metrics(struct s3_req *r)
            st.free_bytes);
     metric(&b, "shardstore_storage_pending_bytes", "gauge", "Freed bytes waiting for readers",
            st.pending_bytes);
+    metric(&b, "shardstore_volume_prezeroed_bytes_total", "counter",
+           "Zeros written into free volume space ahead of the allocator", st.prezeroed_bytes);
     /* Per tier: only the hot tier (the volumes of data_dir) exists. */
     uint64_t used = st.total_bytes - MIN(st.total_bytes, st.free_bytes);
     metrics_render_header(&b, "shardstore_volume_used_bytes", "gauge",

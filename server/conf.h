@@ -17,6 +17,7 @@ struct config {
     char domains[256]; /* comma-separated domains for virtual-hosted style */
     uint64_t volume_size;
     uint32_t max_volumes;
+    uint64_t prezero_window; /* free volume space kept written ahead of the allocator; 0: off */
     uint64_t index_map_size;
     uint64_t write_buffer_total;
     bool group_commit;

@@ -18,6 +18,7 @@
 enum directive_kind {
     DIR_STRING,
     DIR_SIZE,
+    DIR_SIZE_OFF, /* a size, or off (0) */
     DIR_SIZE32,
     DIR_U32,
     DIR_BOOL,
@@ -43,6 +44,7 @@ static const struct directive directives[] = {
     {"region", DIR_STRING, FIELD(region), FIELD_LEN(region)},
     {"domains", DIR_STRING, FIELD(domains), FIELD_LEN(domains)},
     {"volume_size", DIR_SIZE, FIELD(volume_size), 0},
+    {"prezero_window", DIR_SIZE_OFF, FIELD(prezero_window), 0},
     {"max_volumes", DIR_U32, FIELD(max_volumes), 0},
     {"index_map_size", DIR_SIZE, FIELD(index_map_size), 0},
     {"write_buffer_total", DIR_SIZE, FIELD(write_buffer_total), 0},
@@ -149,6 +151,7 @@ config_defaults(struct config *c)
     c->index_nosync = false;
     c->reader_pins_max = 16384;
     c->reader_pin_timeout_s = 60;
+    c->prezero_window = 64ull << 20;
     c->lifecycle_day_s = 86400;
     c->lifecycle_interval_s = 3600;
     c->lifecycle_max_objects_per_s = 1000;
@@ -219,8 +222,11 @@ config_set(struct config *c, const char *key, const char *value)
                 return -1;
             memcpy(field, value, strlen(value) + 1);
             return 0;
+        case DIR_SIZE_OFF:
         case DIR_SIZE:
-            if (parse_size(value, &v) != 0)
+            if (d->kind == DIR_SIZE_OFF && strcmp(value, "off") == 0)
+                v = 0;
+            else if (parse_size(value, &v) != 0)
                 return -1;
             memcpy(field, &v, sizeof(v));
             return 0;

@@ -173,6 +173,7 @@ open_stores(struct server *srv)
         .is_direct = true,
         .max_pins = srv->cfg.reader_pins_max,
         .pin_timeout_ms = MIN(srv->cfg.reader_pin_timeout_s, UINT32_MAX / 1000) * 1000,
+        .prezero_window = srv->cfg.prezero_window,
     };
     if (rc == 0)
         rc = storage_open(&srv->storage, &sc);

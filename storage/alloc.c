@@ -10,6 +10,12 @@
  * free_bytes always equals the sum of all free ranges (before ready: total
  * minus marked). Extents released while readers may use them
  * come back through storage__free once pin.c lets them go.
+ *
+ * Each volume also lists its free space that was never written (prezero.c):
+ * range_take cuts what it hands out from that list, and the prezeroer
+ * claims ranges of it (storage__alloc_claim), which leave the free map
+ * while it writes zeros into them and come back written, as ranges of
+ * their own that best fit hands out before the large unwritten rest.
  */
 #include "storage/storage_int.h"
 
@@ -76,6 +82,8 @@ range_take(struct storage *st, struct storage__volume *v, size_t i, uint64_t off
         range_insert_at(v, i + 1, end, r_end - end);
     }
     st->free_bytes -= len;
+    if (v->n_unwritten > 0)
+        storage__unwritten_cut(st, v, off, len);
 }
 
 /* Adds [off, off+len) to the free map, coalescing. Returns 0, or -EINVAL
@@ -235,8 +243,12 @@ storage_ready(struct storage *st)
                             (n_blocks - run_start) * STORAGE_ALIGN);
         free(v->used_bits);
         v->used_bits = NULL;
+        storage__unwritten_keep_free(st, v);
     }
     st->is_ready = true;
+    pthread_mutex_unlock(&st->alloc_lock);
+    storage__prezero_start(st);
+    return 0;
 done:
     pthread_mutex_unlock(&st->alloc_lock);
     return 0;
@@ -333,6 +345,11 @@ storage__alloc(struct storage *st, uint64_t len, uint64_t fit_len, struct storag
      * reclaimed when someone looks: look now rather than fail. */
     if (err == -ENOSPC && storage__reclaim_poll(st) > 0)
         err = alloc_once(st, len, fit_len, ext, alloc_lens, n, cap);
+    /* Nearly full: the prezeroer's claim (at most a quarter of the free
+     * space, one write and fdatasync long) may hold what this needs. Only
+     * here does a writer wait for it. */
+    if (err == -ENOSPC && storage__alloc_claim_wait(st))
+        err = alloc_once(st, len, fit_len, ext, alloc_lens, n, cap);
     return err;
 }
 
@@ -405,6 +422,20 @@ done:
 }
 
 void
+storage__free_unwritten(struct storage *st, uint32_t vol, uint64_t off, uint64_t len)
+{
+    if (len == 0)
+        return;
+    pthread_mutex_lock(&st->alloc_lock);
+    struct storage__volume *v = storage__volume_get(st, vol);
+    if (!v || range_put(st, v, off, len) < 0)
+        CORRUPT_BKPT("freeing space that is already free");
+    else
+        storage__unwritten_add(st, v, off, len);
+    pthread_mutex_unlock(&st->alloc_lock);
+}
+
+void
 storage__free(struct storage *st, uint32_t vol, uint64_t off, uint64_t len)
 {
     if (len == 0)
@@ -414,4 +445,61 @@ storage__free(struct storage *st, uint32_t vol, uint64_t off, uint64_t len)
     if (!v || range_put(st, v, off, len) < 0)
         CORRUPT_BKPT("freeing space that is already free");
     pthread_mutex_unlock(&st->alloc_lock);
+}
+
+/* ---- the prezeroer's claims ---------------------------------------------- */
+
+bool
+storage__alloc_claim(struct storage *st, uint64_t max_len, uint32_t *vol, uint64_t *off,
+                     uint64_t *len)
+{
+    bool is_found = false;
+    uint64_t pick_free_len = 0;
+    size_t pick_free = 0;
+    uint32_t n = atomic_load_explicit(&st->n_volumes, memory_order_relaxed);
+    for (uint32_t id = 0; id < n; id++) {
+        struct storage__volume *v = st->vols[id];
+        for (size_t u = 0; u < v->n_unwritten; u++) {
+            long i = range_find(v, v->unwritten[u].off);
+            if (i < 0)
+                continue; /* cannot happen: unwritten space is free */
+            uint64_t free_len = v->free[i].len;
+            if (!is_found || free_len < pick_free_len) {
+                is_found = true;
+                pick_free_len = free_len;
+                pick_free = (size_t)i;
+                *vol = id;
+                *off = v->unwritten[u].off;
+                *len = MIN(max_len, v->unwritten[u].len);
+            }
+        }
+    }
+    if (!is_found)
+        return false;
+    struct storage__volume *v = st->vols[*vol];
+    range_take(st, v, pick_free, *off, *len);
+    st->free_bytes += *len; /* still free, only borrowed */
+    st->claimed_len = *len;
+    return true;
+}
+
+bool
+storage__alloc_claim_wait(struct storage *st)
+{
+    pthread_mutex_lock(&st->alloc_lock);
+    bool was_claimed = st->claimed_len > 0;
+    while (st->claimed_len > 0)
+        pthread_cond_wait(&st->claim_cond, &st->alloc_lock);
+    pthread_mutex_unlock(&st->alloc_lock);
+    return was_claimed;
+}
+
+void
+storage__alloc_unclaim(struct storage *st, uint32_t vol, uint64_t off, uint64_t len)
+{
+    st->free_bytes -= len;
+    st->claimed_len = 0;
+    pthread_cond_broadcast(&st->claim_cond);
+    if (range_put(st, st->vols[vol], off, len) < 0)
+        CORRUPT_BKPT("the prezeroer's claim overlaps free space");
 }

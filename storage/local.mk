@@ -2,7 +2,7 @@
 noinst_LTLIBRARIES += storage/libstorage.la
 storage_libstorage_la_SOURCES = storage/storage.h storage/storage_int.h storage/extent_format.h \
 	storage/volume.c storage/alloc.c storage/pin.c storage/ring.c storage/writer.c \
-	storage/reader.c storage/readq.c
+	storage/reader.c storage/readq.c storage/prezero.c
 storage_libstorage_la_CFLAGS = $(AM_CFLAGS) $(URING_CFLAGS) $(XXHASH_CFLAGS)
 storage_libstorage_la_LIBADD = common/libcommon.la $(URING_LIBS) $(XXHASH_LIBS)
 

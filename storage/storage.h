@@ -50,6 +50,7 @@ struct storage_config {
     bool is_sparse;              /* volumes take disk as written (no fallocate up front) */
     uint32_t max_pins;           /* reader pins held at once; 0: STORAGE_PINS_DEFAULT */
     uint32_t pin_timeout_ms;     /* a revocable pin idle this long is revoked; 0: never */
+    uint64_t prezero_window;     /* free space kept written ahead of the allocator; 0: off */
 };
 
 #define STORAGE_PINS_DEFAULT 16384u
@@ -63,8 +64,25 @@ void storage_close(struct storage *st);
 /* Startup: marks 'e' as in use. Returns 0, or -EINVAL if the extent is out
  * of range or overlaps one already marked (corruption). */
 int storage_mark_used(struct storage *st, const struct storage_extent *e);
-/* Startup: builds the free map from what was not marked. */
+/* Startup: builds the free map from what was not marked, then starts the
+ * prezeroer (below). */
 int storage_ready(struct storage *st);
+
+/*
+ * Prezeroing. Volumes are preallocated (posix_fallocate): their space is
+ * unwritten extents until first written, and the fdatasync after a write
+ * into them also commits the filesystem's journal for the conversion. With
+ * cfg->prezero_window > 0 (and volumes not sparse) a background thread of
+ * the lowest CPU and I/O priority writes zeros, with large O_DIRECT writes
+ * followed by fdatasync, into free space the allocator hands out next,
+ * until that much free space is written (or none is left unwritten). It
+ * learns what is unwritten with FIEMAP when a volume is opened and again
+ * before each write, so no written byte is ever rewritten (a restart
+ * rezeroes nothing), and it claims each range from the free map under the
+ * allocator's lock while it writes, so no writer ever waits for it or
+ * shares its space. An I/O error stops the prezeroer (logged), nothing else.
+ * storage_stats reports unwritten_bytes and prezeroed_bytes.
+ */
 
 /* ---- writing ------------------------------------------------------------ */
 
@@ -271,6 +289,8 @@ struct storage_stats {
     uint64_t pending_bytes; /* freed, waiting for readers */
     uint32_t n_pins;        /* reader pins held */
     uint32_t n_volumes;
+    uint64_t unwritten_bytes; /* free space not known written (unwritten extents, prezero) */
+    uint64_t prezeroed_bytes; /* zeros written into free space since open */
 };
 void storage_stats_get(struct storage *st, struct storage_stats *out);
 
@@ -285,7 +305,8 @@ bool storage_is_direct(const struct storage *st);
 
 /* Test hook: make the Nth (1-based, counted from now) operation of 'kind'
  * fail with -EIO. n = 0 disarms. Kinds: "submit", "read", "fsync" (every
- * fsync or fdatasync, of volumes and of the data directory). */
+ * fsync or fdatasync, of volumes and of the data directory), "prezero" (a
+ * write of zeros by the prezeroer). */
 void storage_fault_inject(struct storage *st, const char *kind, uint64_t n);
 
 #endif

@@ -25,6 +25,7 @@ enum storage__fault {
     STORAGE_FAULT_SUBMIT,
     STORAGE_FAULT_READ,
     STORAGE_FAULT_FSYNC,
+    STORAGE_FAULT_PREZERO,
     STORAGE_FAULT_N
 };
 
@@ -45,6 +46,12 @@ struct storage__volume {
     struct storage__range *free;
     size_t n_free;
     size_t cap_free;
+    /* Free space never written (FIEMAP's unwritten extents), sorted and
+     * coalesced; always inside the free map (range_take cuts it). Guarded
+     * by storage.alloc_lock; empty when prezeroing is off. */
+    struct storage__range *unwritten;
+    size_t n_unwritten;
+    size_t cap_unwritten;
     /* Before storage_ready: one bit per 4 KiB block marked used. */
     uint64_t *used_bits;
 
@@ -139,6 +146,19 @@ struct storage {
 
     struct storage__pool pool;
 
+    /* Prezeroing (prezero.c). unwritten_bytes sums the volumes' unwritten
+     * lists and claimed_len is the range the prezeroer has taken out of the
+     * free map (still counted in free_bytes), both under alloc_lock. */
+    uint64_t prezero_window; /* 0: off */
+    uint64_t unwritten_bytes;
+    uint64_t claimed_len;
+    atomic_uint_fast64_t prezeroed_bytes;
+    pthread_t prezero_thread;
+    bool is_prezero_running;
+    bool is_prezero_stopping;    /* under alloc_lock; prezero_cond wakes it */
+    pthread_cond_t prezero_cond; /* wakes the prezeroer (stop) */
+    pthread_cond_t claim_cond;   /* a claim was given back */
+
     atomic_uint_fast64_t fault_left[STORAGE_FAULT_N];
 };
 
@@ -181,6 +201,39 @@ int storage__alloc_fixed(struct storage *st, uint32_t vol, uint64_t off, uint64_
                          size_t *cap);
 /* Returns [off, off+len) of 'vol' to the free map at once. */
 void storage__free(struct storage *st, uint32_t vol, uint64_t off, uint64_t len);
+/* The same for space reserved and never written (a writer's unused tail):
+ * it also goes back on the unwritten list, for the prezeroer, which asks
+ * FIEMAP before it writes (the space may have been written before). */
+void storage__free_unwritten(struct storage *st, uint32_t vol, uint64_t off, uint64_t len);
+
+/* The prezeroer's claim: takes up to 'max_len' bytes of unwritten free space
+ * out of the free map (the start of the lowest unwritten range in the
+ * smallest free range holding one: where best fit allocates next), still
+ * counted free. Caller holds alloc_lock. Returns false when none is left. */
+bool storage__alloc_claim(struct storage *st, uint64_t max_len, uint32_t *vol, uint64_t *off,
+                          uint64_t *len);
+/* Waits until no range is claimed. Returns true when one was. */
+bool storage__alloc_claim_wait(struct storage *st);
+/* Gives the claim back to the free map and wakes storage__alloc_claim_wait
+ * (caller holds alloc_lock). */
+void storage__alloc_unclaim(struct storage *st, uint32_t vol, uint64_t off, uint64_t len);
+
+/* ---- prezero.c ---- */
+/* Fills v->unwritten from FIEMAP (storage_open, storage__volume_add). */
+void storage__prezero_scan(struct storage *st, struct storage__volume *v);
+/* Adds [off, off+len), free and not on the list, to v->unwritten when
+ * prezeroing is on (caller holds alloc_lock). */
+void storage__unwritten_add(struct storage *st, struct storage__volume *v, uint64_t off,
+                            uint64_t len);
+/* Removes [off, off+len) from v->unwritten (caller holds alloc_lock). */
+void storage__unwritten_cut(struct storage *st, struct storage__volume *v, uint64_t off,
+                            uint64_t len);
+/* Keeps only the unwritten space that is free (storage_ready, alloc_lock held). */
+void storage__unwritten_keep_free(struct storage *st, struct storage__volume *v);
+/* Starts the prezeroer when configured (storage_ready). */
+void storage__prezero_start(struct storage *st);
+/* Stops it and waits for it (storage_close). */
+void storage__prezero_stop(struct storage *st);
 
 /* ---- pin.c ---- */
 /* Sets up the pin table of 'max_pins' slots and the pending list. */

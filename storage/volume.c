@@ -150,6 +150,7 @@ volume_close(struct storage__volume *v)
     if (!v)
         return;
     storage__alloc_volume_cleanup(v);
+    free(v->unwritten);
     close(v->wfd);
     close(v->rfd);
     pthread_mutex_destroy(&v->sync_lock);
@@ -162,6 +163,7 @@ volume_publish(struct storage *st, struct storage__volume *v)
 {
     uint32_t n = atomic_load_explicit(&st->n_volumes, memory_order_relaxed);
     storage__alloc_volume_init(st, v);
+    storage__prezero_scan(st, v);
     st->vols[n] = v;
     atomic_store_explicit(&st->n_volumes, n + 1, memory_order_release);
 }
@@ -229,10 +231,13 @@ storage_open(struct storage **out, const struct storage_config *cfg)
     st->max_volumes = cfg->max_volumes;
     st->is_direct = cfg->is_direct;
     st->is_sparse = cfg->is_sparse;
+    st->prezero_window = cfg->prezero_window;
+    atomic_init(&st->prezeroed_bytes, 0);
     st->vols = xcalloc(cfg->max_volumes, sizeof(*st->vols));
     atomic_init(&st->n_volumes, 0);
     pthread_mutex_init(&st->alloc_lock, NULL);
     pthread_mutex_init(&st->reclaim_lock, NULL);
+    pthread_cond_init(&st->claim_cond, NULL);
     storage__reclaim_init(st, cfg->max_pins, cfg->pin_timeout_ms);
     storage__pool_init(&st->pool, cfg->write_buffer_total);
     for (int i = 0; i < STORAGE_FAULT_N; i++)
@@ -272,6 +277,7 @@ storage_close(struct storage *st)
         return;
     /* Writers must be destroyed by now; this drains what the calling thread
      * still has on its ring (other threads drain theirs at exit). */
+    storage__prezero_stop(st);
     storage__ring_thread_release();
     uint32_t n = atomic_load(&st->n_volumes);
     for (uint32_t i = 0; i < n; i++)
@@ -280,6 +286,7 @@ storage_close(struct storage *st)
     storage__pool_cleanup(&st->pool);
     pthread_mutex_destroy(&st->alloc_lock);
     pthread_mutex_destroy(&st->reclaim_lock);
+    pthread_cond_destroy(&st->claim_cond);
     free(st->vols);
     free(st->dir);
     free(st);
@@ -338,6 +345,8 @@ storage_stats_get(struct storage *st, struct storage_stats *out)
     out->pending_bytes = st->pending_bytes;
     out->n_pins = st->n_active;
     out->n_volumes = n;
+    out->unwritten_bytes = st->unwritten_bytes + st->claimed_len; /* the claim is being written */
+    out->prezeroed_bytes = atomic_load(&st->prezeroed_bytes);
     pthread_mutex_unlock(&st->alloc_lock);
     pthread_mutex_unlock(&st->reclaim_lock);
 }
@@ -356,7 +365,7 @@ storage__fault_hit(struct storage *st, enum storage__fault kind)
 void
 storage_fault_inject(struct storage *st, const char *kind, uint64_t n)
 {
-    static const char *const names[STORAGE_FAULT_N] = {"submit", "read", "fsync"};
+    static const char *const names[STORAGE_FAULT_N] = {"submit", "read", "fsync", "prezero"};
     for (int i = 0; i < STORAGE_FAULT_N; i++) {
         if (strcmp(kind, names[i]) == 0)
             atomic_store(&st->fault_left[i], n);

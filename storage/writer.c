@@ -514,7 +514,7 @@ storage_writer_finish(struct storage_writer *w)
     for (size_t i = 0; i < w->n_ext; i++) {
         struct storage_extent *e = &w->ext[i];
         uint64_t need = ALIGN_UP(e->len, STORAGE_ALIGN);
-        storage__free(w->st, e->volume, e->offset + need, w->alloc_lens[i] - need);
+        storage__free_unwritten(w->st, e->volume, e->offset + need, w->alloc_lens[i] - need);
         if (need == 0)
             continue;
         w->ext[n] = *e;

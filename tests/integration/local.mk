@@ -17,7 +17,8 @@ TESTS += \
 	%D%/test_versioning_model.py \
 	%D%/test_versioning_crash.py \
 	%D%/test_access_control.py \
-	%D%/test_post_object.py
+	%D%/test_post_object.py \
+	%D%/test_prezero.py
 
 EXTRA_DIST += \
 	%D%/harness.py \
@@ -36,7 +37,8 @@ EXTRA_DIST += \
 	%D%/test_versioning_model.py \
 	%D%/test_versioning_crash.py \
 	%D%/test_access_control.py \
-	%D%/test_post_object.py
+	%D%/test_post_object.py \
+	%D%/test_prezero.py
 
 check_PROGRAMS += %D%/test_curl
 TESTS += %D%/test_curl
