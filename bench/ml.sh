@@ -33,7 +33,10 @@
 #               which calls the same batched()), and DataLoader(batch_size=None) only passes
 #               each batch on, as WebDataset's .batched(n) does; "loader" (the earlier
 #               figures) gives DataLoader the samples one by one (batch_size=32), and its
-#               fetcher makes the batch.
+#               fetcher makes the batch. Each RUN line also gives the CPU microseconds per sample
+#               of the main process, of the two workers (RUSAGE_CHILDREN once they exit) and of
+#               the server: with other work on the 2 cores the rates follow the CPU each loader
+#               costs, and these show where it goes.
 #   random      samples/s of rounds of 64 random 10 KiB samples (the .jpg members; the variants
 #               take turns round by round): one batch
 #               GET vs 64 member GETs (libshard, one keep-alive connection) vs 64 boto3
@@ -309,7 +312,7 @@ if ! skip epoch; then
   else
     quiet epoch
     "$TORCH_PY" - <<'PY'
-import os, statistics, sys, tarfile, time, warnings
+import os, resource, statistics, sys, tarfile, time, warnings
 import torch
 from torch.utils.data import DataLoader, IterableDataset, default_collate, get_worker_info
 from shardstore.samples import iter_members, split_key
@@ -443,12 +446,28 @@ def loader(name, ds):
     return DataLoader(ds, batch_size=None, num_workers=2, collate_fn=as_list)
 
 
+SS_PID = int(os.environ["BENCH_SS_PID"])
+
+
+def cpu_s():
+    """CPU seconds of this process, of its waited-for children (the
+    DataLoader workers, once an epoch ends) and of the server."""
+    me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    with open("/proc/%d/stat" % SS_PID) as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (me.ru_utime + me.ru_stime, kids.ru_utime + kids.ru_stime,
+            (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK"))
+
+
 def epoch(name, ds):
+    c0 = cpu_s()
     t = time.monotonic()
     n = 0
     for batch in loader(name, ds):
         n += len(batch["__key__"]) if isinstance(batch, dict) else len(batch)
-    return n, n / (time.monotonic() - t)
+    dt = time.monotonic() - t
+    cpu = [(b - a) / n * 1e6 for a, b in zip(c0, cpu_s())]
+    return n, n / dt, cpu
 
 
 for kib in [int(k) for k in os.environ["BENCH_EPOCH_KIB"].split()]:
@@ -466,13 +485,14 @@ for kib in [int(k) for k in os.environ["BENCH_EPOCH_KIB"].split()]:
     for r in range(RUNS):
         order = list(loaders) if r % 2 == 0 else list(reversed(list(loaders)))
         for name in order:
-            n, sps = epoch(name, loaders[name])
+            n, sps, cpu = epoch(name, loaders[name])
             counts[name] = n
             res[name].append(sps)
             # Each run as it ends: a sitting cut short by its time limit keeps them.
             print("RUN epoch sample_KiB=%d collate=%s batch=%s run=%d loader=%s samples=%d "
-                  "samples_s=%.0f" % (kib, COLLATE, os.environ["BENCH_EPOCH_BATCH"], r + 1, name,
-                                      n, sps), flush=True)
+                  "samples_s=%.0f cpu_us_per_sample_main=%.1f workers=%.1f server=%.1f" % (
+                      kib, COLLATE, os.environ["BENCH_EPOCH_BATCH"], r + 1, name, n, sps, *cpu),
+                  flush=True)
     assert len(set(counts.values())) == 1, counts
     m = {k: statistics.median(v) for k, v in res.items()}
     r = {k: ",".join("%.0f" % x for x in v) for k, v in res.items()}
