@@ -2,7 +2,7 @@
 # bench/ml.sh: ML reads from tar shards, in one sitting (issue 14).
 #
 # Usage: bench/ml.sh     (about 3-6 minutes; needs ~2.5 GiB free under BENCH_DATA's filesystem,
-#                        ~22 GiB at the issue's scale)
+#                        ~22 GiB at the issue's scale, ~11 GiB with BENCH_KIB=10 or 100)
 #
 # Scaled down from the issue's 20 shards of 256 MiB so that it stays bounded on a
 # shared 2-core machine: BENCH_SHARDS shards of BENCH_SHARD_MB MiB per sample size
@@ -26,6 +26,17 @@
 #               dropping the samples in the worker instead ran ShardDataset at 3.1x its "list"
 #               rate at 10 KiB and 3.4x at 100 KiB, the tarfile loaders at 1.3-3.7x), so the
 #               ratios showed DataLoader's IPC more than the loaders.
+#               Where the batch of 32 is made is BENCH_EPOCH_BATCH, again the same for every
+#               loader: "worker" (the default) batches inside the dataset, in the worker, with
+#               shardstore.torch.batched() and the collate above (ShardDataset(batch_size=32,
+#               collate_fn=, transform=), the local and boto3 loaders wrapped in Batched(),
+#               which calls the same batched()), and DataLoader(batch_size=None) only passes
+#               each batch on, as WebDataset's .batched(n) does; "loader" (the earlier
+#               figures) gives DataLoader the samples one by one (batch_size=32), and its
+#               fetcher makes the batch. Each RUN line also gives the CPU microseconds per sample
+#               of the main process, of the two workers (RUSAGE_CHILDREN once they exit) and of
+#               the server: with other work on the 2 cores the rates follow the CPU each loader
+#               costs, and these show where it goes.
 #   random      samples/s of rounds of 64 random 10 KiB samples (the .jpg members; the variants
 #               take turns round by round): one batch
 #               GET vs 64 member GETs (libshard, one keep-alive connection) vs 64 boto3
@@ -49,9 +60,13 @@
 #
 # Env knobs (defaults): BENCH_RUNS=5 BENCH_SHARDS=4 BENCH_SHARD_MB=64 BENCH_ROUNDS=20
 #   BENCH_SKIP="" (words among: epoch random put rss)
-#   BENCH_EPOCH_RUNS=$BENCH_RUNS BENCH_EPOCH_KIB="10 100" (which sample sizes the epoch runs)
+#   BENCH_EPOCH_RUNS=$BENCH_RUNS BENCH_EPOCH_KIB=$BENCH_KIB (which sample sizes the epoch runs)
 #   BENCH_SAME_PARSER=1 (0 leaves out the local_same_parser loader, a diagnostic)
 #   BENCH_EPOCH_COLLATE=tensor (or list: see epoch above)
+#   BENCH_EPOCH_BATCH=worker (or loader: see epoch above)
+#   BENCH_KIB="10 100" (the sample sizes whose shards are made; the random and rss phases need
+#   10, put 100, and a phase whose shards are missing is skipped with a message; one size at a
+#   time halves the disk, e.g. BENCH_KIB=10 for the random phase and the 10 KiB epoch)
 #   BENCH_COLD=1 (0 keeps the page cache as it is before the random phase)
 #   BENCH_DATA=/tmp/shardstore-ml-bench (removed at the end unless BENCH_KEEP=1; a kept
 #   BENCH_DATA that holds the shards is reused as is, so that the issue's scale, 20 shards of
@@ -101,17 +116,14 @@ export AWS_ACCESS_KEY_ID=$AK AWS_SECRET_ACCESS_KEY=$SK AWS_ENDPOINT_URL=$SS_EP A
 export PYTHONPATH=$SRC/python${PYTHONPATH:+:$PYTHONPATH}
 export BENCH_BUCKET=$BUCKET BENCH_LOCAL=$DATA/local BENCH_SHARDS=$SHARDS BENCH_SHARD_MB=$SHARD_MB
 export BENCH_RUNS=$RUNS BENCH_ROUNDS=$ROUNDS BENCH_SS_PID=$SS_PID BENCH_SKIP=$SKIP BOTO_PATH
-export BENCH_EPOCH_RUNS=${BENCH_EPOCH_RUNS:-$RUNS} BENCH_EPOCH_KIB=${BENCH_EPOCH_KIB:-10 100}
+export BENCH_EPOCH_RUNS=${BENCH_EPOCH_RUNS:-$RUNS} BENCH_EPOCH_KIB=${BENCH_EPOCH_KIB:-$BENCH_KIB}
+export BENCH_KIB=${BENCH_KIB:-10 100}
 export BENCH_READY=$DATA/ready BENCH_SAME_PARSER=${BENCH_SAME_PARSER:-1}
-export BENCH_EPOCH_COLLATE=${BENCH_EPOCH_COLLATE:-tensor}
+export BENCH_EPOCH_COLLATE=${BENCH_EPOCH_COLLATE:-tensor} BENCH_EPOCH_BATCH=${BENCH_EPOCH_BATCH:-worker}
 export BENCH_COLD=${BENCH_COLD:-1} BENCH_VOLUMES=$DATA/ss/volumes
 
 # ---------------- data, PUT overhead, random access, batch RSS (python3 on PATH) ----------------
-if [ -e "$DATA/ready" ]; then
-  log "reusing the $SHARDS shards of $SHARD_MB MiB per sample size in $DATA"
-else
-  log "making and uploading $SHARDS shards of $SHARD_MB MiB for 10 KiB and 100 KiB samples"
-fi
+log "$SHARDS shards of $SHARD_MB MiB for samples of KiB: $BENCH_KIB (reused when $DATA has them)"
 quiet setup
 python3 - <<'PY'
 import io, os, random, statistics, sys, tarfile, threading, time
@@ -128,9 +140,11 @@ c = shardstore.Client()
 s3 = boto3.client("s3")
 rng = random.Random(1)
 blob = os.urandom(200 * 1024)
-IS_READY = os.path.exists(os.environ["BENCH_READY"])
-if not IS_READY:
+KIBS = [int(k) for k in os.environ["BENCH_KIB"].split()]
+READY = os.environ["BENCH_READY"]
+if not os.path.exists(READY + "bucket"):
     s3.create_bucket(Bucket=B)
+    open(READY + "bucket", "w").close()
 
 
 def make_shard(path, kib, shard):
@@ -147,7 +161,7 @@ def make_shard(path, kib, shard):
 
 
 counts = {}
-for kib in (10, 100) if not IS_READY else ():
+for kib in [k for k in KIBS if not os.path.exists(READY + str(k))]:
     for s in range(NSH):
         name = "s%d/shard-%06d.tar" % (kib, s)
         path = os.path.join(LOCAL, name)
@@ -155,11 +169,15 @@ for kib in (10, 100) if not IS_READY else ():
         counts[kib] = counts.get(kib, 0) + make_shard(path, kib, s)
         with open(path, "rb") as f:
             c.put(B, name, f.read())
-if not IS_READY:
+    if kib == 10:
+        for i in range(64):
+            c.put(B, "plain10k/%03d" % i, blob[i * 100:i * 100 + 10240])
+    open(READY + str(kib), "w").close()
     print("counts", counts, file=sys.stderr)
-    for i in range(64):
-        c.put(B, "plain10k/%03d" % i, blob[i * 100:i * 100 + 10240])
-    open(os.environ["BENCH_READY"], "w").close()
+for phase, kib in (("put", 100), ("random", 10), ("rss", 10)):
+    if phase not in SKIP and not os.path.exists(READY + str(kib)):
+        print("%s skipped: no %d KiB shards (BENCH_KIB)" % (phase, kib), file=sys.stderr)
+        SKIP.append(phase)
 
 
 def med(xs):
@@ -294,17 +312,20 @@ if ! skip epoch; then
   else
     quiet epoch
     "$TORCH_PY" - <<'PY'
-import os, statistics, sys, tarfile, time, warnings
+import os, resource, statistics, sys, tarfile, time, warnings
 import torch
-from torch.utils.data import DataLoader, IterableDataset, get_worker_info
+from torch.utils.data import DataLoader, IterableDataset, default_collate, get_worker_info
 from shardstore.samples import iter_members, split_key
-from shardstore.torch import ShardDataset
+from shardstore.torch import ShardDataset, batched
 
 B = os.environ["BENCH_BUCKET"]
 LOCAL = os.environ["BENCH_LOCAL"]
 NSH, RUNS = int(os.environ["BENCH_SHARDS"]), int(os.environ["BENCH_EPOCH_RUNS"])
 COLLATE = os.environ["BENCH_EPOCH_COLLATE"]
 assert COLLATE in ("tensor", "list"), COLLATE
+IN_WORKER = os.environ["BENCH_EPOCH_BATCH"] == "worker"
+assert os.environ["BENCH_EPOCH_BATCH"] in ("worker", "loader")
+BATCH = 32
 
 
 def group(members, url):
@@ -372,35 +393,81 @@ class Boto3Tars(IterableDataset):
             yield from group(tar_members(body), k)
 
 
-class Tensors(IterableDataset):
-    """The samples of 'inner' with their .jpg bytes as a uint8 tensor
-    sharing the bytes' memory (the default collate then stacks a batch
-    into one tensor in shared memory)."""
-
-    def __init__(self, inner):
-        self.inner = inner
-
-    def __iter__(self):
-        warnings.filterwarnings("ignore", "The given buffer is not writable")
-        for s in self.inner:
-            s["jpg"] = torch.frombuffer(s["jpg"], dtype=torch.uint8)
-            yield s
+def to_tensor(s):
+    """The sample with its .jpg bytes as a uint8 tensor sharing the bytes'
+    memory (the default collate then stacks a batch into one tensor in
+    shared memory)."""
+    s["jpg"] = torch.frombuffer(s["jpg"], dtype=torch.uint8)
+    return s
 
 
 def as_list(b):
     return b
 
 
-def epoch(ds):
+class Batched(IterableDataset):
+    """The batches of the loader 'inner', made in the worker by the same
+    code and collate as ShardDataset(batch_size=, collate_fn=,
+    transform=) (shardstore.torch.batched)."""
+
+    def __init__(self, inner, transform, collate_fn):
+        self.inner, self.transform, self.collate_fn = inner, transform, collate_fn
+
+    def __iter__(self):
+        it = iter(self.inner)
+        if self.transform:
+            it = map(self.transform, it)
+        return batched(it, BATCH, self.collate_fn)
+
+
+class Mapped(IterableDataset):
+    def __init__(self, inner, transform):
+        self.inner, self.transform = inner, transform
+
+    def __iter__(self):
+        return map(self.transform, self.inner)
+
+
+def loader(name, ds):
+    """The DataLoader of every loader: 2 workers, batches of 32 either made
+    in the worker (the same batched() for all) or by DataLoader."""
+    warnings.filterwarnings("ignore", "The given buffer is not writable")
+    transform = to_tensor if COLLATE == "tensor" else None
+    collate = None if COLLATE == "tensor" else as_list  # None: DataLoader's default collate
+    if not IN_WORKER:
+        # Sample by sample through DataLoader's fetcher, which makes the batch.
+        return DataLoader(Mapped(ds, transform) if transform else ds, batch_size=BATCH,
+                          num_workers=2, collate_fn=collate)
+    wcollate = default_collate if COLLATE == "tensor" else None
+    if name == "shardstore":
+        ds = ShardDataset(ds.urls, transform=transform, batch_size=BATCH, collate_fn=wcollate)
+    else:
+        ds = Batched(ds, transform, wcollate)
+    return DataLoader(ds, batch_size=None, num_workers=2, collate_fn=as_list)
+
+
+SS_PID = int(os.environ["BENCH_SS_PID"])
+
+
+def cpu_s():
+    """CPU seconds of this process, of its waited-for children (the
+    DataLoader workers, once an epoch ends) and of the server."""
+    me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    with open("/proc/%d/stat" % SS_PID) as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (me.ru_utime + me.ru_stime, kids.ru_utime + kids.ru_stime,
+            (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK"))
+
+
+def epoch(name, ds):
+    c0 = cpu_s()
     t = time.monotonic()
     n = 0
-    if COLLATE == "tensor":
-        for batch in DataLoader(Tensors(ds), batch_size=32, num_workers=2):
-            n += len(batch["__key__"])
-    else:
-        for batch in DataLoader(ds, batch_size=32, num_workers=2, collate_fn=as_list):
-            n += len(batch)
-    return n, n / (time.monotonic() - t)
+    for batch in loader(name, ds):
+        n += len(batch["__key__"]) if isinstance(batch, dict) else len(batch)
+    dt = time.monotonic() - t
+    cpu = [(b - a) / n * 1e6 for a, b in zip(c0, cpu_s())]
+    return n, n / dt, cpu
 
 
 for kib in [int(k) for k in os.environ["BENCH_EPOCH_KIB"].split()]:
@@ -418,23 +485,25 @@ for kib in [int(k) for k in os.environ["BENCH_EPOCH_KIB"].split()]:
     for r in range(RUNS):
         order = list(loaders) if r % 2 == 0 else list(reversed(list(loaders)))
         for name in order:
-            n, sps = epoch(loaders[name])
+            n, sps, cpu = epoch(name, loaders[name])
             counts[name] = n
             res[name].append(sps)
             # Each run as it ends: a sitting cut short by its time limit keeps them.
-            print("RUN epoch sample_KiB=%d collate=%s run=%d loader=%s samples=%d samples_s=%.0f" % (
-                kib, COLLATE, r + 1, name, n, sps), flush=True)
+            print("RUN epoch sample_KiB=%d collate=%s batch=%s run=%d loader=%s samples=%d "
+                  "samples_s=%.0f cpu_us_per_sample_main=%.1f workers=%.1f server=%.1f" % (
+                      kib, COLLATE, os.environ["BENCH_EPOCH_BATCH"], r + 1, name, n, sps, *cpu),
+                  flush=True)
     assert len(set(counts.values())) == 1, counts
     m = {k: statistics.median(v) for k, v in res.items()}
     r = {k: ",".join("%.0f" % x for x in v) for k, v in res.items()}
     m.setdefault("local_same_parser", float("nan"))
     r.setdefault("local_same_parser", "-")
-    print("RESULT epoch sample_KiB=%d shards=%d samples=%d workers=2 collate=%s "
+    print("RESULT epoch sample_KiB=%d shards=%d samples=%d workers=2 collate=%s batch=%s "
           "shardstore_samples_s=%.0f "
           "local_tarfile_samples_s=%.0f boto3_samples_s=%.0f local_same_parser_samples_s=%.0f "
           "shardstore_vs_local=%.2f shardstore_vs_boto3=%.2f shardstore_vs_local_same_parser=%.2f "
           "runs_shardstore=%s runs_local=%s runs_boto3=%s runs_local_same_parser=%s" % (
-              kib, NSH, counts["local"], COLLATE, m["shardstore"], m["local"], m["boto3"],
+              kib, NSH, counts["local"], COLLATE, os.environ["BENCH_EPOCH_BATCH"], m["shardstore"], m["local"], m["boto3"],
               m["local_same_parser"], m["shardstore"] / m["local"], m["shardstore"] / m["boto3"],
               m["shardstore"] / m["local_same_parser"], r["shardstore"], r["local"], r["boto3"],
               r["local_same_parser"]))

@@ -5,7 +5,9 @@ ShardDataset: an IterableDataset streaming WebDataset-style tar shards
     (shardstore.samples): shards dealt to ranks (torch.distributed when
     initialized, else $RANK/$WORLD_SIZE, else rank 0 of 1) and then to
     DataLoader workers, shuffled per epoch with a seed (call set_epoch),
-    samples shuffled in a bounded buffer, resumed after dropped connections.
+    samples shuffled in a bounded buffer, resumed after dropped connections;
+    with batch_size it yields collated batches made in the worker
+    (batched(), as WebDataset's .batched(n)) for DataLoader(batch_size=None).
 SampleDataset: a map-style Dataset of samples by member (an index built
     from the shards' member listings); dataset[i] reads one sample, and
     dataset[[i, j, ...]] a whole batch with one batch GET per bucket, which
@@ -22,7 +24,13 @@ from torch.utils.data import SequentialSampler, get_worker_info
 from . import BATCH_MAX, Client, ShardError, default_client, expand_urls, parse_url
 from . import samples as _samples
 
-__all__ = ["ShardDataset", "SampleDataset", "batch_loader", "build_index", "rank_world"]
+__all__ = ["ShardDataset", "SampleDataset", "batch_loader", "batched", "build_index",
+           "rank_world"]
+
+try:
+    from torch.utils.data import default_collate
+except ImportError:  # torch before 1.11 kept it private
+    from torch.utils.data._utils.collate import default_collate
 
 
 def rank_world():
@@ -31,6 +39,22 @@ def rank_world():
     if dist.is_available() and dist.is_initialized():
         return dist.get_rank(), dist.get_world_size()
     return int(os.environ.get("RANK", "0")), int(os.environ.get("WORLD_SIZE", "1"))
+
+
+def batched(samples, batch_size, collate_fn=default_collate, partial=True):
+    """Yields collate_fn(list of 'batch_size' consecutive samples) for the
+    iterable 'samples' (WebDataset's .batched(n)); the last, shorter batch
+    too unless 'partial' is false. collate_fn=None yields the lists."""
+    if batch_size < 1:
+        raise ValueError("batch_size must be at least 1")
+    batch = []
+    for s in samples:
+        batch.append(s)
+        if len(batch) == batch_size:
+            yield collate_fn(batch) if collate_fn else batch
+            batch = []
+    if batch and partial:
+        yield collate_fn(batch) if collate_fn else batch
 
 
 def _client(kwargs):
@@ -50,12 +74,24 @@ class ShardDataset(IterableDataset):
     max_resumes: reopenings of one shard after network failures.
     client: keyword arguments of shardstore.Client (endpoint_url, keys,
         parallel, chunk_size, max_retries...); each worker makes its own.
+    batch_size, collate_fn, partial: when batch_size is set, the dataset
+        yields batches instead of samples: collate_fn (default: torch's
+        default_collate; None: the list itself) of 'batch_size' samples,
+        made in the worker from its own samples (the last one of each
+        worker shorter unless partial=False drops it). Use it with
+        DataLoader(ds, batch_size=None): DataLoader then fetches and sends
+        one object per batch instead of handling every sample itself, as
+        WebDataset's .batched(n) does.
     """
 
     def __init__(self, urls, shuffle=False, seed=0, shuffle_buffer=1000, rank=None,
                  world_size=None, transform=None, handler="raise", max_resumes=10, client=None,
-                 parallel=None, chunk_size=None):
+                 parallel=None, chunk_size=None, batch_size=None, collate_fn=default_collate,
+                 partial=True):
         super().__init__()
+        if batch_size is not None and batch_size < 1:
+            raise ValueError("batch_size must be at least 1")
+        self.batch_size, self.collate_fn, self.partial = batch_size, collate_fn, partial
         self.urls = expand_urls(urls)
         self.shuffle, self.seed, self.shuffle_buffer = shuffle, seed, shuffle_buffer
         self.rank, self.world_size = rank, world_size
@@ -82,8 +118,11 @@ class ShardDataset(IterableDataset):
                               client=_client(self.client_kwargs), stats=self.stats,
                               handler=self.handler, max_resumes=self.max_resumes,
                               parallel=self.parallel, chunk_size=self.chunk_size)
-        for s in it:
-            yield self.transform(s) if self.transform else s
+        if self.transform:
+            it = map(self.transform, it)
+        if self.batch_size is None:
+            return it
+        return batched(it, self.batch_size, self.collate_fn, self.partial)
 
 
 def build_index(urls, client=None):

@@ -45,6 +45,11 @@ def as_list(batch):
     return batch
 
 
+def with_label(s):
+    s["label"] = int(s["cls"])
+    return s
+
+
 def main():
     major, minor = (int(x) for x in str(torch.__version__).split(".")[:2])
     check((major, minor) >= (1, 13), "torch %s" % torch.__version__)
@@ -55,6 +60,32 @@ def main():
               "num_workers=%d: every sample exactly once (%d)" % (workers, len(got)))
     s = next(iter(DataLoader(ds, batch_size=None, num_workers=0)))
     check(sorted(k for k in s if not k.startswith("__")) == ["cls", "jpg", "json"], "fields")
+    # Batches made in the worker (batch_size=), DataLoader(batch_size=None).
+    for workers in (0, 2):
+        bd = ShardDataset(URLS, batch_size=8, transform=with_label)
+        batches = list(DataLoader(bd, batch_size=None, num_workers=workers))
+        got = keys_of(batches)
+        sizes = [len(b["__key__"]) for b in batches]
+        check(sorted(got) == sorted(KEYS) and len(got) == len(KEYS),
+              "batch_size=8, num_workers=%d: every sample exactly once (%d)" % (workers, len(got)))
+        check(max(sizes) == 8 and sum(1 for n in sizes if n < 8) <= max(workers, 1),
+              "batch_size=8, num_workers=%d: full batches but one per worker (%r)"
+              % (workers, sizes))
+        b = batches[0]
+        check(isinstance(b["label"], torch.Tensor) and b["label"].shape == (8,)
+              and isinstance(b["jpg"], list) and isinstance(b["jpg"][0], bytes),
+              "batch_size=8: torch's default collate (labels stacked, bytes listed)")
+    cut = keys_of(DataLoader(ShardDataset(URLS, batch_size=8, partial=False), batch_size=None))
+    check(len(cut) == len(KEYS) // 8 * 8, "partial=False drops the short batch (%d)" % len(cut))
+    lists = list(ShardDataset(URLS, batch_size=5, collate_fn=None))
+    check(all(isinstance(b, list) for b in lists) and [s["__key__"] for b in lists for s in b]
+          == keys_of(DataLoader(ds, batch_size=8, collate_fn=as_list)),
+          "collate_fn=None: lists of samples, in order")
+    try:
+        ShardDataset(URLS, batch_size=0)
+        check(False, "batch_size=0 raises")
+    except ValueError:
+        check(True, "batch_size=0 raises")
     # Two simulated ranks (the first with two workers; worker processes are
     # slow to start, so the rest run in this process).
     seen = collections.Counter()
