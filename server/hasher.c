@@ -88,6 +88,7 @@ struct hasher_stream {
     bool is_busy;  /* the thread hashes the head chunk */
     bool is_ended; /* the final chunk is queued */
     bool is_done;  /* every byte hashed, digests below */
+    bool is_gone;  /* done: its lane and place are free for the next stream */
     bool is_paused;
     uint8_t md5_out[AUTH_CK_MAX_DIGEST]; /* MD5 in the first 16 */
     uint8_t ck_out[AUTH_CK_MAX_DIGEST];
@@ -214,8 +215,15 @@ job_done(struct hthread *t, struct job *j)
     struct chunk *c = s->head;
     c->off += j->len;
     s->is_busy = false;
-    if (j->is_tail)
+    if (j->is_tail) {
+        /* The digest is out: the lane (and the thread's count) go to the
+         * next upload now, not when this one's commit is over. */
         s->is_done = true;
+        s->is_gone = true;
+        t->n_streams--;
+        if (s->lane >= 0)
+            t->lane_used[s->lane] = false;
+    }
     /* A lane's final chunk, hashed to its end, is kept for its tail job
      * (possibly empty), which pads and finishes the digest. */
     if (!j->is_tail && (c->off < c->len || c->is_final))
@@ -480,9 +488,11 @@ hasher_stream_destroy(struct hasher_stream *s)
             *pp = s->next;
             break;
         }
-    t->n_streams--;
-    if (s->lane >= 0)
-        t->lane_used[s->lane] = false;
+    if (!s->is_gone) {
+        t->n_streams--;
+        if (s->lane >= 0)
+            t->lane_used[s->lane] = false;
+    }
     pthread_cond_signal(&t->work); /* the others may all be ready now */
     pthread_mutex_unlock(&t->lock);
     while (s->head) {

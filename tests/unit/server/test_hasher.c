@@ -231,6 +231,37 @@ test_idle_lane_does_not_block(void)
     hasher_destroy(h);
 }
 
+/* A finished stream gives its lane to the next one before it is destroyed
+ * (its upload still commits meanwhile). */
+static void
+test_finished_lane_is_reused(void)
+{
+    enum { LEN = 5000 };
+    struct hasher *h = hasher_create(1, 0);
+    ASSERT(h != NULL);
+    unsigned char *d = malloc(LEN);
+    for (size_t k = 0; k < LEN; k++)
+        d[k] = (unsigned char)next_rand();
+    struct hasher_stream *s[9];
+    for (int i = 0; i < 8; i++)
+        s[i] = hasher_stream_create(h, AUTH_CK_NONE, NULL, NULL, NULL);
+    hasher_stream_write(s[0], d, LEN);
+    uint8_t md5[16], ck[AUTH_CK_MAX_DIGEST];
+    hasher_stream_finish(s[0], md5, ck);
+    s[8] = hasher_stream_create(h, AUTH_CK_NONE, NULL, NULL, NULL);
+    uint64_t n_lane, n_plain, n_pauses;
+    hasher_counts(h, &n_lane, &n_plain, &n_pauses);
+    ASSERT_UEQ(n_lane, 9);
+    ASSERT_UEQ(n_plain, 0);
+    for (int i = 1; i < 9; i++) {
+        hasher_stream_write(s[i], d, (size_t)i * 500);
+        finish_and_check(s[i], d, (size_t)i * 500);
+    }
+    finish_and_check(s[0], d, LEN); /* a second finish gives the same digest */
+    free(d);
+    hasher_destroy(h);
+}
+
 int
 main(void)
 {
@@ -238,5 +269,6 @@ main(void)
     test_abandoned();
     test_lanes_wait_for_each_other();
     test_idle_lane_does_not_block();
+    test_finished_lane_is_reused();
     return 0;
 }
