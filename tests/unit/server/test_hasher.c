@@ -5,7 +5,8 @@
  * the 64 KiB slice and the 256 KiB chunk, written in random pieces from
  * interleaved writers, each with an extra checksum; the writer waits when
  * too far ahead (no pause callback) and a stream destroyed unfinished gives
- * its lane to the next one cleanly.
+ * its lane to the next one cleanly. A thread's lanes run together: it
+ * waits for the lanes still without bytes unless a stream is urgent.
  */
 #include "auth/auth.h"
 #include "server/hasher.h"
@@ -13,6 +14,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define N_STREAMS 24
 
@@ -130,10 +132,143 @@ test_abandoned(void)
     hasher_destroy(h);
 }
 
+static void
+sleep_ms(long ms)
+{
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+static uint64_t
+runs_of(struct hasher *h)
+{
+    uint64_t n_runs, n_lane_jobs;
+    hasher_run_counts(h, &n_runs, &n_lane_jobs);
+    return n_runs;
+}
+
+static void
+finish_and_check(struct hasher_stream *s, const unsigned char *d, size_t len)
+{
+    uint8_t md5[16], ck[AUTH_CK_MAX_DIGEST], want[AUTH_CK_MAX_DIGEST];
+    ASSERT_UEQ(hasher_stream_finish(s, md5, ck), 0);
+    struct auth_checksum c;
+    auth_checksum_init(&c, AUTH_CK_MD5);
+    auth_checksum_update(&c, d, len);
+    auth_checksum_final(&c, want);
+    ASSERT_MEM_EQ(md5, want, 16);
+    hasher_stream_destroy(s);
+}
+
+/* Eight lane streams of one thread, one 256 KiB chunk each: nothing runs
+ * while a lane has no bytes (the pause only gives a thread that would run
+ * early its chance; no figure depends on it), then every run has all 8
+ * lanes busy. */
+static void
+test_lanes_wait_for_each_other(void)
+{
+    enum { CHUNK = 256 << 10 };
+    struct hasher *h = hasher_create(1, 0);
+    ASSERT(h != NULL);
+    unsigned char *d = malloc(8 * CHUNK);
+    for (size_t k = 0; k < 8 * (size_t)CHUNK; k++)
+        d[k] = (unsigned char)next_rand();
+    struct hasher_stream *s[8];
+    for (int i = 0; i < 8; i++)
+        s[i] = hasher_stream_create(h, AUTH_CK_NONE, NULL, NULL, NULL);
+    for (int i = 0; i < 7; i++)
+        hasher_stream_write(s[i], d + (size_t)i * CHUNK, CHUNK);
+    sleep_ms(50);
+    ASSERT_UEQ(runs_of(h), 0);
+    hasher_stream_write(s[7], d + 7 * (size_t)CHUNK, CHUNK);
+    for (int i = 0; i < 8; i++)
+        finish_and_check(s[i], d + (size_t)i * CHUNK, CHUNK);
+    uint64_t n_runs, n_lane_jobs;
+    hasher_run_counts(h, &n_runs, &n_lane_jobs);
+    ASSERT_UEQ(n_runs, 4); /* 256 KiB in 64 KiB slices */
+    ASSERT_UEQ(n_lane_jobs, 32);
+
+    /* A lane that leaves lets the others run. */
+    for (int i = 0; i < 8; i++)
+        s[i] = hasher_stream_create(h, AUTH_CK_NONE, NULL, NULL, NULL);
+    for (int i = 0; i < 7; i++)
+        hasher_stream_write(s[i], d + (size_t)i * CHUNK, CHUNK);
+    sleep_ms(50);
+    ASSERT_UEQ(runs_of(h), 4);
+    hasher_stream_destroy(s[7]);
+    for (int i = 0; i < 2000 && runs_of(h) < 8; i++)
+        sleep_ms(5);
+    ASSERT_UEQ(runs_of(h), 8); /* before any of them ended */
+    for (int i = 0; i < 7; i++)
+        finish_and_check(s[i], d + (size_t)i * CHUNK, CHUNK);
+    free(d);
+    hasher_destroy(h);
+}
+
+/* An idle lane never holds up the others for long: a stream with enough
+ * queued is hashed without it, and a stream that ends is finished. */
+static void
+test_idle_lane_does_not_block(void)
+{
+    enum { LEN = 1 << 20 };
+    struct hasher *h = hasher_create(1, 0);
+    ASSERT(h != NULL);
+    unsigned char *d = malloc(LEN);
+    for (size_t k = 0; k < LEN; k++)
+        d[k] = (unsigned char)next_rand();
+    struct hasher_stream *idle = hasher_stream_create(h, AUTH_CK_NONE, NULL, NULL, NULL);
+    struct hasher_stream *a = hasher_stream_create(h, AUTH_CK_NONE, NULL, NULL, NULL);
+    struct hasher_stream *b = hasher_stream_create(h, AUTH_CK_NONE, NULL, NULL, NULL);
+    hasher_stream_write(a, d, LEN); /* 4 chunks queued: urgent */
+    for (int i = 0; i < 2000 && runs_of(h) == 0; i++)
+        sleep_ms(5);
+    ASSERT(runs_of(h) > 0);
+    hasher_stream_write(b, d, 1000); /* less than a chunk: only its end */
+    finish_and_check(b, d, 1000);
+    finish_and_check(a, d, LEN);
+    hasher_stream_destroy(idle);
+    free(d);
+    hasher_destroy(h);
+}
+
+/* A finished stream gives its lane to the next one before it is destroyed
+ * (its upload still commits meanwhile). */
+static void
+test_finished_lane_is_reused(void)
+{
+    enum { LEN = 5000 };
+    struct hasher *h = hasher_create(1, 0);
+    ASSERT(h != NULL);
+    unsigned char *d = malloc(LEN);
+    for (size_t k = 0; k < LEN; k++)
+        d[k] = (unsigned char)next_rand();
+    struct hasher_stream *s[9];
+    for (int i = 0; i < 8; i++)
+        s[i] = hasher_stream_create(h, AUTH_CK_NONE, NULL, NULL, NULL);
+    hasher_stream_write(s[0], d, LEN);
+    uint8_t md5[16], ck[AUTH_CK_MAX_DIGEST];
+    hasher_stream_finish(s[0], md5, ck);
+    s[8] = hasher_stream_create(h, AUTH_CK_NONE, NULL, NULL, NULL);
+    uint64_t n_lane, n_plain, n_pauses;
+    hasher_counts(h, &n_lane, &n_plain, &n_pauses);
+    ASSERT_UEQ(n_lane, 9);
+    ASSERT_UEQ(n_plain, 0);
+    for (int i = 1; i < 9; i++) {
+        hasher_stream_write(s[i], d, (size_t)i * 500);
+        finish_and_check(s[i], d, (size_t)i * 500);
+    }
+    finish_and_check(s[0], d, LEN); /* a second finish gives the same digest */
+    free(d);
+    hasher_destroy(h);
+}
+
 int
 main(void)
 {
     test_many_streams();
     test_abandoned();
+    test_lanes_wait_for_each_other();
+    test_idle_lane_does_not_block();
+    test_finished_lane_is_reused();
     return 0;
 }
