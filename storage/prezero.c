@@ -385,7 +385,9 @@ storage__prezero_start(struct storage *st)
         log_warn("storage: cannot start the prezeroer: %s", strerror(err));
         pthread_cond_destroy(&st->prezero_cond);
         st->is_prezero_running = false;
+        return;
     }
+    pthread_setname_np(st->prezero_thread, "shard-prezero");
 }
 
 void

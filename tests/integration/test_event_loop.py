@@ -147,7 +147,7 @@ def test_every_blocking_kind():
         for tid in os.listdir(task_dir):
             with open(os.path.join(task_dir, tid, "comm")) as f:
                 names.append(f.read().strip())
-        for want in ("shard-offload", "shard-commit", "shard-hasher", "shard-guard"):
+        for want in ("shard-offload", "shard-commit", "shard-hasher", "shard-guard", "shard-prezero"):
             check(want in names, "no %s thread among %s" % (want, sorted(names)))
         eq(sum(n.startswith("MHD-") for n in names), 1, "MHD threads (http_threads = 1) among %s" % sorted(names))
 
