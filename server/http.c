@@ -410,6 +410,31 @@ uncork_answer(struct MHD_Connection *conn, struct s3_req *r, enum MHD_RequestTer
     shutdown(fd, SHUT_RDWR);
 }
 
+/* Appends a header line to 'head' (an MHD_KeyValueIterator). */
+static enum MHD_Result
+head_line(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
+{
+    (void)kind;
+    buf_printf(cls, "%s: %s\r\n", key, value);
+    return MHD_YES;
+}
+
+/* The CORS headers of the request's answer (none without an Origin), as
+ * s3_respond adds them to a response MHD sends, here for a header block
+ * written by hand: a browser reads an error only with them. */
+static void
+cors_head_lines(struct s3_req *r, struct buf *head)
+{
+    if (!r->cors_origin.ptr)
+        return;
+    struct MHD_Response *resp = MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT);
+    if (!resp)
+        return;
+    cors_add_headers(r, resp);
+    MHD_get_response_headers(resp, head_line, head);
+    MHD_destroy_response(resp);
+}
+
 static void
 answer_and_close(struct s3_req *r, enum s3_error e)
 {
@@ -424,9 +449,11 @@ answer_and_close(struct s3_req *r, enum s3_error e)
     buf_printf(&head,
                "HTTP/1.1 %d %s\r\nContent-Type: application/xml\r\nContent-Length: %zu\r\n"
                "x-amz-request-id: %s\r\nx-amz-id-2: %s\r\nServer: shardstore\r\n"
-               "Connection: close\r\n\r\n",
+               "Connection: close\r\n",
                status, MHD_get_reason_phrase_for((unsigned int)status), body.len, r->request_id,
                r->request_id);
+    cors_head_lines(r, &head);
+    buf_append(&head, "\r\n", 2);
     buf_append(&head, body.ptr, body.len);
     log_debug("request %s: %.*s %.*s -> %d %s (connection closed)", r->request_id,
               (int)r->method.len, r->method.ptr, (int)r->raw_path.len, r->raw_path.ptr, status,

@@ -183,10 +183,14 @@ def test_acl_field_with_acls_off(srv):
 def test_failure_answered_before_the_body(srv):
     """A POST whose form fails (here: anonymous, no policy allows it) is
     answered as soon as that is known, with Connection: close, while most
-    of its declared body was never sent."""
+    of its declared body was never sent; from a browser's page (Origin) the
+    answer carries the bucket's CORS headers, so the page can read it."""
     s3 = srv.client()
     b = "post-early"
     s3.create_bucket(Bucket=b)
+    origin = "http://uploader.example"
+    s3.put_bucket_cors(Bucket=b, CORSConfiguration={"CORSRules": [
+        {"AllowedOrigins": [origin], "AllowedMethods": ["POST"], "ExposeHeaders": ["x-amz-request-id"]}]})
     boundary = "----shardearly" + uuid.uuid4().hex
     head = ("--%s\r\nContent-Disposition: form-data; name=\"key\"\r\n\r\nbig\r\n"
             "--%s\r\nContent-Disposition: form-data; name=\"file\"; filename=\"big.bin\"\r\n"
@@ -195,8 +199,9 @@ def test_failure_answered_before_the_body(srv):
     sock = socket.create_connection(("127.0.0.1", srv.port), timeout=20)
     try:
         sock.sendall(("POST /%s HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n"
+                      "Origin: %s\r\n"
                       "Content-Type: multipart/form-data; boundary=%s\r\nContent-Length: %d\r\n\r\n"
-                      % (b, srv.port, boundary, len(head) + declared)).encode())
+                      % (b, srv.port, origin, boundary, len(head) + declared)).encode())
         sock.sendall(head + b"x" * 65536)
         # Send no more: the answer must come anyway.
         got = b""
@@ -214,6 +219,11 @@ def test_failure_answered_before_the_body(srv):
     h.check(status_line.startswith(b"HTTP/1.1 403"), "early answer: %r" % got[:300])
     h.check(b"connection: close" in rest.lower(), "Connection: close: %r" % got[:400])
     h.check(b"<Code>AccessDenied</Code>" in got, "AccessDenied: %r" % got[:400])
+    head_lines = rest.partition(b"\r\n\r\n")[0].lower().split(b"\r\n")
+    h.check(b"access-control-allow-origin: " + origin.encode() in head_lines,
+            "the early answer's CORS headers: %r" % head_lines)
+    h.check(b"access-control-expose-headers: x-amz-request-id" in head_lines,
+            "the rule's exposed headers: %r" % head_lines)
     with h.client_error("NoSuchKey", 404):
         s3.get_object(Bucket=b, Key="big")
     # The server still serves.
