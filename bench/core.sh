@@ -257,11 +257,21 @@ declare -A GET_MED GET_RUNS GET_CPU RNG_MED RNG_RUNS RNG_P50 RNG_P99 RNG_CORES R
 # warm NAME...: one untimed whole GET of each object. Called after cold_cache, before any timed
 # run, so every server reads from the page cache alike (a volume written with O_DIRECT has none of
 # its object cached; nginx's copy would be cached whole by cp).
+# For a shardstore object it also says how that GET was sent: zero copy (one sendfile span) or
+# streamed (pread and copy: the object's extents are not adjacent on disk), which changes its
+# figure; the counters of the whole phase cannot tell the objects apart.
 warm() {
-  local n
+  local n z0=0 s0=0 z1 s1
   for n in "$@"; do
+    if [ "${PIDS_OF[$n]}" = "${SS_PID:-}" ]; then
+      z0=$(ss_metric shardstore_get_zero_copy_total); s0=$(ss_metric shardstore_get_streamed_total)
+    fi
     timeout 900 curl -sf -o /dev/null "${URL_OF[$n]}" || die "$n: warm-up GET failed"
     log "$n: warm-up GET done"
+    if [ "${PIDS_OF[$n]}" = "${SS_PID:-}" ]; then
+      z1=$(ss_metric shardstore_get_zero_copy_total); s1=$(ss_metric shardstore_get_streamed_total)
+      echo "RESULT detail server=$n metric=get_path_of_object zero_copy=$((z1 - z0)) streamed=$((s1 - s0)) (its warm-up GET)"
+    fi
   done
 }
 # measure_gets NAME...: RUNS rounds; round i times one single-stream GET of each NAME's object in
