@@ -4,17 +4,32 @@
 #
 # Usage: bench/core.sh            (from anywhere; about 5-8 minutes with both peers)
 #
+# Order: baselines (openssl, dd, fdatasync); shardstore's PUTs and multipart upload; nginx
+# started beside it; then the GET phases with both servers up, interleaved: the page cache is
+# emptied once and every object read gets one untimed GET, so all are cached alike; then round
+# i is one timed run of shardstore, one of nginx and one of the multipart object, in that
+# order, for i = 1..BENCH_RUNS (range_64k and range_64k_many: shardstore's run i, then
+# nginx's). So each ratio is taken side by side: this machine is shared, and a script that timed
+# nginx minutes after shardstore put the drift of others' load into its ratios (0.67-0.71x
+# printed where interleaved runs gave 0.85-0.93x; docs/DESIGN.md, issue 19, fourth pass).
+# Then the small PUTs (shardstore alone) and Ceph RGW in its own phase (started after the others
+# stop: beside them it would take their memory and cores), so ratios against Ceph still carry the
+# drift between phases.
+#
 # Figures (each the median of BENCH_RUNS runs; all runs listed):
 #   get_single_stream  one 1 GiB random object, curl -o /dev/null on a SigV4 presigned URL
-#                      (nginx: plain URL), MiB/s. One untimed warm-up GET first on each server.
+#                      (nginx: plain URL), MiB/s, and the server's CPU s per GET.
 #   get_multipart      the same bytes uploaded as BENCH_MP_PARTS parts (shard cp, 16 in flight), read
 #                      the same way, beside nginx's single-stream figure.
 #   range_64k          wrk, BENCH_CONC connections, BENCH_RANGE_SECS s, Range GETs of
 #                      BENCH_RANGE_BYTES at random offsets (half 4 KiB-aligned, half not) on the
 #                      presigned URL, so the signature is verified on every request; req/s,
-#                      p50/p99, and the server's CPU (cores busy, CPU s per run).
+#                      p50/p99, and the server's CPU (cores busy, CPU s per run, CPU us per request).
 #   range_64k_many     the same with BENCH_CONC_MANY connections (shardstore and nginx): what
 #                      thousands of data-loader readers look like to the server.
+#   pairs              for each interleaved figure, shardstore's run i over nginx's run i: the
+#                      median of these pair ratios (less exposed to load that comes and goes),
+#                      all of them, and the ratio of the medians ("RESULT pairs ..." lines).
 #   put_single_stream  1 GiB single PUT into shardstore with curl -T:
 #                      unsigned   x-amz-content-sha256: UNSIGNED-PAYLOAD (server hashes MD5 only)
 #                      sha256     x-amz-content-sha256: <hex> precomputed (server: MD5 + SHA-256)
@@ -38,13 +53,16 @@
 #   BENCH_RANGE_ALIGN=mixed    mixed | N (offsets are multiples of N; 1 = any byte)
 #   BENCH_SMALL_N=20000 BENCH_SMALL_SECS=10 BENCH_SMALL_CONC=16 BENCH_SMALL_SIZE=4096
 #   BENCH_SKIP=""              words among: put signed boto3 get mpget range small nginx ceph dd openssl sync
+#                              (put: no timed PUTs, one untimed PUT loads the object the GETs read;
+#                              signed and boto3 go with it). GET phases alone:
+#                              BENCH_SKIP="put small dd openssl sync ceph"
 #   BENCH_MP_PARTS=64          get_multipart: the object uploaded again as this many parts (shard cp)
-#   BENCH_DROP_CACHES=1        as root, empty the page cache before each server's GET phase, so each
-#                              caches its bytes afresh (see cold_cache)
+#   BENCH_DROP_CACHES=1        as root, empty the page cache before the GET phases (and Ceph's), so
+#                              every object is cached afresh by its warm-up GET (see cold_cache)
 #   BENCH_WAIT_IDLE=15 BENCH_MAX_BUSY=0.3  before each phase wait up to this long for the machine
 #                              to be quiet (others using <= MAX_BUSY cores); the level seen is reported
 #   BENCH_DATA=/tmp/shardstore-core-bench   scratch dir (shardstore data, nginx docroot, dd file;
-#                              needs ~2.5 GiB free; removed at the end unless BENCH_KEEP=1)
+#                              needs ~3.6 GiB free; removed at the end unless BENCH_KEEP=1)
 #   BENCH_CONN_MEMORY=""       shardstore "connection_memory" (MHD's per-connection pool; "": the
 #                              server's default)
 #   BENCH_EXTRA_CONF=""        more shardstore config lines ('\n'-separated), e.g.
@@ -146,14 +164,16 @@ if [ ! -f "$FILE" ] || [ "$(stat -c %s "$FILE")" != "$SIZE" ]; then
   head -c "$SIZE" /dev/urandom > "$FILE.tmp.$$" && mv "$FILE.tmp.$$" "$FILE"
 fi
 mkdir -p "$DATA"
-need_kib=$(( (SIZE / 1024) * 2 + 600 * 1024 ))
+# shardstore's object twice (a PUT's new extents before the old are freed; the multipart copy) and
+# nginx's copy beside them
+need_kib=$(( (SIZE / 1024) * 3 + 600 * 1024 ))
 avail_kib=$(df -Pk "$DATA" | awk 'NR==2{print $4}')
 [ "$avail_kib" -gt "$need_kib" ] || die "need $((need_kib / 1024)) MiB free under $DATA, have $((avail_kib / 1024)) MiB"
 log "hashing $FILE"
 FILE_MD5=$(md5sum "$FILE" | cut -d' ' -f1)
 FILE_SHA256=$(sha256sum "$FILE" | cut -d' ' -f1)
 
-echo "RESULT env date=$(date -u +%Y-%m-%dT%H:%M:%SZ) host=$(hostname) cores=$(nproc) kernel=$(uname -r) commit=$(git -C "$SRC" rev-parse --short HEAD 2>/dev/null || echo unknown) runs=$RUNS object_MiB=$SIZE_MB fs=$(df -P "$DATA" | awk 'NR==2{print $1}') peers=$(csv $PEERS)"
+echo "RESULT env date=$(date -u +%Y-%m-%dT%H:%M:%SZ) host=$(hostname) cores=$(nproc) kernel=$(uname -r) commit=$(git -C "$SRC" rev-parse --short HEAD 2>/dev/null || echo unknown) runs=$RUNS object_MiB=$SIZE_MB fs=$(df -P "$DATA" | awk 'NR==2{print $1}') peers=$(csv $PEERS) loadavg=$(cut -d' ' -f1-3 /proc/loadavg | tr ' ' /)"
 
 # ---------------- shardstore lifecycle ----------------
 ss_start() { # ss_start DATADIR GROUP_COMMIT
@@ -229,55 +249,107 @@ drain() {
   done
 }
 
-declare -A GET_MED GET_RUNS RNG_MED RNG_RUNS RNG_P50 RNG_P99 RNG_CORES RNG_CPUS RNG_ERR
-# measure_get NAME URL: single-stream GETs (one untimed warm-up first)
-measure_get() {
-  local name=$1 url=$2 i out t n runs=""
-  timeout 900 curl -sf -o /dev/null "$url" || die "$name: warm-up GET failed"
-  for i in $(seq 1 "$RUNS"); do
-    sleep "$PAUSE"
-    out=$(timeout 900 curl -sf -o /dev/null -w '%{time_total} %{size_download}' "$url") || die "$name: GET failed"
-    t=${out% *}; n=${out#* }
-    [ "$n" = "$SIZE" ] || die "$name: GET returned $n bytes, expected $SIZE"
-    runs="$runs $(mibs_of "$t" "$SIZE")"; log "$name get run $i: $t s = $(mibs_of "$t" "$SIZE") MiB/s"
-  done
-  GET_MED[$name]=$(echo $runs | median); GET_RUNS[$name]=$(csv $runs)
-  echo "RESULT detail server=$name metric=get_single_stream MiB_s=$(f1 "${GET_MED[$name]}") runs=${GET_RUNS[$name]}"
-}
-# measure_range NAME URL PIDS...: wrk random-range runs; CPU of PIDS during each run
-measure_range() { # RCONC=N overrides the connection count
-  local name=$1 url=$2 conc=${RCONC:-$CONC}; shift 2
-  local pids="$*" i rr="" p50="" p99="" cores="" cpus="" errs=0 mach=""
-  local path=/${url#http://*/} ep=${url%%/${url#http://*/}}
-  export BR_SIZE=$SIZE BR_LEN=$RBYTES BR_ALIGN=$RALIGN BR_PATH=$path
-  for i in $(seq 1 "$RUNS"); do
-    sleep "$PAUSE"; drain "$url"
-    local c0 c1 w0 w1 st
-    local m0 m1
-    c0=$(cpu_ticks $pids); read -r m0 _ < <(busy_jiffies); w0=$(now)
-    timeout $((RSECS + 40)) wrk -t"$WTHREADS" -c"$conc" -d"${RSECS}s" --timeout 10s -s "$W/range.lua" "$ep" > "$W/wrk.out" 2>&1 \
-      || { cat "$W/wrk.out" >&2; die "$name: wrk failed"; }
-    c1=$(cpu_ticks $pids); read -r m1 _ < <(busy_jiffies); w1=$(now)
-    mach="$mach $(busy_cores "$m0" "$m1" "$w0" "$w1")"
-    st=$(grep '^WRKSTAT' "$W/wrk.out") || { cat "$W/wrk.out" >&2; die "$name: no wrk summary"; }
-    local requests bytes non2xx sockerr p50_us p99_us dur_us
-    requests=$(kv requests "$st"); bytes=$(kv bytes "$st"); non2xx=$(kv non2xx "$st"); sockerr=$(kv sockerr "$st")
-    p50_us=$(kv p50_us "$st"); p99_us=$(kv p99_us "$st"); dur_us=$(kv dur_us "$st")
-    [ "$requests" -gt 0 ] || die "$name: wrk made no requests"
-    [ $((bytes / requests)) -ge "$RBYTES" ] || die "$name: responses average $((bytes / requests)) bytes < $RBYTES"
-    local rps; rps=$(awk -v r="$requests" -v d="$dur_us" 'BEGIN{printf "%.1f", r/(d/1e6)}')
-    rr="$rr $rps"; p50="$p50 $(awk -v x="$p50_us" 'BEGIN{printf "%.2f", x/1000}')"; p99="$p99 $(awk -v x="$p99_us" 'BEGIN{printf "%.2f", x/1000}')"
-    errs=$((errs + non2xx + sockerr))
-    if [ -n "$pids" ]; then
-      cores="$cores $(awk -v a="$c0" -v b="$c1" -v hz="$HZ" -v t0="$w0" -v t1="$w1" 'BEGIN{printf "%.2f", (b-a)/hz/(t1-t0)}')"
-      cpus="$cpus $(awk -v a="$c0" -v b="$c1" -v hz="$HZ" 'BEGIN{printf "%.2f", (b-a)/hz}')"
+# The objects read: URL_OF[NAME] is the URL the GETs and wrk read, PIDS_OF[NAME] the processes
+# whose CPU is counted. shardstore_many / nginx_many read the same URLs with BENCH_CONC_MANY
+# connections; shardstore_mp is the multipart object.
+declare -A URL_OF PIDS_OF
+declare -A GET_MED GET_RUNS GET_CPU RNG_MED RNG_RUNS RNG_P50 RNG_P99 RNG_CORES RNG_CPUS RNG_ERR RNG_USPR
+# warm NAME...: one untimed whole GET of each object. Called after cold_cache, before any timed
+# run, so every server reads from the page cache alike (a volume written with O_DIRECT has none of
+# its object cached; nginx's copy would be cached whole by cp).
+# For a shardstore object it also says how that GET was sent: zero copy (one sendfile span) or
+# streamed (pread and copy: the object's extents are not adjacent on disk), which changes its
+# figure; the counters of the whole phase cannot tell the objects apart.
+warm() {
+  local n z0=0 s0=0 z1 s1
+  for n in "$@"; do
+    if [ "${PIDS_OF[$n]}" = "${SS_PID:-}" ]; then
+      z0=$(ss_metric shardstore_get_zero_copy_total); s0=$(ss_metric shardstore_get_streamed_total)
     fi
-    log "$name range run $i: $rps req/s p50=${p50_us}us p99=${p99_us}us non2xx=$non2xx sockerr=$sockerr"
+    timeout 900 curl -sf -o /dev/null "${URL_OF[$n]}" || die "$n: warm-up GET failed"
+    log "$n: warm-up GET done"
+    if [ "${PIDS_OF[$n]}" = "${SS_PID:-}" ]; then
+      z1=$(ss_metric shardstore_get_zero_copy_total); s1=$(ss_metric shardstore_get_streamed_total)
+      echo "RESULT detail server=$n metric=get_path_of_object zero_copy=$((z1 - z0)) streamed=$((s1 - s0)) (its warm-up GET)"
+    fi
   done
-  RNG_MED[$name]=$(echo $rr | median); RNG_RUNS[$name]=$(csv $rr)
-  RNG_P50[$name]=$(echo $p50 | median); RNG_P99[$name]=$(echo $p99 | median); RNG_ERR[$name]=$errs
-  RNG_CORES[$name]=$( [ -n "$cores" ] && echo $cores | median || echo nan); RNG_CPUS[$name]=$( [ -n "$cpus" ] && echo $cpus | median || echo nan)
-  echo "RESULT detail server=$name metric=range_64k req_s=$(f1 "${RNG_MED[$name]}") runs=${RNG_RUNS[$name]} p50_ms=${RNG_P50[$name]} p99_ms=${RNG_P99[$name]} errors=$errs server_cores=${RNG_CORES[$name]} server_cpu_s_per_run=${RNG_CPUS[$name]} (${RSECS}s runs; cpu of pids $(csv $pids)) machine_busy_cores=$(csv $mach) (server+wrk+others, of $(nproc)) conc=$conc range_bytes=$RBYTES align=$RALIGN"
+}
+# measure_gets NAME...: RUNS rounds; round i times one single-stream GET of each NAME's object in
+# the order given (all the servers are up), so run i of each server sees the same machine.
+# MiB/s and the server's CPU s per GET.
+measure_gets() {
+  local n i out t c0 c1
+  local -A mibs=() cpu_s=()
+  for i in $(seq 1 "$RUNS"); do
+    for n in "$@"; do
+      sleep "$PAUSE"
+      # shellcheck disable=SC2086 # PIDS_OF holds a list
+      c0=$(cpu_ticks ${PIDS_OF[$n]})
+      out=$(timeout 900 curl -sf -o /dev/null -w '%{time_total} %{size_download}' "${URL_OF[$n]}") || die "$n: GET failed"
+      # shellcheck disable=SC2086
+      c1=$(cpu_ticks ${PIDS_OF[$n]})
+      t=${out% *}
+      [ "${out#* }" = "$SIZE" ] || die "$n: GET returned ${out#* } bytes, expected $SIZE"
+      mibs[$n]="${mibs[$n]:-} $(mibs_of "$t" "$SIZE")"
+      cpu_s[$n]="${cpu_s[$n]:-} $(awk -v a="$c0" -v b="$c1" -v hz="$HZ" 'BEGIN{printf "%.2f", (b-a)/hz}')"
+      log "$n get run $i: $t s = $(mibs_of "$t" "$SIZE") MiB/s"
+    done
+  done
+  for n in "$@"; do
+    GET_MED[$n]=$(echo ${mibs[$n]} | median); GET_RUNS[$n]=$(csv ${mibs[$n]}); GET_CPU[$n]=$(csv ${cpu_s[$n]})
+    echo "RESULT detail server=$n metric=get_single_stream MiB_s=$(f1 "${GET_MED[$n]}") runs=${GET_RUNS[$n]} server_cpu_s_runs=${GET_CPU[$n]}"
+  done
+}
+# measure_ranges NAME...: RUNS rounds of wrk random-range runs (RCONC=N connections instead of
+# CONC), round i one run per NAME in the order given; the CPU of PIDS_OF[NAME] during each run.
+measure_ranges() {
+  local conc=${RCONC:-$CONC} n i url pids path ep
+  local c0 c1 w0 w1 m0 m1 st requests bytes non2xx sockerr p50_us p99_us dur_us rps
+  local -A r_rps=() r_p50=() r_p99=() r_cores=() r_cpus=() r_uspr=() r_mach=() r_errs=()
+  export BR_SIZE=$SIZE BR_LEN=$RBYTES BR_ALIGN=$RALIGN
+  for i in $(seq 1 "$RUNS"); do
+    for n in "$@"; do
+      url=${URL_OF[$n]} pids=${PIDS_OF[$n]}
+      path=/${url#http://*/} ep=${url%%/"${url#http://*/}"}
+      sleep "$PAUSE"; drain "$url"
+      # shellcheck disable=SC2086
+      c0=$(cpu_ticks $pids); read -r m0 _ < <(busy_jiffies); w0=$(now)
+      BR_PATH=$path timeout $((RSECS + 40)) wrk -t"$WTHREADS" -c"$conc" -d"${RSECS}s" --timeout 10s -s "$W/range.lua" "$ep" > "$W/wrk.out" 2>&1 \
+        || { cat "$W/wrk.out" >&2; die "$n: wrk failed"; }
+      # shellcheck disable=SC2086
+      c1=$(cpu_ticks $pids); read -r m1 _ < <(busy_jiffies); w1=$(now)
+      r_mach[$n]="${r_mach[$n]:-} $(busy_cores "$m0" "$m1" "$w0" "$w1")"
+      st=$(grep '^WRKSTAT' "$W/wrk.out") || { cat "$W/wrk.out" >&2; die "$n: no wrk summary"; }
+      requests=$(kv requests "$st"); bytes=$(kv bytes "$st"); non2xx=$(kv non2xx "$st"); sockerr=$(kv sockerr "$st")
+      p50_us=$(kv p50_us "$st"); p99_us=$(kv p99_us "$st"); dur_us=$(kv dur_us "$st")
+      [ "$requests" -gt 0 ] || die "$n: wrk made no requests"
+      [ $((bytes / requests)) -ge "$RBYTES" ] || die "$n: responses average $((bytes / requests)) bytes < $RBYTES"
+      rps=$(awk -v r="$requests" -v d="$dur_us" 'BEGIN{printf "%.1f", r/(d/1e6)}')
+      r_rps[$n]="${r_rps[$n]:-} $rps"
+      r_p50[$n]="${r_p50[$n]:-} $(awk -v x="$p50_us" 'BEGIN{printf "%.2f", x/1000}')"
+      r_p99[$n]="${r_p99[$n]:-} $(awk -v x="$p99_us" 'BEGIN{printf "%.2f", x/1000}')"
+      r_errs[$n]=$(( ${r_errs[$n]:-0} + non2xx + sockerr ))
+      r_cores[$n]="${r_cores[$n]:-} $(awk -v a="$c0" -v b="$c1" -v hz="$HZ" -v t0="$w0" -v t1="$w1" 'BEGIN{printf "%.2f", (b-a)/hz/(t1-t0)}')"
+      r_cpus[$n]="${r_cpus[$n]:-} $(awk -v a="$c0" -v b="$c1" -v hz="$HZ" 'BEGIN{printf "%.2f", (b-a)/hz}')"
+      r_uspr[$n]="${r_uspr[$n]:-} $(awk -v a="$c0" -v b="$c1" -v hz="$HZ" -v r="$requests" 'BEGIN{printf "%.1f", (b-a)/hz/r*1e6}')"
+      log "$n range run $i: $rps req/s p50=${p50_us}us p99=${p99_us}us non2xx=$non2xx sockerr=$sockerr"
+    done
+  done
+  for n in "$@"; do
+    RNG_MED[$n]=$(echo ${r_rps[$n]} | median); RNG_RUNS[$n]=$(csv ${r_rps[$n]})
+    RNG_P50[$n]=$(echo ${r_p50[$n]} | median); RNG_P99[$n]=$(echo ${r_p99[$n]} | median); RNG_ERR[$n]=${r_errs[$n]}
+    RNG_CORES[$n]=$(echo ${r_cores[$n]} | median); RNG_CPUS[$n]=$(echo ${r_cpus[$n]} | median); RNG_USPR[$n]=$(csv ${r_uspr[$n]})
+    echo "RESULT detail server=$n metric=range_64k req_s=$(f1 "${RNG_MED[$n]}") runs=${RNG_RUNS[$n]} p50_ms=${RNG_P50[$n]} p99_ms=${RNG_P99[$n]} errors=${r_errs[$n]} server_cores=${RNG_CORES[$n]} server_cpu_s_per_run=${RNG_CPUS[$n]} (${RSECS}s runs; cpu of pids $(csv ${PIDS_OF[$n]})) machine_busy_cores=$(csv ${r_mach[$n]}) (server+wrk+others, of $(nproc)) conc=$conc range_bytes=$RBYTES align=$RALIGN server_cpu_us_per_req_runs=${RNG_USPR[$n]}"
+  done
+}
+# pair_line METRIC A B ARRAY: the runs of A and B in ARRAY (comma lists, taken round by round
+# side by side): the median of the per-round ratios A/B, the ratios, and the ratio of the medians.
+pair_line() {
+  local metric=$1 a=$2 b=$3 pr
+  local -n arr=$4
+  [ -n "${arr[$a]:-}" ] && [ -n "${arr[$b]:-}" ] || return 0
+  pr=$(pair_ratios "${arr[$a]}" "${arr[$b]}")
+  echo "RESULT pairs metric=$metric of=$a/$b pair_ratio=$(f2 "$(echo $pr | median)") pair_ratios=$(csv $pr) ratio_of_medians=$(ratio "$(echo "${arr[$a]}" | median)" "$(echo "${arr[$b]}" | median)") runs_$a=${arr[$a]} runs_$b=${arr[$b]}"
 }
 
 # ---------------- machine baselines: MD5/SHA-256 on one core, direct-I/O dd ----------------
@@ -331,12 +403,12 @@ fi
 
 # ---------------- shardstore: big object ----------------
 declare -A PUT_MED PUT_RUNS PUT_CPU
-HWM_PUT=nan HWM_GET=nan HWM_RANGE=nan
+HWM_PUT=nan HWM_MP=nan HWM_GET=nan HWM_RANGE=nan
 ss_start "$DATA/ss-big" on
 ss_curl -f -X PUT "$SS_EP/$BUCKET" -o /dev/null || die "create bucket failed"
-put_curl() { # put_curl LABEL SHA256HDR: RUNS single PUTs of FILE with curl -T
-  local label=$1 hdr=$2 i out t code etag runs="" c0 c1 cpus=""
-  for i in $(seq 1 "$RUNS"); do
+put_curl() { # put_curl LABEL SHA256HDR [N]: N (default RUNS) single PUTs of FILE with curl -T
+  local label=$1 hdr=$2 n=${3:-$RUNS} i out t code etag runs="" c0 c1 cpus=""
+  for i in $(seq 1 "$n"); do
     sleep "$PAUSE"
     c0=$(cpu_ticks "$SS_PID")
     out=$(timeout 900 curl -s --aws-sigv4 aws:amz:us-east-1:s3 -u "$AK:$SK" -H "x-amz-content-sha256: $hdr" \
@@ -350,18 +422,22 @@ put_curl() { # put_curl LABEL SHA256HDR: RUNS single PUTs of FILE with curl -T
   done
   PUT_MED[$label]=$(echo $runs | median); PUT_RUNS[$label]=$(csv $runs); PUT_CPU[$label]=$(echo $cpus | median)
 }
-quiet put
-put_curl unsigned UNSIGNED-PAYLOAD
-skip signed || put_curl sha256 "$FILE_SHA256"
-if ! skip boto3; then
-  runs=""
-  for i in $(seq 1 "$RUNS"); do
-    sleep "$PAUSE"
-    out=$(s3py put "$SS_EP" "$AK" "$SK" "$BUCKET" "$KEY" "$FILE") || die "boto3 put_object failed"
-    [ "${out#* }" = "$FILE_MD5" ] || die "boto3 put: ETag ${out#* } != md5"
-    runs="$runs $(mibs_of "${out% *}" "$SIZE")"; log "put boto3 run $i: ${out% *} s"
-  done
-  PUT_MED[boto3]=$(echo $runs | median); PUT_RUNS[boto3]=$(csv $runs)
+if skip put; then
+  put_curl load UNSIGNED-PAYLOAD 1   # the object the GETs read; not a figure
+else
+  quiet put
+  put_curl unsigned UNSIGNED-PAYLOAD
+  skip signed || put_curl sha256 "$FILE_SHA256"
+  if ! skip boto3; then
+    runs=""
+    for i in $(seq 1 "$RUNS"); do
+      sleep "$PAUSE"
+      out=$(s3py put "$SS_EP" "$AK" "$SK" "$BUCKET" "$KEY" "$FILE") || die "boto3 put_object failed"
+      [ "${out#* }" = "$FILE_MD5" ] || die "boto3 put: ETag ${out#* } != md5"
+      runs="$runs $(mibs_of "${out% *}" "$SIZE")"; log "put boto3 run $i: ${out% *} s"
+    done
+    PUT_MED[boto3]=$(echo $runs | median); PUT_RUNS[boto3]=$(csv $runs)
+  fi
 fi
 HWM_PUT=$(hwm_mib "$SS_PID")
 for l in unsigned sha256 boto3; do
@@ -373,24 +449,59 @@ af0=$(ss_metric shardstore_auth_failures_total)
 check_object shardstore "$SS_URL" "$(tamper "$SS_URL")"
 af1=$(ss_metric shardstore_auth_failures_total)
 [ "${af1:-0}" -gt "${af0:-0}" ] || die "shardstore: auth_failures_total did not move on a tampered URL"
-cold_cache
-skip get || { quiet shardstore_get; measure_get shardstore "$SS_URL"; HWM_GET=$(hwm_mib "$SS_PID"); }
+URL_OF[shardstore]=$SS_URL PIDS_OF[shardstore]=$SS_PID
+URL_OF[shardstore_many]=$SS_URL PIDS_OF[shardstore_many]=$SS_PID
+GET_NAMES=shardstore RANGE_NAMES=shardstore
 if ! skip get && ! skip mpget; then
   # The same bytes as a BENCH_MP_PARTS-part multipart object (shard cp, 16 parts in flight):
   # a multipart checkpoint read back by one stream.
   AWS_ACCESS_KEY_ID=$AK AWS_SECRET_ACCESS_KEY=$SK timeout 900 "$SHARD" --endpoint-url "$SS_EP" -q \
     --parallel 16 --part-size $(( (SIZE + MP_PARTS - 1) / MP_PARTS )) cp "$FILE" "s3://$BUCKET/$KEY.mp" \
     || die "multipart upload (shard cp) failed"
+  HWM_MP=$(hwm_mib "$SS_PID")
   SS_MP_URL=$(s3py presign "$SS_EP" "$AK" "$SK" "$BUCKET" "$KEY.mp")
   check_object shardstore_mp "$SS_MP_URL"
-  quiet shardstore_mp_get; measure_get shardstore_mp "$SS_MP_URL"
-  z=$(ss_metric shardstore_get_zero_copy_total); s=$(ss_metric shardstore_get_streamed_total)
-  echo "RESULT detail server=shardstore metric=get_path zero_copy_total=${z:-nan} streamed_total=${s:-nan}"
+  URL_OF[shardstore_mp]=$SS_MP_URL PIDS_OF[shardstore_mp]=$SS_PID
 fi
-skip range || { quiet shardstore_range; measure_range shardstore "$SS_URL" "$SS_PID"; HWM_RANGE=$(hwm_mib "$SS_PID"); }
-skip range || [ -z "$MANY" ] || { quiet shardstore_range_many; RCONC=$MANY measure_range shardstore_many "$SS_URL" "$SS_PID"; HWM_RANGE=$(hwm_mib "$SS_PID"); }
+
+# ---------------- nginx: the same bytes as a static file, up beside shardstore ----------------
+if peer_on nginx; then
+  NG_RUN=${PEERS_RUN:-/tmp/peers-run}/nginx-$NGINX_PORT
+  if port_busy "$NGINX_PORT"; then die "port $NGINX_PORT busy; set BENCH_NGINX_PORT"; fi
+  mkdir -p "$DATA/nginx/$BUCKET"; cp "$FILE" "$DATA/nginx/$BUCKET/$KEY"
+  STARTED_NGINX=1
+  peer_start nginx "$NGINX_PORT" "$DATA/nginx"
+  NG_MASTER=$(cat "$NG_RUN/nginx.pid"); NG_PIDS="$NG_MASTER $(pgrep -P "$NG_MASTER" | tr '\n' ' ')"
+  NG_URL=http://127.0.0.1:$NGINX_PORT/$BUCKET/$KEY
+  check_object nginx "$NG_URL"
+  URL_OF[nginx]=$NG_URL PIDS_OF[nginx]=$NG_PIDS
+  URL_OF[nginx_many]=$NG_URL PIDS_OF[nginx_many]=$NG_PIDS
+  GET_NAMES="shardstore nginx" RANGE_NAMES="shardstore nginx"
+fi
+[ -z "${URL_OF[shardstore_mp]:-}" ] || GET_NAMES="$GET_NAMES shardstore_mp"
+
+# ---------------- GETs and range GETs, shardstore and nginx interleaved ----------------
+# One page-cache state for all: empty it, then one untimed GET of every object read below.
+if ! skip get || ! skip range; then
+  cold_cache
+  if skip get; then warm $RANGE_NAMES; else warm $GET_NAMES; fi
+fi
+if ! skip get; then
+  quiet get; measure_gets $GET_NAMES; HWM_GET=$(hwm_mib "$SS_PID")
+  if [ -n "${URL_OF[shardstore_mp]:-}" ]; then
+    z=$(ss_metric shardstore_get_zero_copy_total); s=$(ss_metric shardstore_get_streamed_total)
+    echo "RESULT detail server=shardstore metric=get_path zero_copy_total=${z:-nan} streamed_total=${s:-nan}"
+  fi
+fi
+skip range || { quiet range; measure_ranges $RANGE_NAMES; HWM_RANGE=$(hwm_mib "$SS_PID"); }
+# shellcheck disable=SC2046 # the names, each with _many
+skip range || [ -z "$MANY" ] || { quiet range_many; RCONC=$MANY measure_ranges $(printf '%s_many ' $RANGE_NAMES); HWM_RANGE=$(hwm_mib "$SS_PID"); }
 ss_stop
 rm -rf "$DATA/ss-big"
+if [ -n "$STARTED_NGINX" ]; then
+  peer_stop nginx "$NGINX_PORT" "$DATA/nginx"; STARTED_NGINX=""
+  rm -rf "$DATA/nginx"
+fi
 
 # ---------------- shardstore: small objects, group commit on / off ----------------
 declare -A SM_MED SM_RUNS SM_P50 SM_P99 SM_OPC SM_HWM SM_ERR
@@ -425,25 +536,6 @@ if ! skip small; then
   done
 fi
 
-# ---------------- nginx ----------------
-if peer_on nginx; then
-  NG_RUN=${PEERS_RUN:-/tmp/peers-run}/nginx-$NGINX_PORT
-  if port_busy "$NGINX_PORT"; then die "port $NGINX_PORT busy; set BENCH_NGINX_PORT"; fi
-  mkdir -p "$DATA/nginx/$BUCKET"; cp "$FILE" "$DATA/nginx/$BUCKET/$KEY"
-  STARTED_NGINX=1
-  peer_start nginx "$NGINX_PORT" "$DATA/nginx"
-  NG_MASTER=$(cat "$NG_RUN/nginx.pid"); NG_PIDS="$NG_MASTER $(pgrep -P "$NG_MASTER" | tr '\n' ' ')"
-  NG_URL=http://127.0.0.1:$NGINX_PORT/$BUCKET/$KEY
-  check_object nginx "$NG_URL"
-  cold_cache
-  skip get || { quiet nginx_get; measure_get nginx "$NG_URL"; }
-  skip range || quiet nginx_range
-  skip range || measure_range nginx "$NG_URL" $NG_PIDS
-  skip range || [ -z "$MANY" ] || RCONC=$MANY measure_range nginx_many "$NG_URL" $NG_PIDS
-  peer_stop nginx "$NGINX_PORT" "$DATA/nginx"; STARTED_NGINX=""
-  rm -rf "$DATA/nginx"
-fi
-
 # ---------------- Ceph RGW ----------------
 if peer_on ceph; then
   CE_RUN=${PEERS_RUN:-/tmp/peers-run}/ceph-$CEPH_PORT
@@ -465,10 +557,12 @@ if peer_on ceph; then
   CE_URL=$(s3py presign "$CE_EP" "$CEPH_AK" "$CEPH_SK" "$BUCKET" "$KEY")
   check_object ceph "$CE_URL" "$(tamper "$CE_URL")"
   CE_PIDS="$(cat "$CE_RUN/radosgw.pid") $(cat "$CE_RUN/osd.pid")"
-  cold_cache
-  skip get || { quiet ceph_get; measure_get ceph "$CE_URL"; }
-  skip range || quiet ceph_range
-  skip range || measure_range ceph "$CE_URL" $CE_PIDS
+  URL_OF[ceph]=$CE_URL PIDS_OF[ceph]=$CE_PIDS
+  # Ceph runs alone, after shardstore and nginx are gone (beside them it would take the memory
+  # and cores they share): its ratios carry the machine's drift between phases.
+  if ! skip get || ! skip range; then cold_cache; warm ceph; fi
+  skip get || { quiet ceph_get; measure_gets ceph; }
+  skip range || { quiet ceph_range; measure_ranges ceph; }
   peer_stop ceph "$CEPH_PORT"; STARTED_CEPH=""
 fi
 
@@ -493,11 +587,20 @@ if [ -n "${RNG_MED[shardstore]:-}" ]; then
   l=""; for s in shardstore nginx ceph; do [ -n "${RNG_MED[$s]:-}" ] && l="$l $s=${RNG_CORES[$s]}cores(${RNG_CPUS[$s]}cpu_s) req_per_cpu_s=$(ratio "${RNG_MED[$s]}" "${RNG_CORES[$s]}")"; done
   echo "RESULT range_64k_server_cpu$l errors=$(for s in shardstore nginx ceph; do [ -n "${RNG_ERR[$s]:-}" ] && printf '%s:%s,' "$s" "${RNG_ERR[$s]}"; done)"
 fi
-echo "RESULT put_single_stream shardstore_unsigned=$(f1 "${PUT_MED[unsigned]}") MiB/s (server $(ratio "$SIZE_MB" "${PUT_CPU[unsigned]:-0}") MiB per CPU-s) md5_1core=$MD5_MIBS MiB/s dd_direct=$DD_MIBS MiB/s ratio_vs_md5=$(ratio "${PUT_MED[unsigned]}" "$MD5_MIBS") ratio_vs_dd=$(ratio "${PUT_MED[unsigned]}" "$DD_MIBS")"
+# Round i of shardstore beside round i of nginx (taken one after the other, interleaved): the
+# median of those pair ratios is less exposed to load that comes and goes than the ratio of medians.
+pair_line get_single_stream shardstore nginx GET_RUNS
+pair_line "get_multipart_${MP_PARTS}_parts" shardstore_mp nginx GET_RUNS
+pair_line get_server_cpu_s shardstore nginx GET_CPU
+pair_line range_64k_rps shardstore nginx RNG_RUNS
+pair_line range_64k_server_cpu_us_per_req shardstore nginx RNG_USPR
+pair_line range_64k_rps_many shardstore_many nginx_many RNG_RUNS
+pair_line range_64k_server_cpu_us_per_req_many shardstore_many nginx_many RNG_USPR
+[ -n "${PUT_MED[unsigned]:-}" ] && echo "RESULT put_single_stream shardstore_unsigned=$(f1 "${PUT_MED[unsigned]}") MiB/s (server $(ratio "$SIZE_MB" "${PUT_CPU[unsigned]:-0}") MiB per CPU-s) md5_1core=$MD5_MIBS MiB/s dd_direct=$DD_MIBS MiB/s ratio_vs_md5=$(ratio "${PUT_MED[unsigned]}" "$MD5_MIBS") ratio_vs_dd=$(ratio "${PUT_MED[unsigned]}" "$DD_MIBS")"
 [ -n "${PUT_MED[sha256]:-}" ] && echo "RESULT put_single_stream_signed shardstore_sha256_header=$(f1 "${PUT_MED[sha256]}") MiB/s boto3_put_object=$(f1 "${PUT_MED[boto3]:-nan}") MiB/s md5+sha256_1core=$(awk -v a="$MD5_MIBS" -v b="$SHA_MIBS" 'BEGIN{printf "%.1f", 1/(1/a+1/b)}') MiB/s ratio_sha256hdr_vs_md5+sha256=$(ratio "${PUT_MED[sha256]}" "$(awk -v a="$MD5_MIBS" -v b="$SHA_MIBS" 'BEGIN{printf "%.1f", 1/(1/a+1/b)}')")"
 if [ -n "${SM_MED[on]:-}" ]; then
   echo "RESULT small_put_${SMALL_SIZE}B conc=$SMALL_CONC group_commit=on: $(f1 "${SM_MED[on]}") PUT/s p50=${SM_P50[on]}ms p99=${SM_P99[on]}ms ops/commit=${SM_OPC[on]} | group_commit=off: $(f1 "${SM_MED[off]}") PUT/s p50=${SM_P50[off]}ms p99=${SM_P99[off]}ms ops/commit=${SM_OPC[off]} | on/off=$(ratio "${SM_MED[on]}" "${SM_MED[off]}") errors=${SM_ERR[on]}+${SM_ERR[off]} fdatasync_p50_ms(append/overwrite)=$SYNC_APPEND/$SYNC_OVER"
 fi
-echo "RESULT peak_rss_MiB shardstore after_put=$HWM_PUT after_get=$HWM_GET after_range=$HWM_RANGE small_gc_on=${SM_HWM[on]:-nan} small_gc_off=${SM_HWM[off]:-nan} (VmHWM)"
+echo "RESULT peak_rss_MiB shardstore after_put=$HWM_PUT after_mp_upload=$HWM_MP after_get=$HWM_GET after_range=$HWM_RANGE small_gc_on=${SM_HWM[on]:-nan} small_gc_off=${SM_HWM[off]:-nan} (VmHWM)"
 echo "RESULT machine_noise other_cores_busy_before_phase:$(echo $NOISE | sed 's/^/ /; s/ / /g') (1-s sample of /proc/stat before each phase; the machine has $(nproc) cores; loadavg at end $(cut -d' ' -f1-3 /proc/loadavg))"
 log "done"

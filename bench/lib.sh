@@ -7,7 +7,7 @@
 #   logging     log MSG, die MSG
 #   numbers     median (numbers on stdin, any of space/comma/newline separated), ratio A B,
 #               f1 X, f2 X, csv WORDS, kv KEY [LINE] (value of KEY=... in LINE or stdin),
-#               mibs_of SECS BYTES, now
+#               mibs_of SECS BYTES, now, pair_ratios "A..." "B..." (A_i/B_i)
 #   knobs       skip WORD (WORD in $SKIP), peer_on NAME (NAME in $PEERS and not skipped)
 #   tools       need_tools CMD... (installs the bench packages once, else dies),
 #               find_bin CANDIDATE... (sets BIN, absolute, from SHARDSTORE_BIN or the first
@@ -47,6 +47,13 @@ f2() { awk -v x="$1" 'BEGIN{ if (x == "nan" || x == "") print "nan"; else printf
 csv() { echo $* | tr ' ' ,; }
 kv() { # kv KEY [LINE]: the value of the first KEY=VALUE word of LINE (else of stdin)
   if [ $# -ge 2 ]; then echo "$2"; else cat; fi | tr ' ' '\n' | awk -F= -v k="$1" '$1==k{print $2; exit}'
+}
+# pair_ratios "A1 A2 ..." "B1 B2 ...": A_i / B_i for each run i (runs taken side by side), space
+# separated; a pair with a value that is not positive is left out.
+# shellcheck disable=SC2086
+pair_ratios() {
+  paste -d' ' <(echo $1 | tr ' ,' '\n\n') <(echo $2 | tr ' ,' '\n\n') |
+    awk '$1 > 0 && $2 > 0 { printf "%.2f ", $1 / $2 }'
 }
 mibs_of() { awk -v s="$1" -v b="$2" 'BEGIN{ if (s>0) printf "%.1f", b/1048576/s; else print "nan"}'; }
 

@@ -60,10 +60,6 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-pair_ratios() { # pair_ratios "A1 A2 ..." "B1 B2 ...": A_i / B_i for each run i
-  paste -d' ' <(echo $1 | tr ' ' '\n') <(echo $2 | tr ' ' '\n') |
-    awk '$1 > 0 && $2 > 0 { printf "%.2f ", $1 / $2 }'
-}
 quartiles() { # quartiles < numbers: "Q1 Q3" (the medians of the lower and upper halves)
   tr ' ,' '\n\n' | grep -v '^$' | sort -g | awk '{a[NR]=$1} END {
     if (NR == 0) { print "nan nan"; exit }
