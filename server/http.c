@@ -24,7 +24,10 @@
  * takes none is refused. For a blocking step the connection is suspended,
  * the step runs on a worker of offload.c, which leaves its response in
  * r->deferred_resp and resumes the connection; MHD then calls on_access
- * again, which queues it (req.c). Only /_/health runs before authentication.
+ * again, which queues it (req.c). A PUT's end step hands its commit to the
+ * committer, whose callback answers and resumes instead; whoever of the two
+ * lets go last resumes (http_step_hold/release). Only /_/health runs before
+ * authentication.
  */
 #include "config.h"
 
