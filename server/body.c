@@ -148,6 +148,8 @@ body_finish(struct s3_req *r)
     }
     if (r->on_end)
         r->on_end(r);
-    if (!r->is_responded)
+    /* Handed off, the answer comes from another thread, which may be
+     * writing r now: only the flag this thread set may be read. */
+    if (!r->is_end_handed_off && !r->is_responded)
         s3_respond_error(r, S3_ERR_INTERNAL_ERROR, NULL);
 }

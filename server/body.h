@@ -27,7 +27,9 @@ bool body_feed(struct s3_req *r, const char *data, size_t len);
  * Errors are kept in r->body_error. */
 void body_deliver(struct s3_req *r, const char *data, size_t len);
 /* The body is complete: checks framing and payload hash, then runs
- * r->on_end, or responds with the body error. Always responds. */
+ * r->on_end, or responds with the body error. Always responds, unless
+ * on_end handed the answer to another thread (r->is_end_handed_off): then
+ * 'r' is that thread's once the call returns. */
 void body_finish(struct s3_req *r);
 
 /* Expects an XML body of at most 'max' bytes (accumulated in

@@ -2,12 +2,15 @@
  * commit.c: group commit. Every index_op (objects, parts, uploads) goes
  * through here; bucket, user, key and grant changes call index/ directly.
  *
- * With grouping on, handler threads queue their ops and sleep; one
- * committer thread takes everything queued, makes the written extents
- * durable with one storage_sync, applies all ops in ONE index transaction
- * (one durable commit), then wakes the waiters. Under load, N concurrent
- * PUTs cost one fdatasync and one LMDB commit instead of N of each. With
- * grouping off, the caller does the same for its own ops under a mutex.
+ * With grouping on, handler threads queue their ops and sleep
+ * (committer_run), or queue them with a callback and go on
+ * (committer_submit: PutObject and UploadPart); one committer thread takes
+ * everything queued, makes the written extents durable with one
+ * storage_sync, applies all ops in ONE index transaction (one durable
+ * commit), then wakes the waiters and runs the callbacks. Under load, N
+ * concurrent PUTs cost one fdatasync and one LMDB commit instead of N of
+ * each. With grouping off, the caller does the same for its own ops under a
+ * mutex.
  *
  * Invariant: storage_sync happens before the index commit, so a record
  * that is visible always points at durable data. Extents freed by the
@@ -30,12 +33,16 @@
 #include <stdlib.h>
 #include <time.h>
 
+/* A committer_run waiter's item lives on its stack; a committer_submit's
+ * is allocated and freed by the committer once 'done' ran. */
 struct commit_item {
     struct commit_item *next;
     struct index_op *ops;
     size_t n_ops;
     int result;
     bool is_done;
+    committer_done_fn done; /* NULL: a committer_run waiter */
+    void *done_arg;
 };
 
 struct committer {
@@ -45,9 +52,12 @@ struct committer {
     pthread_mutex_t lock;
     pthread_cond_t work;      /* committer waits for items */
     pthread_cond_t done;      /* waiters wait for is_done */
+    pthread_cond_t drained;   /* committer_drain waits for n_async == 0 */
     struct commit_item *head; /* FIFO */
     struct commit_item *tail;
+    size_t n_async; /* submitted items whose 'done' has not run yet */
     bool is_stopping;
+    bool is_draining; /* committer_submit commits on its caller's thread */
     pthread_t thread;
     pthread_mutex_t solo_lock; /* grouping off: serializes commits */
 };
@@ -154,18 +164,56 @@ committer_main(void *arg)
         if (rc == 0)
             release_freed(c->srv, batch, n);
 
+        /* Waiters wake; submitted items move to their own list, in
+         * order, and their callbacks run outside the lock (they resume
+         * connections, which takes MHD's locks). */
+        struct commit_item *async_head = NULL;
+        struct commit_item **async_tail = &async_head;
+        size_t n_called = 0;
         pthread_mutex_lock(&c->lock);
         for (struct commit_item *it = first; it;) {
             struct commit_item *next = it->next;
             it->result = rc;
-            it->is_done = true;
+            if (it->done) {
+                it->next = NULL;
+                *async_tail = it;
+                async_tail = &it->next;
+            } else {
+                it->is_done = true; /* the waiter may free it from here on */
+            }
             it = next;
         }
         pthread_cond_broadcast(&c->done);
+        if (async_head) {
+            pthread_mutex_unlock(&c->lock);
+            for (struct commit_item *it = async_head; it;) {
+                struct commit_item *next = it->next;
+                it->done(it->done_arg, it->result);
+                free(it);
+                n_called++;
+                it = next;
+            }
+            pthread_mutex_lock(&c->lock);
+            c->n_async -= n_called;
+            if (c->n_async == 0)
+                pthread_cond_broadcast(&c->drained);
+        }
     }
     pthread_mutex_unlock(&c->lock);
     free(batch);
     return NULL;
+}
+
+/* Appends 'item' to the queue and wakes the committer; 'c->lock' held. */
+static void
+queue_item(struct committer *c, struct commit_item *item)
+{
+    if (c->tail)
+        c->tail->next = item;
+    else
+        c->head = item;
+    c->tail = item;
+    pthread_cond_signal(&c->work);
 }
 
 struct committer *
@@ -186,6 +234,7 @@ committer_create(struct server *srv, bool group, uint32_t max_batch)
     pthread_mutex_init(&c->solo_lock, NULL);
     pthread_cond_init(&c->work, NULL);
     pthread_cond_init(&c->done, NULL);
+    pthread_cond_init(&c->drained, NULL);
     if (group && server_thread_start(&c->thread, "shard-commit", 0, committer_main, c) != 0) {
         log_error("commit: cannot start committer thread");
         free(c);
@@ -210,6 +259,7 @@ committer_destroy(struct committer *c)
     pthread_mutex_destroy(&c->solo_lock);
     pthread_cond_destroy(&c->work);
     pthread_cond_destroy(&c->done);
+    pthread_cond_destroy(&c->drained);
     free(c);
 }
 
@@ -232,14 +282,44 @@ committer_run(struct committer *c, struct index_op *ops, size_t n_ops)
     }
     /* The item lives on this stack frame: the committer unlinks it before
      * setting is_done, and this function returns only after that. */
-    if (c->tail)
-        c->tail->next = &item;
-    else
-        c->head = &item; /* cppcheck-suppress autoVariables */
-    c->tail = &item;     /* cppcheck-suppress autoVariables */
-    pthread_cond_signal(&c->work);
+    queue_item(c, &item);
     while (!item.is_done)
         pthread_cond_wait(&c->done, &c->lock);
     pthread_mutex_unlock(&c->lock);
     return item.result;
+}
+
+void
+committer_submit(struct committer *c, struct index_op *ops, size_t n_ops, committer_done_fn done,
+                 void *arg)
+{
+    if (c->is_group) {
+        struct commit_item *item = xcalloc(1, sizeof(*item));
+        item->ops = ops;
+        item->n_ops = n_ops;
+        item->done = done;
+        item->done_arg = arg;
+        pthread_mutex_lock(&c->lock);
+        if (!c->is_stopping && !c->is_draining) {
+            c->n_async++;
+            queue_item(c, item);
+            pthread_mutex_unlock(&c->lock);
+            return;
+        }
+        pthread_mutex_unlock(&c->lock);
+        free(item);
+    }
+    done(arg, committer_run(c, ops, n_ops));
+}
+
+void
+committer_drain(struct committer *c)
+{
+    if (!c || !c->is_group)
+        return;
+    pthread_mutex_lock(&c->lock);
+    c->is_draining = true;
+    while (c->n_async > 0)
+        pthread_cond_wait(&c->drained, &c->lock);
+    pthread_mutex_unlock(&c->lock);
 }

@@ -24,7 +24,10 @@
  * takes none is refused. For a blocking step the connection is suspended,
  * the step runs on a worker of offload.c, which leaves its response in
  * r->deferred_resp and resumes the connection; MHD then calls on_access
- * again, which queues it (req.c). Only /_/health runs before authentication.
+ * again, which queues it (req.c). A PUT's end step hands its commit to the
+ * committer, whose callback answers and resumes instead; whoever of the two
+ * lets go last resumes (http_step_hold/release). Only /_/health runs before
+ * authentication.
  */
 #include "config.h"
 
@@ -34,6 +37,7 @@
 #include "server/access_log.h"
 #include "server/body.h"
 #include "server/bucket_access.h"
+#include "server/commit.h"
 #include "server/error_ring.h"
 #include "server/errors.h"
 #include "server/http.h"
@@ -52,6 +56,7 @@
 #include "server/guard.h"
 #include "server/hasher.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <microhttpd.h>
 #include <stdatomic.h>
@@ -246,25 +251,41 @@ is_blocking(const struct s3_req *r, unsigned flag)
     return r->srv->offload && (r->route_flags & flag);
 }
 
+void
+http_step_hold(struct s3_req *r)
+{
+    assert(r->is_offloaded);
+    atomic_fetch_add(&r->n_step_holds, 1);
+}
+
+void
+http_step_release(struct s3_req *r)
+{
+    struct MHD_Connection *conn = r->conn;
+    /* r may be gone as soon as the connection is resumed, and once another
+     * holder saw the count drop, it may resume it at any moment. */
+    if (atomic_fetch_sub(&r->n_step_holds, 1) == 1)
+        MHD_resume_connection(conn);
+}
+
 static void
 job_dispatch(void *arg)
 {
     struct s3_req *r = arg;
-    struct MHD_Connection *conn = r->conn;
     r->is_first_call = true;
     dispatch_route(r);
     r->is_first_call = false;
-    /* r may be gone as soon as the connection is resumed. */
-    MHD_resume_connection(conn);
+    http_step_release(r);
 }
 
+/* The end step; PutObject and UploadPart hand their commit to the
+ * committer (op_put.c), whose callback then lets go of the connection. */
 static void
 job_finish(void *arg)
 {
     struct s3_req *r = arg;
-    struct MHD_Connection *conn = r->conn;
     body_finish(r);
-    MHD_resume_connection(conn);
+    http_step_release(r);
 }
 
 /* Tells the guard where the request of 'conn' is (guard.c). */
@@ -288,6 +309,7 @@ offload_step(struct s3_req *r, void (*fn)(void *))
     conn_phase(r->conn, GUARD_PHASE_BUSY);
     r->job.fn = fn;
     r->job.arg = r;
+    atomic_store(&r->n_step_holds, 1); /* the step's own, until it returns */
     MHD_suspend_connection(r->conn);
     offload_submit(r->srv->offload, &r->job);
 }
@@ -854,6 +876,10 @@ http_stop(struct server *srv)
      * daemons go (MHD must not stop with a connection suspended); a step
      * started after this runs on the event thread. */
     offload_stop(srv->offload);
+    /* The same for end steps that handed their commit to the committer
+     * (op_put.c): its callbacks resume their connections. From here on a
+     * commit runs where it was asked for, as before the offload pool. */
+    committer_drain(srv->committer);
     /* Let the event loops close every connection at their own pace, so that
      * MHD_stop_daemon only joins idle threads: closing connections while
      * stopping is MHD's least exercised path. */

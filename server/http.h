@@ -31,4 +31,13 @@ void http_body_pause(struct s3_req *r);
 /* Reads the body of 'r' again; any thread, once per pause. */
 void http_body_resume(struct s3_req *r);
 
+/* For a step on a worker (r->is_offloaded) that hands the rest of its work
+ * to another thread (an asynchronous commit): the suspended connection is
+ * resumed only once the step returned and that thread called
+ * http_step_release, so neither sees 'r' freed under it. */
+void http_step_hold(struct s3_req *r);
+/* Lets go of a hold; the last one resumes the connection, after which 'r'
+ * may be gone at once (do not touch it after the call). Any thread. */
+void http_step_release(struct s3_req *r);
+
 #endif

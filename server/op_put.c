@@ -93,6 +93,16 @@ struct put_ctx {
     struct sse_writer *sse_writer;
     uint8_t sse_salt[AUTH_SSE_SALT_LEN];
     uint32_t class_flags; /* x-amz-storage-class (tier.h); 0: STANDARD */
+    /* The commit (put_end): the op and what it points at live here, in the
+     * request's arena, until the committer is done with them; the answer
+     * is built from them after it. */
+    struct index_op op;
+    struct index_object obj;
+    struct index_part part;
+    struct index_members members_index;
+    uint8_t etag[16];
+    struct slice ck_b64;
+    char expiration[LIFECYCLE_HEADER_MAX]; /* x-amz-expiration; "": none */
 };
 
 /* Gives back what the upload holds: the writer's space and buffers (unless
@@ -299,48 +309,105 @@ writer_extents(struct s3_req *r, struct storage_writer *w, const struct index_ex
     *sums = storage_writer_sums(w, sums_len);
 }
 
+/* Answers the commit of 'c->op' ('rc' from committer_run or a
+ * committer_submit callback) and, when it applied, gives the writer's
+ * extents to the index. In the callback it runs on the committer thread,
+ * ahead of the next batch: nothing here may block or take long (the
+ * storage-class move, which does, never comes here asynchronously). */
+static void
+put_answer(struct s3_req *r, int rc)
+{
+    struct put_ctx *c = r->op_ctx;
+    if (rc == 0)
+        rc = c->op.result;
+    if (rc < 0) {
+        enum s3_error e = s3_error_from_errno(rc);
+        if (rc == -ENOENT)
+            e = c->is_part ? S3_ERR_NO_SUCH_UPLOAD : S3_ERR_NO_SUCH_BUCKET;
+        s3_respond_error(r, e, NULL);
+        return; /* cleanup destroys the writer uncommitted */
+    }
+    put_release(r, c, true);
+    bool is_moved = false;
+    if (!c->is_part) {
+        atomic_fetch_add(&r->srv->metrics.puts, 1);
+        is_moved =
+            c->class_flags && s3_storage_class_apply(r, c->bucket.id, c->etag, c->class_flags) == 0;
+    }
+    char etag_s[48];
+    s3_format_etag(c->etag, 0, etag_s);
+    struct MHD_Response *resp = MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT);
+    s3_resp_header(resp, "ETag", etag_s);
+    if (!c->is_part)
+        s3_version_result_headers(r, resp, c->op.result_version_flags, c->op.result_version_id);
+    if (is_moved)
+        s3_resp_header(resp, "x-amz-storage-class", tier_class_name(r->srv->tiers, c->class_flags));
+    if (c->ck_b64.len) {
+        s3_resp_header(resp, auth_checksum_header(c->ck_algo),
+                       arena_strndup(r->arena, c->ck_b64.ptr, c->ck_b64.len));
+        if (!c->is_part)
+            s3_resp_header(resp, "x-amz-checksum-type", "FULL_OBJECT");
+    }
+    sse_resp_headers(resp, &c->sse);
+    if (c->expiration[0])
+        s3_resp_header(resp, "x-amz-expiration", c->expiration);
+    s3_respond(r, 200, resp);
+}
+
+/* committer_submit's callback (committer thread): the answer, then the
+ * connection goes back to its event loop. */
+static void
+put_committed(void *arg, int rc)
+{
+    struct s3_req *r = arg;
+    put_answer(r, rc);
+    http_step_release(r);
+}
+
+/* Publishes 'c->op' and answers. On a worker the op goes to the committer
+ * and this step returns at once: the worker is free for the next request
+ * while the commit waits for its batch, and the committer's callback
+ * answers and resumes the connection (one thread hop fewer than a worker
+ * waking up only to resume it). A PUT with a storage-class move (it blocks
+ * after the commit), and any without the offload pool
+ * (thread_per_connection), wait in committer_run as before. */
+static void
+put_commit(struct s3_req *r, struct put_ctx *c)
+{
+    if (r->is_offloaded && !c->class_flags) {
+        r->is_end_handed_off = true;
+        http_step_hold(r);
+        committer_submit(r->srv->committer, &c->op, 1, put_committed, r);
+        return; /* r is the committer's now */
+    }
+    put_answer(r, committer_run(r->srv->committer, &c->op, 1));
+}
+
 /* UploadPart: publishes the part (replacing an earlier upload of the same
  * number, whose extents are freed). */
 static void
-put_end_part(struct s3_req *r, struct put_ctx *c, const uint8_t etag[16], struct slice ck_b64)
+put_end_part(struct s3_req *r, struct put_ctx *c)
 {
     struct meta pm = {NULL, 0};
-    if (ck_b64.len)
-        meta_add(r, &pm, auth_checksum_header(c->ck_algo), ck_b64);
-    struct index_part part;
-    memset(&part, 0, sizeof(part));
-    part.number = c->part_number;
-    part.size = r->payload_len;
-    part.mtime_ns = clock_now_ns();
-    memcpy(part.etag, etag, 16);
-    writer_extents(r, c->writer, &part.extents, &part.n_extents, &part.sums, &part.sums_len);
+    if (c->ck_b64.len)
+        meta_add(r, &pm, auth_checksum_header(c->ck_algo), c->ck_b64);
+    struct index_part *part = &c->part;
+    part->number = c->part_number;
+    part->size = r->payload_len;
+    part->mtime_ns = clock_now_ns();
+    memcpy(part->etag, c->etag, 16);
+    writer_extents(r, c->writer, &part->extents, &part->n_extents, &part->sums, &part->sums_len);
     if (c->sse.mode)
         meta_add(r, &pm, META_SSE_SEGMENT,
                  (struct slice){(const char *)c->sse_salt, AUTH_SSE_SALT_LEN});
-    meta_encode(r->arena, &pm, &part.meta, &part.meta_len);
-    struct index_op op = {
+    meta_encode(r->arena, &pm, &part->meta, &part->meta_len);
+    c->op = (struct index_op){
         .kind = INDEX_OP_PART_PUT,
         .upload_id = c->upload.upload_id,
-        .part = &part,
+        .part = part,
         .arena = r->arena,
     };
-    int rc = committer_run(r->srv->committer, &op, 1);
-    if (rc == 0)
-        rc = op.result;
-    if (rc < 0) {
-        s3_respond_error(r, rc == -ENOENT ? S3_ERR_NO_SUCH_UPLOAD : s3_error_from_errno(rc), NULL);
-        return;
-    }
-    put_release(r, c, true);
-    char etag_s[48];
-    s3_format_etag(etag, 0, etag_s);
-    struct MHD_Response *resp = MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT);
-    s3_resp_header(resp, "ETag", etag_s);
-    if (ck_b64.len)
-        s3_resp_header(resp, auth_checksum_header(c->ck_algo),
-                       arena_strndup(r->arena, ck_b64.ptr, ck_b64.len));
-    sse_resp_headers(resp, &c->sse);
-    s3_respond(r, 200, resp);
+    put_commit(r, c);
 }
 
 static void
@@ -364,104 +431,75 @@ put_end(struct s3_req *r)
         reserve_charge(r->srv->reserves, r->user_id, c->held_charged, 0);
         c->held_charged = 0;
     }
-    uint8_t etag[16];
-    struct slice ck_b64;
-    enum s3_error e = put_verify(r, c, etag, &ck_b64);
+    enum s3_error e = put_verify(r, c, c->etag, &c->ck_b64);
     if (e != S3_OK) {
         char msg[128];
         snprintf(msg, sizeof(msg), "The %s you specified did not match the calculated checksum.",
-                 c->has_content_md5 && !ck_b64.len ? "Content-MD5"
-                                                   : auth_checksum_name(c->ck_algo));
+                 c->has_content_md5 && !c->ck_b64.len ? "Content-MD5"
+                                                      : auth_checksum_name(c->ck_algo));
         s3_respond_error(r, e, e == S3_ERR_BAD_DIGEST ? msg : NULL);
         return;
     }
-    sse_etag(&c->sse, etag);
+    sse_etag(&c->sse, c->etag);
     if (c->is_part) {
-        put_end_part(r, c, etag, ck_b64);
+        put_end_part(r, c);
         return;
     }
-    if (ck_b64.len) {
-        meta_add(r, &c->meta, auth_checksum_header(c->ck_algo), ck_b64);
+    if (c->ck_b64.len) {
+        meta_add(r, &c->meta, auth_checksum_header(c->ck_algo), c->ck_b64);
         meta_add(r, &c->meta, "x-amz-checksum-type", SLICE_LIT("FULL_OBJECT"));
     }
 
-    struct index_object obj;
-    memset(&obj, 0, sizeof(obj));
-    obj.size = r->payload_len;
-    obj.mtime_ns = clock_now_ns();
-    memcpy(obj.etag, etag, 16);
+    struct index_object *obj = &c->obj;
+    obj->size = r->payload_len;
+    obj->mtime_ns = clock_now_ns();
+    memcpy(obj->etag, c->etag, 16);
     if (c->sse.mode)
         sse_meta_set(r->arena, &c->meta, sse_record_format(r->arena, &c->sse, c->sse_salt, 1));
-    meta_encode(r->arena, &c->meta, &obj.meta, &obj.meta_len);
+    meta_encode(r->arena, &c->meta, &obj->meta, &obj->meta_len);
     if (c->is_inline) {
-        obj.inline_data = (const uint8_t *)c->inline_buf;
-        obj.inline_len = c->inline_len;
+        obj->inline_data = (const uint8_t *)c->inline_buf;
+        obj->inline_len = c->inline_len;
     } else {
-        writer_extents(r, c->writer, &obj.extents, &obj.n_extents, &obj.sums, &obj.sums_len);
+        writer_extents(r, c->writer, &obj->extents, &obj->n_extents, &obj->sums, &obj->sums_len);
     }
     const char *lock_msg;
-    enum s3_error le = s3_lock_for_write(r, &c->bucket, &obj, obj.mtime_ns, true, &lock_msg);
+    enum s3_error le = s3_lock_for_write(r, &c->bucket, obj, obj->mtime_ns, true, &lock_msg);
     if (le != S3_OK) {
         s3_respond_error(r, le, lock_msg);
         return; /* cleanup destroys the writer uncommitted */
     }
-    struct index_op op = {
+    c->op = (struct index_op){
         .kind = INDEX_OP_PUT,
         .bucket_id = c->bucket.id,
         .key = r->key,
-        .object = &obj,
+        .object = obj,
         .if_none_match = c->if_none_match,
         .has_if_match = c->has_if_match,
         .if_exists = c->if_exists,
         .has_if_none_match_etag = c->has_if_none_match_etag,
         .arena = r->arena,
     };
-    memcpy(op.if_match_etag, c->if_match, 16);
-    memcpy(op.if_none_match_etag, c->if_none_match_etag, 16);
-    struct index_members members;
+    memcpy(c->op.if_match_etag, c->if_match, 16);
+    memcpy(c->op.if_none_match_etag, c->if_none_match_etag, 16);
     if (c->members) {
         /* Committed with the object: never a version without its index. */
-        member_builder_finish(c->members, &members);
-        op.members = &members;
+        member_builder_finish(c->members, &c->members_index);
+        c->op.members = &c->members_index;
     }
-    int rc = committer_run(r->srv->committer, &op, 1);
-    if (rc == 0)
-        rc = op.result;
-    if (rc < 0) {
-        if (rc == -ENOENT)
-            s3_respond_error(r, S3_ERR_NO_SUCH_BUCKET, NULL);
-        else
-            s3_respond_error(r, s3_error_from_errno(rc), NULL);
-        return; /* cleanup destroys the writer uncommitted */
-    }
-    put_release(r, c, true);
-    atomic_fetch_add(&r->srv->metrics.puts, 1);
-    bool is_moved =
-        c->class_flags && s3_storage_class_apply(r, c->bucket.id, etag, c->class_flags) == 0;
-
-    char etag_s[48];
-    s3_format_etag(etag, 0, etag_s);
-    struct MHD_Response *resp = MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT);
-    s3_resp_header(resp, "ETag", etag_s);
-    s3_version_result_headers(r, resp, op.result_version_flags, op.result_version_id);
-    if (is_moved)
-        s3_resp_header(resp, "x-amz-storage-class", tier_class_name(r->srv->tiers, c->class_flags));
-    if (ck_b64.len) {
-        s3_resp_header(resp, auth_checksum_header(c->ck_algo),
-                       arena_strndup(r->arena, ck_b64.ptr, ck_b64.len));
-        s3_resp_header(resp, "x-amz-checksum-type", "FULL_OBJECT");
-    }
-    sse_resp_headers(resp, &c->sse);
-    /* The tags just stored (x-amz-tagging) select Tag-filtered rules. */
-    char expiration[LIFECYCLE_HEADER_MAX];
+    /* The answer's x-amz-expiration, here rather than after the commit,
+     * where it could hold up the committer (a bucket's first PUT reads its
+     * lifecycle from the index). The tags just stored (x-amz-tagging)
+     * select Tag-filtered rules. */
     struct s3_tag *tags;
     size_t n_tags;
     if (!meta_tags_get(&c->meta, r->arena, &tags, &n_tags))
         n_tags = 0;
-    if (lifecycle_expiration_header(r->srv->lifecycle, c->bucket.id, r->key, obj.size, obj.mtime_ns,
-                                    tags, n_tags, expiration, sizeof(expiration)))
-        s3_resp_header(resp, "x-amz-expiration", expiration);
-    s3_respond(r, 200, resp);
+    if (!lifecycle_expiration_header(r->srv->lifecycle, c->bucket.id, r->key, obj->size,
+                                     obj->mtime_ns, tags, n_tags, c->expiration,
+                                     sizeof(c->expiration)))
+        c->expiration[0] = '\0';
+    put_commit(r, c);
 }
 
 /* Reads the declared payload length: X-Amz-Decoded-Content-Length for

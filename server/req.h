@@ -15,6 +15,7 @@
 #include "server/offload.h"
 #include "server/tier.h"
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -38,7 +39,8 @@ struct s3_rdma;
  * error (the rest of the body is then discarded and the error sent). */
 typedef enum s3_error (*s3_body_fn)(struct s3_req *r, const char *data, size_t len);
 /* Called once the whole body is in (or at once for requests without body
- * handlers). Must call one of the s3_respond_* functions. */
+ * handlers). Must call one of the s3_respond_* functions, or, on a worker,
+ * set r->is_end_handed_off and leave that to another thread (op_put.c). */
 typedef void (*s3_end_fn)(struct s3_req *r);
 /* Called when the request ends for any reason (cleanup, e.g. abort a writer). */
 typedef void (*s3_cleanup_fn)(struct s3_req *r);
@@ -131,6 +133,12 @@ struct s3_req {
     bool is_responded;
     bool is_offloaded; /* a step ran on a worker: responses are deferred */
     struct offload_job job;
+    /* While a step runs on a worker: who must still let go before the
+     * connection is resumed (http_step_hold). */
+    atomic_uint n_step_holds;
+    /* The end step handed its answer to another thread (op_put.c: an
+     * asynchronous commit): once on_end returns, r is theirs. */
+    bool is_end_handed_off;
     int status;
     enum s3_error error; /* the S3 error answered, S3_OK for none */
     int64_t respond_ns;  /* monotonic time the response was queued; 0: none */

@@ -23,6 +23,16 @@ on it visible to every other connection.
     UnexpectedContent and nothing is done, so `Content-Length: 1` can no
     longer pull a commit onto the event loop; the same requests without a
     body still work, and health answers while one waits on its commit.
+(g) A PUT waiting for its commit holds no worker: with one worker
+    (worker_threads_max = 1), PUTs that arrive while a commit is held all
+    go into the next one, where each used to hold the only worker through
+    its own commit and they committed one by one.
+(h) The answers a PUT gets after its commit are the same whoever builds
+    them (the committer's callback by default; the worker with
+    group_commit = off; the connection's thread with
+    thread_per_connection = on): the ETag and version id, a failed
+    condition (If-None-Match: *) as 412 with nothing stored, a part's ETag
+    and checksum, and the completed object.
 """
 
 import concurrent.futures
@@ -286,8 +296,77 @@ def test_body_on_routes_without_one():
         check(done.is_set(), "the slow DELETE did not finish")
 
 
+def test_puts_commit_without_a_worker():
+    cfg = "http_threads = 1\nworker_threads_max = 1\ntest_commit_delay_ms = 1000\n"
+    with harness.Server(config=cfg, tag="evl-g") as srv:
+        n = 8
+        s3 = srv.client(max_pool_connections=n + 1)
+        s3.create_bucket(Bucket="evb")
+        before = srv.metrics()
+        first = threading.Thread(target=s3.put_object, kwargs={"Bucket": "evb", "Key": "first", "Body": b"f" * 4096})
+        first.start()
+        # The first PUT is in its held commit (or queued behind the only
+        # worker, before the change): the n others arrive meanwhile.
+        deadline = time.monotonic() + 10
+        while srv.metric("shardstore_requests_in_flight") < 2:
+            check(time.monotonic() < deadline, "the first PUT never got in flight")
+            time.sleep(0.02)
+        time.sleep(0.2)
+        start = threading.Barrier(n)
+
+        def put(i):
+            start.wait()
+            s3.put_object(Bucket="evb", Key="k%d" % i, Body=harness.random_bytes(4096, seed=i))
+
+        t0 = time.monotonic()
+        with concurrent.futures.ThreadPoolExecutor(max_workers=n) as ex:
+            list(ex.map(put, range(n)))
+        first.join(timeout=30)
+        elapsed = time.monotonic() - t0
+        after = srv.metrics()
+        commits = after["shardstore_index_commits_total"] - before["shardstore_index_commits_total"]
+        ops = after["shardstore_index_committed_ops_total"] - before["shardstore_index_committed_ops_total"]
+        print("     %d PUTs in %d commits (%d ops) in %.2f s, %d worker(s)" % (
+            n + 1, commits, ops, elapsed, after["shardstore_http_workers"]), flush=True)
+        eq(after["shardstore_http_workers"], 1, "workers")
+        eq(ops, n + 1, "ops committed")
+        check(commits <= 2, "%d PUTs with one worker took %d commits: a PUT holds the worker through its commit"
+              % (n + 1, commits))
+        for i in range(n):
+            same_bytes(s3.get_object(Bucket="evb", Key="k%d" % i)["Body"].read(), harness.random_bytes(4096, seed=i),
+                       "k%d" % i)
+        eq(s3.get_object(Bucket="evb", Key="first")["Body"].read(), b"f" * 4096, "first")
+
+
+def test_put_answers_in_every_mode():
+    for i, cfg in enumerate(("", "group_commit = off\n", "thread_per_connection = on\n")):
+        with harness.Server(config=cfg, tag="evl-h%d" % i) as srv:
+            what = cfg.strip() or "default"
+            s3 = srv.client()
+            s3.create_bucket(Bucket="evb")
+            s3.put_bucket_versioning(Bucket="evb", VersioningConfiguration={"Status": "Enabled"})
+            body = harness.random_bytes(5000, seed=i)
+            r = s3.put_object(Bucket="evb", Key="a", Body=body)
+            eq(r["ETag"], '"%s"' % harness.md5_hex(body), "%s: ETag" % what)
+            check(r.get("VersionId"), "%s: no version id in the PUT's answer" % what)
+            got = srv.request("PUT", "/evb/a", body=b"other", headers={"If-None-Match": "*"})
+            harness.expect_s3_error(got.status, got.body, 412, "PreconditionFailed", "%s: If-None-Match: *" % what)
+            eq(s3.get_object(Bucket="evb", Key="a")["Body"].read(), body, "%s: after the refused PUT" % what)
+            up = s3.create_multipart_upload(Bucket="evb", Key="mp", ChecksumAlgorithm="CRC32")["UploadId"]
+            p1 = s3.upload_part(Bucket="evb", Key="mp", UploadId=up, PartNumber=1, Body=b"P" * (5 << 20),
+                                ChecksumAlgorithm="CRC32")
+            check(p1.get("ChecksumCRC32"), "%s: no checksum in the part's answer" % what)
+            p2 = s3.upload_part(Bucket="evb", Key="mp", UploadId=up, PartNumber=2, Body=b"Q" * 10,
+                                ChecksumAlgorithm="CRC32")
+            s3.complete_multipart_upload(Bucket="evb", Key="mp", UploadId=up, MultipartUpload={"Parts": [
+                {"PartNumber": 1, "ETag": p1["ETag"], "ChecksumCRC32": p1["ChecksumCRC32"]},
+                {"PartNumber": 2, "ETag": p2["ETag"], "ChecksumCRC32": p2["ChecksumCRC32"]}]})
+            eq(s3.head_object(Bucket="evb", Key="mp")["ContentLength"], (5 << 20) + 10, "%s: multipart size" % what)
+
+
 TESTS = [test_reads_during_slow_commit, test_puts_share_commits, test_every_blocking_kind,
-         test_sigterm_with_suspended_requests, test_many_connections, test_body_on_routes_without_one]
+         test_sigterm_with_suspended_requests, test_many_connections, test_body_on_routes_without_one,
+         test_puts_commit_without_a_worker, test_put_answers_in_every_mode]
 
 if __name__ == "__main__":
     harness.main(TESTS, shared_server=False)
