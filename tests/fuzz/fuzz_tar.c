@@ -1,5 +1,5 @@
 /*
- * fuzz_tar.c: libFuzzer target for server/tar.c (the tar header parser).
+ * fuzz_tar.c: libFuzzer target for common/tar.c (the tar header parser).
  *
  * Input: the archive itself. Properties checked beyond "no crash": the
  * archive fed whole, byte by byte and in chunks of sizes taken from the
@@ -9,7 +9,7 @@
  * the input; names have their stated length and fit TAR_NAME_MAX; skipping
  * member data unread (as the server's first-use build does) changes nothing.
  */
-#include "server/tar.h"
+#include "common/tar.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -14,8 +14,8 @@
  * caller-owned struct tar_parser. Safe from any thread, one parser per
  * archive.
  */
-#ifndef SHARD_SERVER_TAR_H
-#define SHARD_SERVER_TAR_H
+#ifndef SHARD_COMMON_TAR_H
+#define SHARD_COMMON_TAR_H
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -12,7 +12,7 @@
  */
 #include "config.h"
 
-#include "server/tar.h"
+#include "common/tar.h"
 
 #include <string.h>
 

@@ -1,5 +1,5 @@
 /*
- * test_tar.c: unit tests of server/tar.c, the streaming tar header parser.
+ * test_tar.c: unit tests of common/tar.c, the streaming tar header parser.
  * Archives in USTAR, PAX and GNU formats come from Python's tarfile
  * (tar_fixtures.py, run at test time), which also gives the expected
  * members (name, data offset, size, mode, mtime). Each archive is parsed
@@ -10,7 +10,7 @@
  */
 #include "config.h"
 
-#include "server/tar.h"
+#include "common/tar.h"
 #include "tests/lib/test.h"
 #include "tests/lib/tmpdir.h"
 
@@ -280,7 +280,7 @@ main(void)
     const char *src = getenv("SHARD_SRCDIR");
     char cmd[8192];
     char *dir = test_tmpdir_create("tar");
-    snprintf(cmd, sizeof(cmd), "python3 '%s/tests/unit/server/tar_fixtures.py' '%s'",
+    snprintf(cmd, sizeof(cmd), "python3 '%s/tests/unit/common/tar_fixtures.py' '%s'",
              src ? src : ".", dir);
     if (system(cmd) != 0) {
         test_tmpdir_remove(dir);
