@@ -32,6 +32,13 @@ _WORDS = _lib.TAR_MEMBER_WORDS
 _FORMAT = -7  # SHARD_ERR_FORMAT
 _string_at = ctypes.string_at
 _INT_MAX = (1 << 31) - 1
+# A read-only memoryview of C memory, made without a ctypes array type (one
+# of a new length per call would be a new class each time, which ctypes
+# caches for good).
+_view = ctypes.pythonapi.PyMemoryView_FromMemory
+_view.restype = ctypes.py_object
+_view.argtypes = [ctypes.c_void_p, ctypes.c_ssize_t, ctypes.c_int]
+_PYBUF_READ = 0x100
 
 
 class MalformedShard(ValueError):
@@ -53,10 +60,10 @@ def split_key(name):
 
 
 def _bytes_at(addr, size):
-    # string_at takes a C int size; larger members are copied through an array.
+    # string_at takes a C int size; larger members are copied through a view.
     if size <= _INT_MAX:
         return _string_at(addr, size)
-    return bytes((ctypes.c_char * size).from_address(addr))
+    return _view(addr, size, _PYBUF_READ).tobytes()
 
 
 class _TarReader:
@@ -111,7 +118,7 @@ class _TarReader:
             if sizes[i]:
                 hi = ptrs[i] + sizes[i]
                 break
-        view = memoryview((ctypes.c_char * (hi - lo)).from_address(lo)).cast("B") if hi else b""
+        view = _view(lo, hi - lo, _PYBUF_READ) if hi else b""
         data = [view[p - lo:p - lo + z].tobytes() if lo <= p and p + z <= hi else _bytes_at(p, z)
                 for p, z in zip(ptrs, sizes)]
         return q[4::_WORDS], names, data
