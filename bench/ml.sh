@@ -13,8 +13,9 @@
 #               parallel range reader) vs the same tars read from local disk with Python's
 #               tarfile vs the same loader on boto3 get_object streams (tarfile "r|").
 #               Ratios: shardstore/local (goal >= 0.8), shardstore/boto3 (goal >= 3). ShardDataset
-#               parses tars with its own parser (shardstore.samples); local_same_parser reads the
-#               local files with that parser too, to show the storage path's cost alone.
+#               parses tars with libshard's tar member reader (shard_tar_*, via shardstore.samples);
+#               local_same_parser reads the local files with that reader too (iter_members), to
+#               show the storage path's cost alone.
 #               How a batch reaches the main process is BENCH_EPOCH_COLLATE, the same for
 #               every loader: "tensor" (the default) turns each sample's .jpg bytes into a
 #               uint8 tensor in the worker (torch.frombuffer, no copy) and uses DataLoader's

@@ -38,6 +38,7 @@ cli_exit_of(const struct shard_error *err)
     case SHARD_ERR_S3:
     case SHARD_ERR_NET:
     case SHARD_ERR_PROTO:
+    case SHARD_ERR_FORMAT:
         return CLI_S3;
     }
     return CLI_S3;

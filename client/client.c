@@ -245,6 +245,8 @@ shard_errkind_name(enum shard_errkind kind)
         return "configuration error";
     case SHARD_ERR_PROTO:
         return "protocol error";
+    case SHARD_ERR_FORMAT:
+        return "format error";
     }
     return "error";
 }

@@ -3,7 +3,7 @@
 LIBSHARD_SOURCES = client/shard.h client/shard_int.h client/client.c \
 	client/config.c client/ini.c client/url.c client/request.c client/xml.c \
 	client/version_scan.c client/list_versions.c client/ops.c client/reader.c client/upload.c \
-	client/member.c client/rdma.c
+	client/member.c client/rdma.c client/tar.c
 
 # The installed library: libshard.so, built from its own sources and from
 # the auth/ and common/ code it uses, compiled again as PIC with

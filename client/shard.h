@@ -34,6 +34,8 @@ enum shard_errkind {
     SHARD_ERR_ARG = -4,    /* bad argument (URL, option, range beyond the object) */
     SHARD_ERR_CONFIG = -5, /* missing credentials or unusable configuration */
     SHARD_ERR_PROTO = -6,  /* the server's answer made no sense (bad XML, wrong length) */
+    SHARD_ERR_FORMAT = -7, /* the data is not in the format asked for (shard_tar_*: code
+                            * "MalformedTar", not a readable tar archive) */
 };
 
 struct shard_error {
@@ -357,6 +359,85 @@ SHARD_API int shard_batch_get(struct shard_client *c, const char *bucket,
                               const struct shard_batch_entry *entries, size_t n,
                               bool continue_on_error, shard_write_fn fn, void *ctx,
                               struct shard_error *err);
+
+/* ---- tar member reader ----------------------------------------------------- */
+
+/*
+ * A tar member reader hands out the regular files of a streamed tar
+ * archive whole, many per call, parsed in C (the parser of the server's
+ * member indexes: ustar, pax path/size/mtime, GNU long names; directories,
+ * links and devices are not members; unknown types are skipped; GNU sparse
+ * and multi-volume entries, bad checksums and numbers, names over 4096
+ * bytes and truncated input are malformed). The bytes come from a
+ * shard_reader (shard_tar_read: the parallel range reader) or from the
+ * caller in pieces of any size (shard_tar_input, shard_tar_next). A
+ * member's data is a pointer into the piece that holds it whole, with no
+ * copy, or, when it runs over pieces, into the reader's own buffer, copied
+ * once. A reader belongs to one thread.
+ */
+struct shard_tar;
+
+/* One member. Every field is 8 bytes wide (a binding may read an array of
+ * them as integers, 5 per member). Pointers stay valid until the next call
+ * on the reader (or its destruction). The data of the members one call
+ * hands out, but for the first, lie in one input piece in archive order
+ * (a binding may view that run once and slice it); the first may be in
+ * the reader's own buffer instead, as may any empty member's. */
+struct shard_tar_member {
+    const char *name;       /* 'name_len' bytes, then a NUL (a pax name may hold NULs
+                             * too, and need not be UTF-8) */
+    uint64_t name_len;      /* 1..4096 */
+    const void *data;       /* 'size' bytes */
+    uint64_t size;          /* data bytes */
+    uint64_t header_offset; /* of its first header in the archive (a pax or GNU long name
+                             * header when it has one; 'base' included): reading
+                             * again from there gives this member first */
+};
+
+/* Creates a reader for an archive whose next byte is at offset 'base'
+ * (0, or where an earlier read stopped: a member's header_offset). Destroy
+ * with shard_tar_destroy. */
+SHARD_API struct shard_tar *shard_tar_create(uint64_t base);
+/* Frees the reader. NULL is a no-op. */
+SHARD_API void shard_tar_destroy(struct shard_tar *t);
+/*
+ * Hands the next 'len' bytes of the archive to 't' (borrowed until
+ * shard_tar_next has used them up: it returned 0 or an error); 'len' 0
+ * ends the input. Returns 0, or SHARD_ERR_ARG when the last piece is not
+ * used up yet or the input had ended.
+ */
+SHARD_API int shard_tar_input(struct shard_tar *t, const void *data, size_t len,
+                              struct shard_error *err);
+/*
+ * Fills 'out[0..cap)' with the next members whose data the input holds
+ * whole. Returns their count (> 0); 0 when the input given is used up
+ * (feed more with shard_tar_input) or, once the input has ended, when the
+ * archive ended whole (an end block, or right after an entry's data); or
+ * a negative error: SHARD_ERR_FORMAT (code "MalformedTar"; see
+ * shard_tar_error) when the archive is malformed or ends inside an entry,
+ * SHARD_ERR_IO when a member's data does not fit in memory, SHARD_ERR_ARG
+ * for 'cap' 0. Members before the damage are handed out first; errors are
+ * sticky.
+ */
+SHARD_API int shard_tar_next(struct shard_tar *t, struct shard_tar_member *out, size_t cap,
+                             struct shard_error *err);
+/*
+ * As shard_tar_next with the input read from 'r' (shard_reader_open at
+ * 'base'; 'r' stays the caller's, to close after 't' is done with it, and
+ * must not be read otherwise meanwhile): pieces are taken with
+ * shard_reader_next as needed, so members are pointers into the reader's
+ * window. Returns the count (> 0), 0 when the archive ended whole, or a
+ * negative error: the reader's (SHARD_ERR_NET ... : the members handed out
+ * before it are whole, and reading again from the header_offset after the
+ * last one resumes) or shard_tar_next's. Reading stops at the end block.
+ */
+SHARD_API int shard_tar_read(struct shard_tar *t, struct shard_reader *r,
+                             struct shard_tar_member *out, size_t cap, struct shard_error *err);
+/* After SHARD_ERR_FORMAT: why the archive is unreadable ("bad header
+ * checksum", "truncated header", ...; static) and, in '*offset' (may be
+ * NULL), the archive offset of the header at fault or where the input
+ * ended. NULL when the reader has no such error. */
+SHARD_API const char *shard_tar_error(const struct shard_tar *t, uint64_t *offset);
 
 /* ---- any request ---------------------------------------------------------- */
 

@@ -25,7 +25,7 @@
 #include "server/req.h"
 #include "server/server.h"
 #include "server/sse.h"
-#include "server/tar.h"
+#include "common/tar.h"
 #include "server/tier.h"
 #include "server/util.h"
 #include "server/xml_in.h"

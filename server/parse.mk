@@ -6,7 +6,6 @@ noinst_LTLIBRARIES += %D%/libs3parse.la
 	%D%/key.h \
 	%D%/tags.c %D%/tags.h \
 	%D%/lifecycle_xml.c %D%/lifecycle_xml.h \
-	%D%/tar.c %D%/tar.h \
 	%D%/lock_xml.c %D%/lock_xml.h \
 	%D%/form.c %D%/form.h %D%/post_policy.c %D%/post_policy.h
 %C%_libs3parse_la_SOURCES += %D%/cors.c %D%/cors.h

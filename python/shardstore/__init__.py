@@ -38,10 +38,10 @@ BATCH_MAX = 10000
 
 class ShardError(OSError):
     """A libshard call failed. 'kind' is libshard's error kind ("S3",
-    "NET", "IO", "ARG", "CONFIG", "PROTO"), 'http_status' and 'code' the
+    "NET", "IO", "ARG", "CONFIG", "PROTO", "FORMAT"), 'http_status' and 'code' the
     server's answer when there was one."""
 
-    KINDS = {-1: "S3", -2: "NET", -3: "IO", -4: "ARG", -5: "CONFIG", -6: "PROTO"}
+    KINDS = {-1: "S3", -2: "NET", -3: "IO", -4: "ARG", -5: "CONFIG", -6: "PROTO", -7: "FORMAT"}
 
     def __init__(self, kind, http_status=0, code="", message=""):
         self.kind = kind

@@ -41,6 +41,11 @@ class MemberStruct(ctypes.Structure):
                 ("mode", ctypes.c_uint32), ("mtime_s", ctypes.c_int64)]
 
 
+# struct shard_tar_member is 5 fields of 8 bytes (name, name_len, data, size,
+# header_offset): the package reads arrays of them as flat uint64s.
+TAR_MEMBER_WORDS = 5
+
+
 class BatchEntry(ctypes.Structure):
     _fields_ = [("key", ctypes.c_char_p), ("member", ctypes.c_char_p), ("range", ctypes.c_char_p)]
 
@@ -106,6 +111,13 @@ _protos = {
                                      P(Response), P(ShardErrorStruct)]),
     "shard_response_cleanup": (None, [P(Response)]),
     "shard_put_buffer": (ctypes.c_int, [vp, cp, cp, vp, ctypes.c_size_t, P(ShardErrorStruct)]),
+    "shard_reader_next": (ctypes.c_int, [vp, P(vp), P(ctypes.c_size_t), P(ShardErrorStruct)]),
+    "shard_tar_create": (vp, [c_u64]),
+    "shard_tar_destroy": (None, [vp]),
+    "shard_tar_input": (ctypes.c_int, [vp, vp, ctypes.c_size_t, P(ShardErrorStruct)]),
+    "shard_tar_next": (ctypes.c_int, [vp, vp, ctypes.c_size_t, P(ShardErrorStruct)]),
+    "shard_tar_read": (ctypes.c_int, [vp, vp, vp, ctypes.c_size_t, P(ShardErrorStruct)]),
+    "shard_tar_error": (cp, [vp, P(c_u64)]),
 }
 for _name, (_res, _args) in _protos.items():
     _f = getattr(lib, _name)

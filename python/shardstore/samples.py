@@ -2,29 +2,43 @@
 no dependency on torch (shardstore.torch wraps this in its datasets).
 
 A shard is read front to back with libshard's parallel range reader and
-parsed here (ustar, pax path/size records, GNU long names; other entry
-types skipped). Members are grouped into samples by key, as WebDataset
-does: the key is the name up to the first dot of its last path component
-(directory kept: "a/000123" for "a/000123.seg.png"), the field is the rest
-in lower case ("seg.png"); consecutive members with one key form a sample
-{"__key__": key, "__url__": url, field: bytes, ...}. Names without a dot
-in their last component belong to no sample and are skipped.
+parsed in C by libshard's tar member reader (shard_tar_read: the parser of
+the server's member indexes; ustar, pax path/size records, GNU long names;
+other entry types skipped), which hands out up to 256 whole members per
+call: a name, the data (one copy, out of the reader's window), and the
+offset of the member's first header. Members are grouped into samples by
+key, as WebDataset does: the key is the name up to the first dot of its
+last path component (directory kept: "a/000123" for "a/000123.seg.png"),
+the field is the rest in lower case ("seg.png"); consecutive members with
+one key form a sample {"__key__": key, "__url__": url, field: bytes, ...}.
+Names without a dot in their last component belong to no sample and are
+skipped.
 
 Resuming: a sample is handed out only once the header of the next one has
 been read (or the archive ended), and the byte offset of that header is
 kept. When the connection fails beyond libshard's own retries, the shard is
 opened again at that offset, so no sample is repeated or lost.
 """
+import ctypes
 import random
 import warnings
-import zlib
 
-from . import ShardError, default_client, expand_urls, parse_url
+from . import Reader, ShardError, _lib, default_client, expand_urls, parse_url
+from ._lib import lib
 
-BLOCK = 512
-_ZERO_BLOCK = bytes(BLOCK)
-_EXT_TYPES = frozenset(b"xgLK")
-_FILE_TYPES = frozenset(b"0\x007")
+# Members per libshard call (each call is one ctypes crossing).
+BATCH_MEMBERS = 256
+_WORDS = _lib.TAR_MEMBER_WORDS
+_FORMAT = -7  # SHARD_ERR_FORMAT
+_string_at = ctypes.string_at
+_INT_MAX = (1 << 31) - 1
+# A read-only memoryview of C memory, made without a ctypes array type (one
+# of a new length per call would be a new class each time, which ctypes
+# caches for good).
+_view = ctypes.pythonapi.PyMemoryView_FromMemory
+_view.restype = ctypes.py_object
+_view.argtypes = [ctypes.c_void_p, ctypes.c_ssize_t, ctypes.c_int]
+_PYBUF_READ = 0x100
 
 
 class MalformedShard(ValueError):
@@ -45,199 +59,121 @@ def split_key(name):
     return (d + "/" + stem if d else stem), ext.lower()
 
 
-def _octal(field, url, offset):
-    if field and field[0] & 0x80:
-        # GNU base-256: big-endian two's complement of the remaining bytes.
-        v = int.from_bytes(field[1:], "big")
-        if field[0] & 0x40:
-            raise MalformedShard(url, offset, "negative number")
-        return v
-    s = field.split(b"\0", 1)[0].strip(b" \0")
-    if not s:
-        return 0
+def _bytes_at(addr, size):
+    # string_at takes a C int size; larger members are copied through a view.
+    if size <= _INT_MAX:
+        return _string_at(addr, size)
+    return _view(addr, size, _PYBUF_READ).tobytes()
+
+
+class _TarReader:
+    """A libshard tar member reader (struct shard_tar) for the archive of
+    'url' from byte 'base' on. members(...) turns one call's records into
+    lists of header offsets, names and data bytes."""
+
+    def __init__(self, url, base):
+        self.url = url
+        self.t = lib.shard_tar_create(base)
+        self.recs = (ctypes.c_uint64 * (_WORDS * BATCH_MEMBERS))()
+        self.words = memoryview(self.recs).cast("B").cast("Q")
+        self.err = _lib.ShardErrorStruct()
+        self.errp = ctypes.byref(self.err)
+
+    def close(self):
+        if self.t:
+            lib.shard_tar_destroy(self.t)
+            self.t = None
+
+    def fail(self, rc):
+        """The exception for a call that returned 'rc' < 0."""
+        if rc == _FORMAT:
+            off = ctypes.c_uint64()
+            why = lib.shard_tar_error(self.t, ctypes.byref(off))
+            return MalformedShard(self.url, off.value, (why or b"unreadable").decode())
+        return ShardError.from_struct(self.err, rc)
+
+    def members(self, n):
+        """(header offsets, names, data) of the 'n' members the last call
+        gave. The names lie in one run, each ended by a NUL: one copy and
+        one decode for all of them, unless a (pax) name holds a NUL."""
+        q = self.words[:_WORDS * n].tolist()
+        first = q[0]
+        last = _WORDS * (n - 1)
+        blob = _string_at(first, q[last] + q[last + 1] - first)
+        if blob.count(0) == n - 1:
+            names = blob.decode("utf-8", "surrogateescape").split("\0")
+        else:
+            names = [blob[q[i] - first:q[i] - first + q[i + 1]].decode("utf-8", "surrogateescape")
+                     for i in range(0, len(q), _WORDS)]
+        # The data of all members but the first (and the empty ones) lie in
+        # one input piece in order (shard.h): one view of that run, then a
+        # slice per member. The first may be in libshard's buffer instead.
+        ptrs, sizes = q[2::_WORDS], q[3::_WORDS]
+        lo = hi = 0
+        for i in range(1, n):
+            if sizes[i]:
+                lo = ptrs[i]
+                break
+        for i in range(n - 1, 0, -1):
+            if sizes[i]:
+                hi = ptrs[i] + sizes[i]
+                break
+        view = _view(lo, hi - lo, _PYBUF_READ) if hi else b""
+        data = [view[p - lo:p - lo + z].tobytes() if lo <= p and p + z <= hi else _bytes_at(p, z)
+                for p, z in zip(ptrs, sizes)]
+        return q[4::_WORDS], names, data
+
+
+def _reader_batches(r, url, base):
+    """Yields (header offsets, names, data) per libshard call for the tar
+    stream of the shard_reader 'r' (at archive byte 'base')."""
+    t = _TarReader(url, base)
     try:
-        return int(s, 8)
-    except ValueError:
-        raise MalformedShard(url, offset, "bad number %r" % s) from None
-
-
-def _pax(data, url, offset):
-    out = {}
-    pos = 0
-    while pos < len(data):
-        sp = data.find(b" ", pos)
-        if sp < 0:
-            break
-        try:
-            n = int(data[pos:sp])
-        except ValueError:
-            raise MalformedShard(url, offset, "bad pax record") from None
-        if n <= 0 or pos + n > len(data):
-            raise MalformedShard(url, offset, "bad pax record length")
-        rec = data[sp + 1:pos + n - 1]
-        k, _, v = rec.partition(b"=")
-        out[k.decode("utf-8", "replace")] = v
-        pos += n
-    return out
-
-
-def _checksum_ok(hdr, want):
-    """Whether 'want' is the ustar checksum of header 'hdr' (its bytes
-    summed, the checksum field counted as spaces). The sum comes from
-    adler32, whose low half is 1 + the byte sum modulo 65521, in C: summing
-    512 bytes in Python cost more than the rest of a small member's
-    parsing. A header sums to at most 130,560, so two sums agreeing modulo
-    65521 differ by a multiple of it, which a damaged header hits about as
-    rarely as the plain sum's own blind spots."""
-    total = (zlib.adler32(hdr) & 0xFFFF) - 1 - sum(hdr[148:156]) + 8 * 32
-    return want % 65521 == total % 65521
-
-
-def _number(field, url, offset):
-    """A numeric header field: the plain case (octal digits then one NUL or
-    space) parsed at once, anything else (NUL padding, base-256) by
-    _octal, which gives the same value wherever both apply."""
-    if field[-1] in (0, 32):
-        try:
-            return int(field[:-1], 8)
-        except ValueError:
-            pass
-    return _octal(field, url, offset)
+        while True:
+            n = lib.shard_tar_read(t.t, r, t.recs, BATCH_MEMBERS, t.errp)
+            if n <= 0:
+                if n < 0:
+                    raise t.fail(n)
+                return
+            yield t.members(n)
+    finally:
+        t.close()
 
 
 def iter_members(f, url="", base=0, read_size=1 << 20):
     """Yields (header offset, name, data) for each regular file of the tar
     stream 'f' (a binary file object positioned at a header, 'base' bytes
-    into the archive); header offset is where its first header (pax or GNU
-    long name included) begins. Raises MalformedShard on a bad or truncated
-    archive, and whatever 'f' raises (ShardError) as is.
-
-    'f' is read in pieces of 'read_size' bytes and each piece is parsed in
-    place: a member's data is one slice of it (one copy), or, when it runs
-    over the end of the piece, one join of the pieces it spans."""
-    read = f.read
-    buf = b""  # the piece being parsed; buf[i:] is not parsed yet
-    i = 0
-    pos = base  # archive offset of buf[i]
-    ext_start = None
-    long_name = None
-    pax = {}
-
-    def take(n, what):
-        """The next n bytes when they run past the piece in hand: the rest
-        of it and the next pieces joined (one copy); buf/i move past them."""
-        nonlocal buf, i
-        have = len(buf) - i
-        if have >= n:
-            i += n
-            return buf[i - n:i]
-        parts = [memoryview(buf)[i:]] if have else []
-        while have < n:
-            piece = read(max(read_size, n - have))
+    into the archive), parsed by libshard; header offset is where its first
+    header (pax or GNU long name included) begins. Raises MalformedShard on
+    a bad or truncated archive, and whatever 'f' raises as is. 'f' is read
+    in pieces of 'read_size' bytes; a member's data is one copy out of the
+    piece that holds it (or out of libshard's buffer, when it spans pieces)."""
+    t = _TarReader(url, base)
+    piece = b""  # None once the input ended
+    try:
+        while True:
+            n = lib.shard_tar_next(t.t, t.recs, BATCH_MEMBERS, t.errp)
+            if n < 0:
+                raise t.fail(n)
+            if n > 0:
+                yield from zip(*t.members(n))
+                continue
+            if piece is None:
+                return  # the input ended and the archive is whole
+            piece = f.read(read_size)
+            if not isinstance(piece, bytes):
+                piece = bytes(piece)
+            rc = lib.shard_tar_input(t.t, piece, len(piece), t.errp)
+            if rc < 0:
+                raise t.fail(rc)
             if not piece:
-                raise MalformedShard(url, pos, "truncated in %s" % what)
-            parts.append(piece)
-            have += len(piece)
-        last = parts[-1]
-        keep = have - n  # bytes of the last piece beyond the n taken
-        parts[-1] = memoryview(last)[:len(last) - keep]
-        buf, i = last, len(last) - keep
-        return b"".join(parts)
-
-    while True:
-        if len(buf) - i >= BLOCK:
-            hdr = buf[i:i + BLOCK]
-            i += BLOCK
-        else:
-            rest = buf[i:]
-            piece = read(read_size)
-            if not piece and not rest:
-                return  # ended right after an entry: tolerated, as tarfile does
-            buf, i = rest + piece, 0
-            while len(buf) < BLOCK and piece:
-                piece = read(read_size)
-                buf += piece
-            if len(buf) < BLOCK:
-                raise MalformedShard(url, pos, "truncated header")
-            hdr = buf[:BLOCK]
-            i = BLOCK
-        if hdr == _ZERO_BLOCK:
-            return
-        if hdr[154] == 0:
-            try:
-                want = int(hdr[148:154], 8)
-            except ValueError:
-                want = _octal(hdr[148:156], url, pos)
-        else:
-            want = _octal(hdr[148:156], url, pos)
-        if not _checksum_ok(hdr, want):
-            raise MalformedShard(url, pos, "bad header checksum")
-        start = pos if ext_start is None else ext_start
-        typ = hdr[156]
-        size = _number(hdr[124:136], url, pos)
-        pos += BLOCK
-        if size < 0:
-            raise MalformedShard(url, pos, "negative size")
-        padded = (size + BLOCK - 1) & ~(BLOCK - 1)
-        if typ in _EXT_TYPES:
-            if size > 1 << 20:
-                raise MalformedShard(url, pos, "extended header of %d bytes" % size)
-            data = bytes(take(padded, "an extended header")[:size])
-            pos += padded
-            if typ == 0x78:  # x
-                pax = _pax(data, url, pos)
-                ext_start = start
-            elif typ == 0x4C:  # L
-                long_name = data.split(b"\0", 1)[0]
-                ext_start = start
-            continue
-        if pax:
-            if "size" in pax:
-                try:
-                    size = int(pax["size"])
-                except ValueError:
-                    raise MalformedShard(url, pos, "bad pax size") from None
-                if size < 0:
-                    raise MalformedShard(url, pos, "bad pax size")
-                padded = (size + BLOCK - 1) & ~(BLOCK - 1)
-            raw = pax.get("path")
-            pax = {}
-        else:
-            raw = None
-        if raw is None:
-            if long_name is not None:
-                raw = long_name
-            else:
-                raw = hdr[0:100].split(b"\0", 1)[0]
-                if hdr[257:262] == b"ustar" and hdr[345] != 0:
-                    raw = hdr[345:500].split(b"\0", 1)[0] + b"/" + raw
-        name = raw.decode("utf-8", "surrogateescape")
-        long_name, ext_start = None, None
-        if typ in _FILE_TYPES:
-            if len(buf) - i >= size:
-                data = buf[i:i + size]
-                i += size
-            else:
-                data = take(size, "member data")
-            pad = padded - size
-            if pad:
-                if len(buf) - i >= pad:
-                    i += pad
-                else:
-                    take(pad, "padding")
-            pos += padded
-            yield start, name, data
-        elif padded:
-            # Directories, links, devices: no sample data (skip any bytes).
-            if len(buf) - i >= padded:
-                i += padded
-            else:
-                take(padded, "entry data")
-            pos += padded
+                piece = None
+    finally:
+        t.close()
 
 
 def shard_samples(url, client=None, handler="raise", max_resumes=10, parallel=None,
-                  chunk_size=None, stats=None, buffer_size=1 << 20):
+                  chunk_size=None, stats=None):
     """Yields the samples of one tar shard in archive order, resuming after
     network failures (up to 'max_resumes' reopenings). 'handler' says what
     a malformed shard does: "raise" (MalformedShard), "warn" (a warning,
@@ -249,8 +185,7 @@ def shard_samples(url, client=None, handler="raise", max_resumes=10, parallel=No
     resumes = 0
     while True:
         try:
-            f = client.open(bucket, key, offset=offset, parallel=parallel, chunk_size=chunk_size,
-                            buffer_size=buffer_size)
+            f = Reader(client, bucket, key, None, offset, None, parallel, chunk_size)
         except ShardError as e:
             if e.kind == "NET" and resumes < max_resumes:
                 resumes += 1
@@ -261,26 +196,27 @@ def shard_samples(url, client=None, handler="raise", max_resumes=10, parallel=No
         try:
             cur = None
             cur_key = None
-            for hoff, name, data in iter_members(f, url, offset):
-                # split_key inline (this loop runs once a member) but for
-                # a name with its only slash in front.
-                slash = name.rfind("/")
-                if slash:
-                    dot = name.find(".", slash + 1)
-                    if dot <= slash + 1:
-                        continue
-                    k, field = name[:dot], name[dot + 1:].lower()
-                else:
-                    k, field = split_key(name)
-                    if k is None:
-                        continue
-                if k != cur_key:
-                    if cur is not None:
-                        yield cur
-                        offset = hoff
-                    cur = {"__key__": k, "__url__": url}
-                    cur_key = k
-                cur[field] = data
+            for hoffs, names, datas in _reader_batches(f._r, url, offset):
+                for hoff, name, data in zip(hoffs, names, datas):
+                    # split_key inline (this loop runs once a member) but
+                    # for a name with its only slash in front.
+                    slash = name.rfind("/")
+                    if slash:
+                        dot = name.find(".", slash + 1)
+                        if dot <= slash + 1:
+                            continue
+                        k, field = name[:dot], name[dot + 1:].lower()
+                    else:
+                        k, field = split_key(name)
+                        if k is None:
+                            continue
+                    if k != cur_key:
+                        if cur is not None:
+                            yield cur
+                            offset = hoff
+                        cur = {"__key__": k, "__url__": url}
+                        cur_key = k
+                    cur[field] = data
             if cur is not None:
                 yield cur
             return

@@ -36,3 +36,22 @@ noinst_PROGRAMS += %D%/fuzz_list_xml
 endif
 
 EXTRA_DIST += %D%/list_xml.dict %D%/corpus/list_xml
+
+# The tar member reader (client/tar.c on common/tar.c): the shards Python's
+# ShardDataset streams, differential against the parser it is built on.
+check_PROGRAMS += %D%/replay_tar_reader
+TESTS += %D%/replay_tar_reader
+%C%_replay_tar_reader_SOURCES = %D%/replay.c %D%/fuzz_tar_reader.c
+%C%_replay_tar_reader_CPPFLAGS = $(AM_CPPFLAGS) \
+	-DFUZZ_CORPUS_DIR='"$(abs_top_srcdir)/%D%/corpus/tar_reader"'
+%C%_replay_tar_reader_LDADD = client/libshard_core.la
+
+if FUZZING
+noinst_PROGRAMS += %D%/fuzz_tar_reader
+%C%_fuzz_tar_reader_SOURCES = %D%/fuzz_tar_reader.c client/tar.c common/tar.c
+%C%_fuzz_tar_reader_CFLAGS = $(AM_CFLAGS) $(LIBCURL_CFLAGS) $(FUZZ_SAN)
+%C%_fuzz_tar_reader_LDFLAGS = $(AM_LDFLAGS) $(FUZZ_SAN)
+%C%_fuzz_tar_reader_LDADD = client/libshard_core.la
+endif
+
+EXTRA_DIST += %D%/tar_reader.dict %D%/corpus/tar_reader

@@ -1,15 +1,17 @@
 /*
- * fuzz_tar.c: libFuzzer target for server/tar.c (the tar header parser).
+ * fuzz_tar.c: libFuzzer target for common/tar.c (the tar header parser).
  *
  * Input: the archive itself. Properties checked beyond "no crash": the
  * archive fed whole, byte by byte and in chunks of sizes taken from the
  * input gives the same status and the same members; members come in
  * archive order with data ranges that never overlap and start after their
- * header; when the parse finishes TAR_OK every member's data lies within
- * the input; names have their stated length and fit TAR_NAME_MAX; skipping
- * member data unread (as the server's first-use build does) changes nothing.
+ * header, which starts after the previous member's data; an error always
+ * has a reason and an offset within the input; when the parse finishes
+ * TAR_OK every member's data lies within the input; names have their
+ * stated length and fit TAR_NAME_MAX; skipping member data unread (as the
+ * server's first-use build does) changes nothing.
  */
-#include "server/tar.h"
+#include "common/tar.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,11 +45,15 @@ fuzz_tar_collect(void *ctx, const struct tar_member *m)
         fuzz_tar_fail("members overlap or go backwards");
     if (m->offset < TAR_BLOCK || m->offset % TAR_BLOCK)
         fuzz_tar_fail("data does not start after a header");
+    if (m->header_offset > m->offset - TAR_BLOCK || m->header_offset % TAR_BLOCK ||
+        (l->n && m->header_offset < l->offset[l->n - 1] + l->size[l->n - 1]))
+        fuzz_tar_fail("header offset not between the previous data and this member's");
     if (l->n == FUZZ_TAR_MAX_MEMBERS)
         return -1; /* a cap, as the server has one */
     uint64_t h = 1469598103934665603ull;
     for (size_t i = 0; i < m->name_len; i++)
         h = (h ^ (uint8_t)m->name[i]) * 1099511628211ull;
+    h ^= m->header_offset; /* chunking must not move it either */
     l->offset[l->n] = m->offset;
     l->size[l->n] = m->size;
     l->name_hash[l->n] = h;
@@ -85,7 +91,12 @@ fuzz_tar_parse(const uint8_t *data, size_t size, int mode, struct fuzz_tar_list 
         tar_parser_feed(&p, data + off, n);
         off += n;
     }
-    return tar_parser_finish(&p);
+    enum tar_status st = tar_parser_finish(&p);
+    uint64_t at = UINT64_MAX;
+    const char *why = tar_parser_error(&p, &at);
+    if ((st == TAR_ERROR) != (why != NULL) || (why && at > size))
+        fuzz_tar_fail("an error without a reason, or a reason past the input");
+    return st;
 }
 
 int

@@ -94,6 +94,23 @@ endif
 
 EXTRA_DIST += %D%/iam_policy.dict %D%/corpus/iam_policy
 
+# ---- common/tar.c: tar headers (server member indexes, libshard's reader) ---
+check_PROGRAMS += %D%/replay_tar
+TESTS += %D%/replay_tar
+%C%_replay_tar_SOURCES = %D%/replay.c %D%/fuzz_tar.c
+%C%_replay_tar_CPPFLAGS = $(AM_CPPFLAGS) -DFUZZ_CORPUS_DIR='"$(abs_top_srcdir)/%D%/corpus/tar"'
+%C%_replay_tar_LDADD = common/libcommon.la
+
+if FUZZING
+noinst_PROGRAMS += %D%/fuzz_tar
+%C%_fuzz_tar_SOURCES = %D%/fuzz_tar.c common/tar.c common/tar.h
+%C%_fuzz_tar_CFLAGS = $(AM_CFLAGS) $(FUZZ_SAN)
+%C%_fuzz_tar_LDFLAGS = $(AM_LDFLAGS) $(FUZZ_SAN)
+%C%_fuzz_tar_LDADD = common/libcommon.la
+endif
+
+EXTRA_DIST += %D%/tar.dict %D%/corpus/tar
+
 # ---- server/ parsers (Range, XML bodies): see server.mk ----------------------
 include %D%/server.mk
 include %D%/transport.mk

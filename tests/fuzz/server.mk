@@ -1,8 +1,9 @@
 # Fuzz targets of the server/ input parsers (server/libs3parse.la): the Range
 # header, the DeleteObjects / CompleteMultipartUpload XML bodies, the
 # object tags (Tagging body, x-amz-tagging header, stored form), the
-# bucket lifecycle and tagging bodies (lifecycle_xml.c) and tar headers
-# (member indexes), and the cold tier's blob format (cold_format.c).
+# bucket lifecycle and tagging bodies (lifecycle_xml.c), and the cold
+# tier's blob format (cold_format.c). Tar headers (common/tar.c) are in
+# local.mk.
 # Included from tests/fuzz/local.mk, whose replay main (replay.c) runs each
 # target's LLVMFuzzerTestOneInput over its checked-in corpus in make check.
 # With --enable-fuzzing (CC=clang) the real libFuzzer binaries are built too;
@@ -14,9 +15,9 @@
 SERVER_FUZZ_SAN = -fsanitize=fuzzer,address,undefined
 
 check_PROGRAMS += %D%/replay_range %D%/replay_xml_delete %D%/replay_xml_complete \
-	%D%/replay_xml_tagging %D%/replay_lifecycle %D%/replay_tar %D%/replay_xml_encryption %D%/replay_xml_batch %D%/replay_lock_xml %D%/replay_cold_format
+	%D%/replay_xml_tagging %D%/replay_lifecycle %D%/replay_xml_encryption %D%/replay_xml_batch %D%/replay_lock_xml %D%/replay_cold_format
 TESTS += %D%/replay_range %D%/replay_xml_delete %D%/replay_xml_complete %D%/replay_xml_tagging \
-	%D%/replay_lifecycle %D%/replay_tar %D%/replay_xml_encryption %D%/replay_xml_batch %D%/replay_lock_xml %D%/replay_cold_format
+	%D%/replay_lifecycle %D%/replay_xml_encryption %D%/replay_xml_batch %D%/replay_lock_xml %D%/replay_cold_format
 
 %C%_replay_xml_encryption_SOURCES = %D%/replay.c %D%/fuzz_xml_encryption.c %D%/xml_check.h
 %C%_replay_xml_encryption_CPPFLAGS = $(AM_CPPFLAGS) \
@@ -33,10 +34,6 @@ TESTS += %D%/replay_range %D%/replay_xml_delete %D%/replay_xml_complete %D%/repl
 	-DFUZZ_CORPUS_DIR='"$(srcdir)/%D%/corpus/cold_format"'
 %C%_replay_cold_format_CFLAGS = $(AM_CFLAGS) $(ZSTD_CFLAGS)
 %C%_replay_cold_format_LDADD = common/libcommon.la $(XXHASH_LIBS) $(ZSTD_LIBS)
-
-%C%_replay_tar_SOURCES = %D%/replay.c %D%/fuzz_tar.c
-%C%_replay_tar_CPPFLAGS = $(AM_CPPFLAGS) -DFUZZ_CORPUS_DIR='"$(srcdir)/%D%/corpus/tar"'
-%C%_replay_tar_LDADD = server/libs3parse.la
 
 %C%_replay_xml_batch_SOURCES = %D%/replay.c %D%/fuzz_xml_batch.c %D%/xml_check.h
 %C%_replay_xml_batch_CPPFLAGS = $(AM_CPPFLAGS) -DFUZZ_CORPUS_DIR='"$(srcdir)/%D%/corpus/xml_batch"'
@@ -67,7 +64,7 @@ TESTS += %D%/replay_range %D%/replay_xml_delete %D%/replay_xml_complete %D%/repl
 
 if FUZZING
 noinst_PROGRAMS += %D%/fuzz_range %D%/fuzz_xml_delete %D%/fuzz_xml_complete %D%/fuzz_xml_tagging \
-	%D%/fuzz_lifecycle %D%/fuzz_tar %D%/fuzz_xml_encryption %D%/fuzz_xml_batch %D%/fuzz_lock_xml %D%/fuzz_cold_format
+	%D%/fuzz_lifecycle %D%/fuzz_xml_encryption %D%/fuzz_xml_batch %D%/fuzz_lock_xml %D%/fuzz_cold_format
 
 %C%_fuzz_xml_encryption_SOURCES = %D%/fuzz_xml_encryption.c %D%/xml_check.h \
 	server/xml_in.c server/xml_in.h
@@ -85,11 +82,6 @@ noinst_PROGRAMS += %D%/fuzz_range %D%/fuzz_xml_delete %D%/fuzz_xml_complete %D%/
 %C%_fuzz_cold_format_CFLAGS = $(AM_CFLAGS) $(ZSTD_CFLAGS) $(SERVER_FUZZ_SAN)
 %C%_fuzz_cold_format_LDFLAGS = $(AM_LDFLAGS) $(SERVER_FUZZ_SAN)
 %C%_fuzz_cold_format_LDADD = common/libcommon.la $(XXHASH_LIBS) $(ZSTD_LIBS)
-
-%C%_fuzz_tar_SOURCES = %D%/fuzz_tar.c server/tar.c server/tar.h
-%C%_fuzz_tar_CFLAGS = $(AM_CFLAGS) $(SERVER_FUZZ_SAN)
-%C%_fuzz_tar_LDFLAGS = $(AM_LDFLAGS) $(SERVER_FUZZ_SAN)
-%C%_fuzz_tar_LDADD = common/libcommon.la
 
 %C%_fuzz_range_SOURCES = %D%/fuzz_range.c server/range.c server/range.h
 %C%_fuzz_range_CFLAGS = $(AM_CFLAGS) $(SERVER_FUZZ_SAN)
@@ -125,8 +117,8 @@ noinst_PROGRAMS += %D%/fuzz_range %D%/fuzz_xml_delete %D%/fuzz_xml_complete %D%/
 endif
 
 EXTRA_DIST += %D%/range.dict %D%/xml_delete.dict %D%/xml_complete.dict %D%/xml_tagging.dict \
-	%D%/lifecycle.dict %D%/tar.dict %D%/xml_encryption.dict %D%/corpus/xml_encryption %D%/corpus/range %D%/corpus/xml_delete %D%/corpus/xml_complete \
-	%D%/corpus/xml_tagging %D%/corpus/lifecycle %D%/corpus/tar %D%/xml_batch.dict \
+	%D%/lifecycle.dict %D%/xml_encryption.dict %D%/corpus/xml_encryption %D%/corpus/range %D%/corpus/xml_delete %D%/corpus/xml_complete \
+	%D%/corpus/xml_tagging %D%/corpus/lifecycle %D%/xml_batch.dict \
 	%D%/corpus/xml_batch %D%/lock_xml.dict %D%/corpus/lock_xml %D%/cold_format.dict %D%/corpus/cold_format
 
 # Bucket CORS configurations (server/cors.c, issue 13).

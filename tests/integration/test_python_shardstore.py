@@ -392,6 +392,18 @@ def test_parser_pieces(srv):
             ok = got == want[:len(got)]
         h.check(ok, "archive cut at byte %d: %d members then %s" % (
             cut, len(got), "an error" if not ok else "the end"))
+    # A pax name holding a NUL: libshard's names come NUL-separated, so
+    # samples.py must not split them at it (the names after it stay whole).
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w", format=tarfile.PAX_FORMAT) as tf:
+        for name in ("a.cls", "b.cls"):
+            ti = tarfile.TarInfo(name)
+            ti.size = 1
+            if name == "a.cls":
+                ti.pax_headers = {"path": "a\0z.cls"}
+            tf.addfile(ti, io.BytesIO(b"1"))
+    got = [n for _, n, _ in samples.iter_members(io.BytesIO(buf.getvalue()), "nul")]
+    h.eq(got, ["a\0z.cls", "b.cls"], "a pax name with a NUL")
     bad = bytearray(raw)
     bad[want[2][0] + 5] ^= 0x11  # a name byte of the third member's first header
     try:

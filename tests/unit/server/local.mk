@@ -20,11 +20,6 @@ TESTS += %D%/test_reserve
 
 %C%_test_tags_SOURCES = %D%/test_tags.c
 %C%_test_tags_LDADD = server/libs3parse.la tests/lib/libtest.la
-%C%_test_tar_SOURCES = %D%/test_tar.c
-%C%_test_tar_LDADD = server/libs3parse.la tests/lib/libtest.la
-check_PROGRAMS += %D%/test_tar
-TESTS += %D%/test_tar
-EXTRA_DIST += %D%/tar_fixtures.py
 
 # server/cold_format.c (the cold tier's blob format) needs common/, xxhash and zstd.
 check_PROGRAMS += %D%/test_cold_format

@@ -12,7 +12,7 @@
  */
 #include "config.h"
 
-#include "server/tar.h"
+#include "common/tar.h"
 
 #include <string.h>
 
@@ -45,6 +45,23 @@ tar_parser_init(struct tar_parser *p, tar_member_fn fn, void *ctx)
     p->next_mtime_s = 0;
     p->name_len = 0;
     p->name[0] = '\0';
+    p->has_entry = false;
+    p->entry_offset = 0;
+    p->why = NULL;
+    p->error_offset = 0;
+}
+
+/* Records why the archive is unreadable ('why', at archive offset 'at')
+ * unless an earlier failure was recorded. Returns false, for the callers'
+ * 'return fail(...)'. */
+static bool
+fail(struct tar_parser *p, uint64_t at, const char *why)
+{
+    if (p->why == NULL) {
+        p->why = why;
+        p->error_offset = at;
+    }
+    return false;
 }
 
 /* Parses the numeric field 'f' of 'len' bytes: octal digits with optional
@@ -225,44 +242,62 @@ static bool
 on_header(struct tar_parser *p)
 {
     const uint8_t *h = p->block;
+    uint64_t at = p->pos - TAR_BLOCK;
+    if (!p->has_entry) {
+        p->entry_offset = at;
+        p->has_entry = true;
+    }
     if (block_is_zero(h)) {
         /* End of archive (tar writes two; one is accepted, as GNU tar and
          * Python do). */
         p->state = TAR_STATE_END;
-        return !p->has_name && !p->has_size && !p->has_mtime;
+        if (p->has_name || p->has_size || p->has_mtime)
+            return fail(p, at, "end of archive right after an extended header");
+        return true;
     }
     int64_t mode, size, mtime;
-    if (!checksum_is_valid(h) || !parse_number(h + F_MODE, 8, &mode) ||
-        !parse_number(h + F_SIZE, 12, &size) || !parse_number(h + F_MTIME, 12, &mtime) || size < 0)
-        return false;
+    if (!checksum_is_valid(h))
+        return fail(p, at, "bad header checksum");
+    if (!parse_number(h + F_MODE, 8, &mode) || !parse_number(h + F_SIZE, 12, &size) ||
+        !parse_number(h + F_MTIME, 12, &mtime))
+        return fail(p, at, "bad number in a header");
+    if (size < 0)
+        return fail(p, at, "negative size");
     uint64_t usize = p->has_size ? p->next_size : (uint64_t)size;
     if (usize > UINT64_MAX - 2 * TAR_BLOCK - p->pos)
-        return false;
+        return fail(p, at, "size past the largest archive");
     char type = (char)h[F_TYPE];
     switch (type) {
     case 'x': /* pax extended header for the next entry */
     case 'L': /* GNU long name of the next entry */
-        if (p->has_size || (uint64_t)size > TAR_EXT_MAX)
-            return false;
+        if (p->has_size)
+            return fail(p, at, "pax size on an extended header");
+        if ((uint64_t)size > TAR_EXT_MAX)
+            return fail(p, at, "extended header too large");
         p->ext_type = type;
         p->ext_size = (uint64_t)size;
         p->ext_len = 0;
         skip_data(p, (uint64_t)size);
         if (p->state == TAR_STATE_SKIP)
             p->state = TAR_STATE_EXT;
-        else
-            return type == 'x'; /* an empty pax header is harmless; an empty name is not */
+        else if (type == 'L')
+            return fail(p, at, "empty GNU long name"); /* an empty pax header is harmless */
         return true;
-    case 'g': /* pax global header: nothing of it is used */
     case 'K': /* GNU long link name: links are not members */
         skip_data(p, (uint64_t)size);
         return true;
+    case 'g': /* pax global header: nothing of it is used */
+        p->has_entry = false;
+        skip_data(p, (uint64_t)size);
+        return true;
     case 'S': /* GNU sparse: the data is not stored as is */
+        return fail(p, at, "GNU sparse file");
     case 'M': /* GNU multi-volume continuation */
-        return false;
+        return fail(p, at, "GNU multi-volume entry");
     default:
         break;
     }
+    p->has_entry = false;
     const char *name = p->name;
     size_t name_len = p->name_len;
     char buf[F_PREFIX_LEN + 1 + F_NAME_LEN + 1];
@@ -295,17 +330,18 @@ on_header(struct tar_parser *p)
     }
     if (is_regular) {
         if (name_len == 0)
-            return false;
+            return fail(p, at, "empty member name");
         struct tar_member m = {
             .name = name,
             .name_len = name_len,
             .offset = p->pos,
+            .header_offset = p->entry_offset,
             .size = usize,
             .mode = (uint32_t)((uint64_t)mode & 07777),
             .mtime_s = p->has_mtime ? p->next_mtime_s : mtime,
         };
         if (p->fn && p->fn(p->ctx, &m) != 0)
-            return false;
+            return fail(p, at, "stopped by the member callback");
     }
     clear_overrides(p);
     skip_data(p, usize);
@@ -317,10 +353,10 @@ static bool
 on_ext(struct tar_parser *p)
 {
     if (p->ext_type == 'x')
-        return apply_pax(p);
+        return apply_pax(p) || fail(p, p->entry_offset, "bad pax extended header");
     /* 'L': the name, NUL-terminated (trailing NULs are not part of it). */
     size_t len = field_len(p->ext, p->ext_len);
-    return set_name(p, p->ext, len);
+    return set_name(p, p->ext, len) || fail(p, p->entry_offset, "bad GNU long name");
 }
 
 enum tar_status
@@ -388,9 +424,26 @@ tar_parser_finish(struct tar_parser *p)
     bool is_whole =
         p->state == TAR_STATE_END || (p->state == TAR_STATE_HEADER && p->block_len == 0 &&
                                       p->pos > 0 && !p->has_name && !p->has_size && !p->has_mtime);
-    if (!is_whole)
+    if (!is_whole) {
+        if (p->state == TAR_STATE_HEADER && p->pos == 0)
+            fail(p, 0, "empty archive");
+        else if (p->state == TAR_STATE_HEADER && p->block_len > 0)
+            fail(p, p->pos - p->block_len, "truncated header");
+        else if (p->state == TAR_STATE_HEADER)
+            fail(p, p->pos, "truncated after an extended header");
+        else
+            fail(p, p->pos, "truncated in an entry's data");
         p->state = TAR_STATE_ERROR;
+    }
     return is_whole ? TAR_OK : TAR_ERROR;
+}
+
+const char *
+tar_parser_error(const struct tar_parser *p, uint64_t *offset)
+{
+    if (offset != NULL)
+        *offset = p->error_offset;
+    return p->why;
 }
 
 uint64_t

@@ -1,5 +1,5 @@
 /*
- * test_tar.c: unit tests of server/tar.c, the streaming tar header parser.
+ * test_tar.c: unit tests of common/tar.c, the streaming tar header parser.
  * Archives in USTAR, PAX and GNU formats come from Python's tarfile
  * (tar_fixtures.py, run at test time), which also gives the expected
  * members (name, data offset, size, mode, mtime). Each archive is parsed
@@ -10,7 +10,7 @@
  */
 #include "config.h"
 
-#include "server/tar.h"
+#include "common/tar.h"
 #include "tests/lib/test.h"
 #include "tests/lib/tmpdir.h"
 
@@ -51,11 +51,13 @@ seen_free(struct seen *s)
     s->n = 0;
 }
 
+/* The parser of the last parse() (large: not on the stack). */
+static struct tar_parser p;
+
 /* Parses 'data' in chunks of 'chunk' bytes (0: whole); returns finish's status. */
 static enum tar_status
 parse(const uint8_t *data, size_t len, size_t chunk, struct seen *s)
 {
-    static struct tar_parser p; /* large: not on the stack */
     tar_parser_init(&p, collect, s);
     size_t off = 0;
     size_t step = chunk ? chunk : len;
@@ -95,10 +97,22 @@ same_members(const struct seen *a, const struct seen *b)
     for (size_t i = 0; i < a->n; i++) {
         ASSERT_STR_EQ(a->m[i].name, b->m[i].name);
         ASSERT_UEQ(a->m[i].offset, b->m[i].offset);
+        ASSERT_UEQ(a->m[i].header_offset, b->m[i].header_offset);
         ASSERT_UEQ(a->m[i].size, b->m[i].size);
         ASSERT_UEQ(a->m[i].mode, b->m[i].mode);
         ASSERT_EQ(a->m[i].mtime_s, b->m[i].mtime_s);
     }
+}
+
+/* The last parse() failed for 'why' at archive offset 'at'. */
+static void
+failed_for(const char *why, uint64_t at)
+{
+    uint64_t off = UINT64_MAX;
+    const char *got = tar_parser_error(&p, &off);
+    ASSERT(got != NULL);
+    ASSERT_STR_EQ(got, why);
+    ASSERT_UEQ(off, at);
 }
 
 /* Checks archive DIR/NAME.tar against DIR/NAME.expect. */
@@ -130,13 +144,16 @@ check_fixture(const char *dir, const char *name)
             *end = '\0';
             char *tab = strchr(line, '\t');
             *tab = '\0';
-            unsigned long long off, size, mode;
+            unsigned long long off, size, mode, hoff;
             long long mtime;
-            ASSERT_EQ(sscanf(tab + 1, "%llu\t%llu\t%llu\t%lld", &off, &size, &mode, &mtime), 4);
+            ASSERT_EQ(
+                sscanf(tab + 1, "%llu\t%llu\t%llu\t%lld\t%llu", &off, &size, &mode, &mtime, &hoff),
+                5);
             if (i >= whole.n)
                 TEST_FAIL("%s: member %s not reported", name, line);
             ASSERT_STR_EQ(whole.m[i].name, line);
             ASSERT_UEQ(whole.m[i].offset, off);
+            ASSERT_UEQ(whole.m[i].header_offset, hoff);
             ASSERT_UEQ(whole.m[i].size, size);
             ASSERT_EQ(whole.m[i].mtime_s, mtime);
             ASSERT_UEQ(whole.m[i].mode, mode);
@@ -148,21 +165,32 @@ check_fixture(const char *dir, const char *name)
         for (size_t k = 0; k < whole.n; k++) {
             struct seen t = {0};
             ASSERT_EQ(parse(tar, whole.m[k].offset - 1, 0, &t), TAR_ERROR);
+            failed_for("truncated header", whole.m[k].offset - TAR_BLOCK);
             seen_free(&t);
             if (whole.m[k].size) {
                 ASSERT_EQ(parse(tar, whole.m[k].offset + whole.m[k].size - 1, 0, &t), TAR_ERROR);
+                failed_for("truncated in an entry's data", whole.m[k].offset + whole.m[k].size - 1);
                 seen_free(&t);
             }
+            /* Parsing again from a member's header offset gives it first. */
+            ASSERT(parse(tar + whole.m[k].header_offset, len - whole.m[k].header_offset, 0, &t) ==
+                   TAR_OK);
+            ASSERT(t.n > 0);
+            ASSERT_STR_EQ(t.m[0].name, whole.m[k].name);
+            ASSERT_UEQ(t.m[0].offset + whole.m[k].header_offset, whole.m[k].offset);
+            seen_free(&t);
         }
         /* A callback that stops (a cap) fails the parse. */
         struct seen capped = {.stop_after = 2};
         ASSERT_EQ(parse(tar, len, 0, &capped), TAR_ERROR);
         ASSERT_UEQ(capped.n, 2);
+        failed_for("stopped by the member callback", whole.m[2].header_offset);
         seen_free(&capped);
         /* A flipped bit in the first header breaks its checksum. */
         tar[10] ^= 0x04;
         struct seen flipped = {0};
         ASSERT_EQ(parse(tar, len, 0, &flipped), TAR_ERROR);
+        failed_for("bad header checksum", 0);
         seen_free(&flipped);
     }
     seen_free(&whole);
@@ -235,20 +263,33 @@ test_base256_and_pax_size(void)
     /* A malformed pax record fails. */
     memcpy(buf + 4 * TAR_BLOCK, "99 size=100\n", 12);
     ASSERT_EQ(parse(buf, sizeof(buf), 0, &s), TAR_ERROR);
+    failed_for("bad pax extended header", 3 * TAR_BLOCK);
+    seen_free(&s);
+    memcpy(buf + 4 * TAR_BLOCK, rec, strlen(rec));
+    /* Cut after the pax header's data: its member never came. */
+    ASSERT_EQ(parse(buf, 5 * TAR_BLOCK, 0, &s), TAR_ERROR);
+    failed_for("truncated after an extended header", 5 * TAR_BLOCK);
+    seen_free(&s);
+    /* The member after a pax header starts at the pax header. */
+    ASSERT_EQ(parse(buf, sizeof(buf), 0, &s), TAR_OK);
+    ASSERT_UEQ(s.m[1].header_offset, 3 * TAR_BLOCK);
+    ASSERT_UEQ(s.m[0].header_offset, 0);
     seen_free(&s);
     /* A negative base-256 size fails. */
     make_header(buf, "neg.bin", 0, '0', false);
-    buf[124] = 0xff;
+    memset(buf + 124, 0xff, 12); /* -1 */
     unsigned sum = 0;
     memset(buf + 148, ' ', 8);
     for (int i = 0; i < TAR_BLOCK; i++)
         sum += buf[i];
     snprintf((char *)buf + 148, 8, "%06o", sum);
     ASSERT_EQ(parse(buf, sizeof(buf), 0, &s), TAR_ERROR);
+    failed_for("negative size", 0);
     seen_free(&s);
     /* GNU sparse files are not readable members. */
     make_header(buf, "sparse", 0, 'S', false);
     ASSERT_EQ(parse(buf, sizeof(buf), 0, &s), TAR_ERROR);
+    failed_for("GNU sparse file", 0);
     seen_free(&s);
 }
 
@@ -268,6 +309,7 @@ test_garbage(void)
     }
     /* Empty input and a text file are not archives. */
     ASSERT_EQ(parse(buf, 0, 0, &s), TAR_ERROR);
+    failed_for("empty archive", 0);
     const char *text = "hello, this is not a tar\n";
     ASSERT_EQ(parse((const uint8_t *)text, strlen(text), 0, &s), TAR_ERROR);
 }
@@ -280,7 +322,7 @@ main(void)
     const char *src = getenv("SHARD_SRCDIR");
     char cmd[8192];
     char *dir = test_tmpdir_create("tar");
-    snprintf(cmd, sizeof(cmd), "python3 '%s/tests/unit/server/tar_fixtures.py' '%s'",
+    snprintf(cmd, sizeof(cmd), "python3 '%s/tests/unit/common/tar_fixtures.py' '%s'",
              src ? src : ".", dir);
     if (system(cmd) != 0) {
         test_tmpdir_remove(dir);

@@ -3,7 +3,8 @@
 
 For each NAME.tar it writes NAME.expect: "ok" or "error" on the first line,
 then one line per regular member as Python's tarfile sees it:
-name<TAB>offset_data<TAB>size<TAB>mode<TAB>mtime (name as UTF-8).
+name<TAB>offset_data<TAB>size<TAB>mode<TAB>mtime<TAB>offset (name as UTF-8;
+offset: of its first header, pax or GNU long name included).
 """
 import io
 import os
@@ -39,8 +40,8 @@ def write(outdir, name, fmt, fill, expect_ok=True):
         with tarfile.open(fileobj=io.BytesIO(data), mode="r") as tf:
             for m in tf.getmembers():
                 if m.isreg():
-                    lines.append("%s\t%d\t%d\t%d\t%d" % (m.name, m.offset_data, m.size,
-                                                         m.mode, int(m.mtime)))
+                    lines.append("%s\t%d\t%d\t%d\t%d\t%d" % (m.name, m.offset_data, m.size,
+                                                             m.mode, int(m.mtime), m.offset))
     with open(os.path.join(outdir, name + ".expect"), "w", encoding="utf-8") as f:
         f.write("\n".join(lines) + "\n")
 

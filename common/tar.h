@@ -12,10 +12,11 @@
  * sparse files ('S') and multi-volume entries make the archive unreadable.
  * The parser is pure: no allocation, no I/O; its whole state is the
  * caller-owned struct tar_parser. Safe from any thread, one parser per
- * archive.
+ * archive. Users: the server's member indexes (server/op_put.c,
+ * server/op_member.c) and libshard's tar member reader (client/tar.c).
  */
-#ifndef SHARD_SERVER_TAR_H
-#define SHARD_SERVER_TAR_H
+#ifndef SHARD_COMMON_TAR_H
+#define SHARD_COMMON_TAR_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -37,9 +38,13 @@ struct tar_member {
     const char *name; /* 'name_len' bytes, NUL-terminated; borrowed for the call */
     size_t name_len;  /* 1..TAR_NAME_MAX */
     uint64_t offset;  /* of the first data byte in the archive */
-    uint64_t size;    /* data bytes */
-    uint32_t mode;    /* permission bits (07777) */
-    int64_t mtime_s;  /* seconds since the epoch */
+    /* Of its first header in the archive: the pax 'x', GNU 'L' or 'K' entry
+     * that applies to it when there is one, else its own (tarfile's
+     * TarInfo.offset). Parsing again from there gives the member again. */
+    uint64_t header_offset;
+    uint64_t size;   /* data bytes */
+    uint32_t mode;   /* permission bits (07777) */
+    int64_t mtime_s; /* seconds since the epoch */
 };
 
 /* Called once per member, in archive order, as soon as its header is
@@ -65,8 +70,12 @@ struct tar_parser {
     uint64_t left; /* TAR_STATE_SKIP / _EXT: bytes to the next header */
     uint8_t block[TAR_BLOCK];
     size_t block_len;
-    char ext_type;     /* 'x' or 'L' while in TAR_STATE_EXT */
-    uint64_t ext_size; /* data bytes of that entry */
+    char ext_type;  /* 'x' or 'L' while in TAR_STATE_EXT */
+    bool has_entry; /* 'entry_offset' is set: an 'x', 'L' or 'K' entry came first */
+    uint64_t entry_offset;
+    const char *why;       /* TAR_STATE_ERROR: a static description */
+    uint64_t error_offset; /* TAR_STATE_ERROR: of the header (or end of input) at fault */
+    uint64_t ext_size;     /* data bytes of that entry */
     size_t ext_len;
     /* Overrides for the next header, from 'x' and 'L' entries. */
     bool has_name;
@@ -90,6 +99,10 @@ enum tar_status tar_parser_feed(struct tar_parser *p, const void *data, size_t l
 uint64_t tar_parser_skippable(const struct tar_parser *p);
 /* Consumes 'len' (<= tar_parser_skippable) bytes without their content. */
 void tar_parser_skip(struct tar_parser *p, uint64_t len);
+/* After TAR_ERROR: what was wrong (a static string, "bad header checksum")
+ * and, in '*offset', where in the archive: the header at fault, or the end
+ * of the input when it was truncated. NULL before any error. */
+const char *tar_parser_error(const struct tar_parser *p, uint64_t *offset);
 /* True once the end-of-archive block was read: later bytes are ignored. */
 bool tar_parser_is_end(const struct tar_parser *p);
 /* Ends the input. TAR_OK when the archive is whole: it ended with an
