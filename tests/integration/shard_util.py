@@ -1,8 +1,10 @@
 """shard_util.py: running the `shard` tool and its test driver against a
 harness.Server, with a private HOME so that no real ~/.aws leaks in."""
+import atexit
 import contextlib
 import http.server
 import os
+import shutil
 import subprocess
 import tempfile
 import threading
@@ -22,6 +24,7 @@ def shard_binary():
 
 
 _home = tempfile.mkdtemp(prefix="shard-home-")
+atexit.register(shutil.rmtree, _home, True)
 
 
 def base_env(srv=None, **extra):

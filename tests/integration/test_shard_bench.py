@@ -2,9 +2,11 @@
 server and prints parseable RESULT lines with errors=0 (and JSON); counts,
 --count, --fanout and --no-prepare behave as documented; errors make the
 exit status non-zero."""
+import atexit
 import json
 import os
 import re
+import shutil
 import sys
 import tempfile
 
@@ -33,6 +35,7 @@ def results(p):
 
 def test_every_op(srv):
     tmp = tempfile.mkdtemp(prefix="shard-bench-")
+    atexit.register(shutil.rmtree, tmp, True)
     for op in ("put", "get", "range", "head", "list", "mixed"):
         jpath = os.path.join(tmp, op + ".json")
         p = su.run(srv, "bench", op, "--bucket", "benchb", "--duration", "1", "--size", "256K",

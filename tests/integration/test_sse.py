@@ -12,12 +12,14 @@ UploadPartCopy; tags on an encrypted object; restart with the key file,
 key rotation through sse_old_key_files, and refusal to start on a key file
 readable by others. SSE-C goes over plain HTTP with sse_c_allow_http = on.
 """
+import atexit
 import base64
 import concurrent.futures
 import hashlib
 import http.client
 import os
 import re
+import shutil
 import socket
 import subprocess
 import sys
@@ -605,6 +607,7 @@ def test_awscli(srv):
     setup(srv)
     aws = h.require_tool("aws")
     tmp = tempfile.mkdtemp(prefix="shard-sse-cli-")
+    atexit.register(shutil.rmtree, tmp, True)
     cfg = os.path.join(tmp, "config")
     with open(cfg, "w") as f:
         f.write("[default]\ns3 =\n    signature_version = s3v4\n")
