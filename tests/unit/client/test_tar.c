@@ -17,6 +17,7 @@
 
 #include "client/shard.h"
 #include "common/tar.h"
+#include "tests/lib/tar_fixture.h"
 #include "tests/lib/test.h"
 #include "tests/lib/tmpdir.h"
 
@@ -188,52 +189,6 @@ agree(const uint8_t *data, size_t len, uint64_t base)
     list_free(&ref);
 }
 
-static uint8_t *
-read_file(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        TEST_FAIL("cannot open %s", path);
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    uint8_t *buf = malloc((size_t)n + 1);
-    ASSERT(buf);
-    ASSERT_UEQ(fread(buf, 1, (size_t)n, f), (size_t)n);
-    fclose(f);
-    *len = (size_t)n;
-    return buf;
-}
-
-/* A ustar header for 'name' of 'size' bytes (octal, or base-256 when it
- * does not fit) and type 'type', with a valid checksum. */
-static void
-make_header(uint8_t *h, const char *name, uint64_t size, char type)
-{
-    memset(h, 0, TAR_BLOCK);
-    memcpy(h, name, strlen(name));
-    memcpy(h + 100, "0000644", 7);
-    if (size < 077777777777ull) {
-        snprintf((char *)h + 124, 12, "%011llo", (unsigned long long)size);
-    } else {
-        h[124] = 0x80;
-        for (int i = 0; i < 8; i++)
-            h[135 - i] = (uint8_t)(size >> (8 * i));
-    }
-    memcpy(h + 136, "14000000000", 11);
-    h[156] = (uint8_t)type;
-    memcpy(h + 257,
-           "ustar\0"
-           "00",
-           8);
-    unsigned sum = 0;
-    memset(h + 148, ' ', 8);
-    for (int i = 0; i < TAR_BLOCK; i++)
-        sum += h[i];
-    snprintf((char *)h + 148, 8, "%06o", sum);
-    h[155] = ' ';
-}
-
 /* Python's archives, each cut every way, with bits flipped, at a base. */
 static void
 test_fixtures(const char *dir)
@@ -243,7 +198,7 @@ test_fixtures(const char *dir)
         char path[4096];
         size_t len;
         snprintf(path, sizeof(path), "%s/%s.tar", dir, names[i]);
-        uint8_t *tar = read_file(path, &len);
+        uint8_t *tar = tar_fixture_read(path, &len);
         agree(tar, len, 0);
         agree(tar, len, 123456789);
         if (i == 1) {
@@ -268,7 +223,7 @@ test_lying_size(void)
 {
     size_t len = 3 * TAR_BLOCK;
     uint8_t *buf = calloc(1, len);
-    make_header(buf, "a.bin", 1ull << 40, '0');
+    tar_fixture_header(buf, "a.bin", 1ull << 40, '0', true);
     memset(buf + TAR_BLOCK, 'x', 1000);
     agree(buf, len, 0);
     struct list got = {0};
@@ -288,11 +243,11 @@ test_pointers_and_end(void)
 {
     size_t len = 12 * TAR_BLOCK;
     uint8_t *buf = calloc(1, len);
-    make_header(buf, "0.jpg", 600, '0'); /* data in blocks 1-2 */
+    tar_fixture_header(buf, "0.jpg", 600, '0', false); /* data in blocks 1-2 */
     memset(buf + TAR_BLOCK, 'a', 600);
-    make_header(buf + 3 * TAR_BLOCK, "0.cls", 1, '0'); /* data in block 4 */
+    tar_fixture_header(buf + 3 * TAR_BLOCK, "0.cls", 1, '0', false); /* data in block 4 */
     buf[4 * TAR_BLOCK] = '7';
-    make_header(buf + 5 * TAR_BLOCK, "1.jpg", 1500, '0'); /* data in blocks 6-8 */
+    tar_fixture_header(buf + 5 * TAR_BLOCK, "1.jpg", 1500, '0', false); /* data in blocks 6-8 */
     memset(buf + 6 * TAR_BLOCK, 'b', 1500);
     /* Block 9 ends the archive; blocks 10-11 are garbage after it. */
     memset(buf + 10 * TAR_BLOCK, 0xa5, 2 * TAR_BLOCK);
@@ -355,11 +310,11 @@ test_malformed(void)
 {
     size_t len = 8 * TAR_BLOCK;
     uint8_t *buf = calloc(1, len);
-    make_header(buf, "a.cls", 1, '0');
+    tar_fixture_header(buf, "a.cls", 1, '0', false);
     buf[TAR_BLOCK] = '1';
-    make_header(buf + 2 * TAR_BLOCK, "b.cls", 1, '0');
+    tar_fixture_header(buf + 2 * TAR_BLOCK, "b.cls", 1, '0', false);
     buf[3 * TAR_BLOCK] = '2';
-    make_header(buf + 4 * TAR_BLOCK, "c.cls", 1, '0');
+    tar_fixture_header(buf + 4 * TAR_BLOCK, "c.cls", 1, '0', false);
     buf[4 * TAR_BLOCK + 148] ^= 0x11; /* c's checksum */
     agree(buf, len, 0);
     struct shard_tar *t = shard_tar_create(1000);

@@ -11,6 +11,7 @@
 #include "config.h"
 
 #include "common/tar.h"
+#include "tests/lib/tar_fixture.h"
 #include "tests/lib/test.h"
 #include "tests/lib/tmpdir.h"
 
@@ -72,24 +73,6 @@ parse(const uint8_t *data, size_t len, size_t chunk, struct seen *s)
     return tar_parser_finish(&p);
 }
 
-static uint8_t *
-read_file(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        TEST_FAIL("cannot open %s", path);
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    uint8_t *buf = malloc((size_t)n + 1);
-    ASSERT(buf);
-    ASSERT_UEQ(fread(buf, 1, (size_t)n, f), (size_t)n);
-    fclose(f);
-    buf[n] = 0;
-    *len = (size_t)n;
-    return buf;
-}
-
 static void
 same_members(const struct seen *a, const struct seen *b)
 {
@@ -122,9 +105,9 @@ check_fixture(const char *dir, const char *name)
     char path[4096];
     size_t len, elen;
     snprintf(path, sizeof(path), "%s/%s.tar", dir, name);
-    uint8_t *tar = read_file(path, &len);
+    uint8_t *tar = tar_fixture_read(path, &len);
     snprintf(path, sizeof(path), "%s/%s.expect", dir, name);
-    char *expect = (char *)read_file(path, &elen);
+    char *expect = (char *)tar_fixture_read(path, &elen);
 
     struct seen whole = {0}, bytes = {0}, chunks = {0};
     enum tar_status st = parse(tar, len, 0, &whole);
@@ -200,47 +183,17 @@ check_fixture(const char *dir, const char *name)
     free(expect);
 }
 
-/* Writes a ustar header for 'name' of 'size' bytes and type 'type' into
- * 'h' (512 bytes) with a valid checksum; 'base256' writes the size in GNU
- * base-256. */
-static void
-make_header(uint8_t *h, const char *name, uint64_t size, char type, bool base256)
-{
-    memset(h, 0, TAR_BLOCK);
-    memcpy(h, name, strlen(name));
-    memcpy(h + 100, "0000644", 7);
-    if (base256) {
-        h[124] = 0x80;
-        for (int i = 0; i < 8; i++)
-            h[135 - i] = (uint8_t)(size >> (8 * i));
-    } else {
-        snprintf((char *)h + 124, 12, "%011llo", (unsigned long long)size);
-    }
-    memcpy(h + 136, "14000000000", 11);
-    h[156] = (uint8_t)type;
-    memcpy(h + 257,
-           "ustar\0"
-           "00",
-           8);
-    unsigned sum = 0;
-    memset(h + 148, ' ', 8);
-    for (int i = 0; i < TAR_BLOCK; i++)
-        sum += h[i];
-    snprintf((char *)h + 148, 8, "%06o", sum);
-    h[155] = ' ';
-}
-
 static void
 test_base256_and_pax_size(void)
 {
     uint8_t buf[TAR_BLOCK * 8];
     memset(buf, 0, sizeof(buf));
-    make_header(buf, "big.bin", 700, '0', true);
+    tar_fixture_header(buf, "big.bin", 700, '0', true);
     /* data 700 bytes -> 2 blocks; then a pax header overriding the size */
     const char *rec = "12 size=100\n";
-    make_header(buf + 3 * TAR_BLOCK, "PaxHeaders/x", strlen(rec), 'x', false);
+    tar_fixture_header(buf + 3 * TAR_BLOCK, "PaxHeaders/x", strlen(rec), 'x', false);
     memcpy(buf + 4 * TAR_BLOCK, rec, strlen(rec));
-    make_header(buf + 5 * TAR_BLOCK, "small.bin", 99999, '0', false);
+    tar_fixture_header(buf + 5 * TAR_BLOCK, "small.bin", 99999, '0', false);
     /* 100 bytes of data in block 6; block 7 is the end marker */
     struct seen s = {0}, b = {0};
     ASSERT_EQ(parse(buf, sizeof(buf), 0, &s), TAR_OK);
@@ -276,7 +229,7 @@ test_base256_and_pax_size(void)
     ASSERT_UEQ(s.m[0].header_offset, 0);
     seen_free(&s);
     /* A negative base-256 size fails. */
-    make_header(buf, "neg.bin", 0, '0', false);
+    tar_fixture_header(buf, "neg.bin", 0, '0', false);
     memset(buf + 124, 0xff, 12); /* -1 */
     unsigned sum = 0;
     memset(buf + 148, ' ', 8);
@@ -287,7 +240,7 @@ test_base256_and_pax_size(void)
     failed_for("negative size", 0);
     seen_free(&s);
     /* GNU sparse files are not readable members. */
-    make_header(buf, "sparse", 0, 'S', false);
+    tar_fixture_header(buf, "sparse", 0, 'S', false);
     ASSERT_EQ(parse(buf, sizeof(buf), 0, &s), TAR_ERROR);
     failed_for("GNU sparse file", 0);
     seen_free(&s);
