@@ -237,6 +237,11 @@ committer_create(struct server *srv, bool group, uint32_t max_batch)
     pthread_cond_init(&c->drained, NULL);
     if (group && server_thread_start(&c->thread, "shard-commit", 0, committer_main, c) != 0) {
         log_error("commit: cannot start committer thread");
+        pthread_cond_destroy(&c->drained);
+        pthread_cond_destroy(&c->done);
+        pthread_cond_destroy(&c->work);
+        pthread_mutex_destroy(&c->solo_lock);
+        pthread_mutex_destroy(&c->lock);
         free(c);
         return NULL;
     }

@@ -186,10 +186,15 @@ storage_reader_read(struct storage_reader *rd, uint64_t pos, void *buf, size_t l
     struct storage__volume *v = storage__volume_get(rd->st, e->volume);
     uint64_t in_ext = off - rd->starts[i];
     uint64_t ext_left = e->len - in_ext;
+    size_t n = (size_t)MIN(MIN((uint64_t)len, ext_left), rd->len - pos);
+    if (n > SSIZE_MAX)
+        n = SSIZE_MAX;
     if (off + STORAGE_READAHEAD_LEN / 2 > rd->readahead_until) {
-        /* Never past the reader's last byte: a 64 KiB range must not hint
+        /* Hints what follows this read (the pread below fetches its own
+         * bytes anyway), never past the reader's last byte: a range that
+         * one pread covers hints nothing, and a 64 KiB range must not hint
          * megabytes it will not read. */
-        uint64_t from = MAX(off, rd->readahead_until);
+        uint64_t from = MAX(off + n, rd->readahead_until);
         uint64_t until = MIN(rd->starts[i] + e->len, rd->first + rd->len);
         if (from < until) {
             uint64_t ra = MIN((uint64_t)STORAGE_READAHEAD_LEN, until - from);
@@ -198,9 +203,6 @@ storage_reader_read(struct storage_reader *rd, uint64_t pos, void *buf, size_t l
             rd->readahead_until = from + ra;
         }
     }
-    size_t n = (size_t)MIN(MIN((uint64_t)len, ext_left), rd->len - pos);
-    if (n > SSIZE_MAX)
-        n = SSIZE_MAX;
     int err = volume_pread(rd->st, v, e->offset + in_ext, buf, n);
     if (err < 0)
         return err;
