@@ -15,7 +15,14 @@
 #               Ratios: shardstore/local (goal >= 0.8), shardstore/boto3 (goal >= 3). ShardDataset
 #               parses tars with libshard's tar member reader (shard_tar_*, via shardstore.samples);
 #               local_same_parser reads the local files with that reader too (iter_members), to
-#               show the storage path's cost alone.
+#               show the storage path's cost alone. With BENCH_NULL=1 a "null" loader runs too:
+#               the same samples (names, one fresh 10/100 KiB bytes object each, sliced out of
+#               one random blob: the one copy every loader makes) made in the worker with no
+#               I/O and no tar, through the same transform, batching, collate and DataLoader.
+#               Its rate is what DataLoader's own per-sample work (collate into shared
+#               memory, pickling, the batch's hand-over to the main process) allows on this
+#               machine at that moment, so null/boto3 bounds every loader's ratio to boto3
+#               in the sitting (null_vs_boto3 in the RESULT line; nan without it).
 #               How a batch reaches the main process is BENCH_EPOCH_COLLATE, the same for
 #               every loader: "tensor" (the default) turns each sample's .jpg bytes into a
 #               uint8 tensor in the worker (torch.frombuffer, no copy) and uses DataLoader's
@@ -63,6 +70,7 @@
 #   BENCH_SKIP="" (words among: epoch random put rss)
 #   BENCH_EPOCH_RUNS=$BENCH_RUNS BENCH_EPOCH_KIB=$BENCH_KIB (which sample sizes the epoch runs)
 #   BENCH_SAME_PARSER=1 (0 leaves out the local_same_parser loader, a diagnostic)
+#   BENCH_NULL=0 (1 adds the null loader, a diagnostic: see epoch above)
 #   BENCH_EPOCH_COLLATE=tensor (or list: see epoch above)
 #   BENCH_EPOCH_BATCH=worker (or loader: see epoch above)
 #   BENCH_KIB="10 100" (the sample sizes whose shards are made; the random and rss phases need
@@ -119,7 +127,7 @@ export BENCH_BUCKET=$BUCKET BENCH_LOCAL=$DATA/local BENCH_SHARDS=$SHARDS BENCH_S
 export BENCH_RUNS=$RUNS BENCH_ROUNDS=$ROUNDS BENCH_SS_PID=$SS_PID BENCH_SKIP=$SKIP BOTO_PATH
 export BENCH_EPOCH_RUNS=${BENCH_EPOCH_RUNS:-$RUNS} BENCH_EPOCH_KIB=${BENCH_EPOCH_KIB:-$BENCH_KIB}
 export BENCH_KIB=${BENCH_KIB:-10 100}
-export BENCH_READY=$DATA/ready BENCH_SAME_PARSER=${BENCH_SAME_PARSER:-1}
+export BENCH_READY=$DATA/ready BENCH_SAME_PARSER=${BENCH_SAME_PARSER:-1} BENCH_NULL=${BENCH_NULL:-0}
 export BENCH_EPOCH_COLLATE=${BENCH_EPOCH_COLLATE:-tensor} BENCH_EPOCH_BATCH=${BENCH_EPOCH_BATCH:-worker}
 export BENCH_COLD=${BENCH_COLD:-1} BENCH_VOLUMES=$DATA/ss/volumes
 
@@ -379,6 +387,28 @@ class LocalSameParser(IterableDataset):
                 yield from group(((n, d) for _, n, d in iter_members(f, p)), p)
 
 
+class NullTars(IterableDataset):
+    """The samples of the shards 'keys' (as many, named alike) made with no
+    I/O: each .jpg a fresh bytes object sliced out of one random blob (one
+    copy, as every loader makes), each .cls a few bytes."""
+
+    def __init__(self, keys, kib, per_shard):
+        self.keys, self.kib, self.per_shard = keys, kib, per_shard
+
+    def __iter__(self):
+        wi = get_worker_info()
+        mine = self.keys[wi.id::wi.num_workers] if wi else self.keys
+        blob = os.urandom(1 << 20)
+        size = self.kib * 1024
+        top = len(blob) - size
+        for k in mine:
+            shard = int(k.rsplit("-", 1)[1].split(".")[0])
+            for i in range(self.per_shard):
+                off = (i * 4099) % top
+                yield {"__key__": "%02d%07d" % (shard, i), "__url__": k,
+                       "jpg": blob[off:off + size], "cls": b"%d" % (i % 1000)}
+
+
 class Boto3Tars(IterableDataset):
     def __init__(self, keys):
         self.keys = keys
@@ -478,7 +508,10 @@ for kib in [int(k) for k in os.environ["BENCH_EPOCH_KIB"].split()]:
         "local": LocalTars([os.path.join(LOCAL, k) for k in keys]),
         "local_same_parser": LocalSameParser([os.path.join(LOCAL, k) for k in keys]),
         "boto3": Boto3Tars(keys),
+        "null": NullTars(keys, kib, int(os.environ["BENCH_SHARD_MB"]) * 1024 * 1024 // (kib * 1024 + 2048)),
     }
+    if os.environ["BENCH_NULL"] != "1":
+        del loaders["null"]
     if os.environ["BENCH_SAME_PARSER"] == "0":
         del loaders["local_same_parser"]
     res = {k: [] for k in loaders}
@@ -499,15 +532,18 @@ for kib in [int(k) for k in os.environ["BENCH_EPOCH_KIB"].split()]:
     r = {k: ",".join("%.0f" % x for x in v) for k, v in res.items()}
     m.setdefault("local_same_parser", float("nan"))
     r.setdefault("local_same_parser", "-")
+    m.setdefault("null", float("nan"))
+    r.setdefault("null", "-")
     print("RESULT epoch sample_KiB=%d shards=%d samples=%d workers=2 collate=%s batch=%s "
           "shardstore_samples_s=%.0f "
           "local_tarfile_samples_s=%.0f boto3_samples_s=%.0f local_same_parser_samples_s=%.0f "
           "shardstore_vs_local=%.2f shardstore_vs_boto3=%.2f shardstore_vs_local_same_parser=%.2f "
-          "runs_shardstore=%s runs_local=%s runs_boto3=%s runs_local_same_parser=%s" % (
+          "runs_shardstore=%s runs_local=%s runs_boto3=%s runs_local_same_parser=%s "
+          "null_samples_s=%.0f null_vs_boto3=%.2f runs_null=%s" % (
               kib, NSH, counts["local"], COLLATE, os.environ["BENCH_EPOCH_BATCH"], m["shardstore"], m["local"], m["boto3"],
               m["local_same_parser"], m["shardstore"] / m["local"], m["shardstore"] / m["boto3"],
               m["shardstore"] / m["local_same_parser"], r["shardstore"], r["local"], r["boto3"],
-              r["local_same_parser"]))
+              r["local_same_parser"], m["null"], m["null"] / m["boto3"], r["null"]))
     sys.stdout.flush()
 PY
   fi
