@@ -505,9 +505,11 @@ hasher_stream_borrow(struct hasher_stream *s, size_t n_max)
 {
     assert(!s->fill && !s->head && !s->is_ended);
     /* The writer fills its next buffer while the others are lent: pause it
-     * while it still has one free, so it never waits for the thread. */
+     * while it still has one free, so it never waits for the thread. Resume
+     * it once half are back: resuming after each buffer (512 KiB) made 3.4x
+     * the pauses of a copying stream, each an MHD suspend and resume. */
     s->queue_max = (unsigned)MAX(n_max, 2u) - 1;
-    s->queue_resume = s->queue_max - 1;
+    s->queue_resume = s->queue_max / 2;
     s->queue_urgent = MIN(s->queue_max, 2u);
 }
 

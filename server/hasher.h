@@ -48,7 +48,8 @@ typedef void (*hasher_release_fn)(void *arg);
  * Makes 's' (before its first byte) a borrowing stream: its bytes come by
  * hasher_stream_lend, from a writer that holds at most 'n_max' buffers and
  * needs one free to go on. The writer is paused (the 'pause' of
- * hasher_stream_create) while it has lent all but one of them.
+ * hasher_stream_create) once it has lent all but one of them, and resumed
+ * when half of those are back.
  */
 void hasher_stream_borrow(struct hasher_stream *s, size_t n_max);
 /*

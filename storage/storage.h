@@ -136,8 +136,9 @@ struct storage_tap {
     void (*hurry_fn)(void *arg);
     void *arg;
 };
-/* Sets the tap of 'w' (copied), before its first write. Returns how many
- * staging buffers the writer may use, so how many the tap may hold at once
+/* Sets the tap of 'w' (copied), before its first write; a tapped writer may
+ * use up to 8 staging buffers instead of 4, as they are also held while
+ * read. Returns how many it may use, so how many the tap may hold at once
  * (0: it stages nothing, a writer of an empty object). */
 size_t storage_writer_tap(struct storage_writer *w, const struct storage_tap *tap);
 /* Gives a buffer handed to a tap back to its writer (any thread). */
@@ -162,7 +163,7 @@ void storage_writer_destroy(struct storage_writer *w, bool is_committed);
 uint64_t storage_writer_reserved_len(const struct storage_writer *w);
 /* What the writer holds beyond the bytes it was given: reserved space not
  * yet written plus its staging buffers (bytes); 0 once finished. At most
- * one reservation step (16 MiB) plus STORAGE_STAGES_MAX buffers of 512 KiB. */
+ * one reservation step (16 MiB) plus 4 buffers of 512 KiB (8 with a tap). */
 uint64_t storage_writer_held_len(const struct storage_writer *w);
 
 /* Makes all completed writes durable: one fdatasync per volume written

@@ -61,7 +61,7 @@ struct storage_writer {
     uint32_t place_vol;
     uint64_t place_off;
 
-    struct storage_stage stages[STORAGE_STAGES_MAX];
+    struct storage_stage stages[STORAGE_STAGES_TAPPED];
     size_t n_stages;   /* buffers taken so far */
     size_t max_stages; /* buffers this writer may take */
     size_t stage_cap;  /* bytes of each */
@@ -436,6 +436,18 @@ fail:
     return NULL;
 }
 
+/* How many staging buffers a writer of 'size_hint' bytes may use, at most
+ * 'max': none for an empty object, one (of its size) for one that fits. */
+static size_t
+writer_max_stages(uint64_t size_hint, size_t max)
+{
+    if (size_hint == UINT64_MAX)
+        return max;
+    if (size_hint == 0)
+        return 0;
+    return (size_t)MIN((uint64_t)max, (size_hint + STORAGE_STAGE_LEN - 1) / STORAGE_STAGE_LEN);
+}
+
 /* ---- interface ------------------------------------------------------------ */
 
 int
@@ -460,15 +472,9 @@ storage_writer_create(struct storage *st, uint64_t size_hint, struct storage_wri
         goto fail;
     }
     w->stage_cap = STORAGE_STAGE_LEN;
-    if (!is_known) {
-        w->max_stages = STORAGE_STAGES_MAX;
-    } else if (size_hint > 0 && size_hint <= STORAGE_STAGE_LEN) {
-        w->max_stages = 1;
+    w->max_stages = writer_max_stages(size_hint, STORAGE_STAGES_MAX);
+    if (is_known && size_hint > 0 && size_hint <= STORAGE_STAGE_LEN)
         w->stage_cap = (size_t)ALIGN_UP(size_hint, STORAGE_ALIGN);
-    } else if (size_hint > 0) {
-        w->max_stages = (size_t)MIN((uint64_t)STORAGE_STAGES_MAX,
-                                    (size_hint + STORAGE_STAGE_LEN - 1) / STORAGE_STAGE_LEN);
-    }
     /* Nothing is taken yet, but what cannot work now is refused before
      * the caller accepts a body: no buffer left in the pool, or a known
      * size larger than all the space there is and could be. */
@@ -498,6 +504,8 @@ storage_writer_tap(struct storage_writer *w, const struct storage_tap *tap)
     assert(w->size == 0 && !w->has_tap);
     w->tap = *tap;
     w->has_tap = true;
+    /* Its buffers are held while they are read too: it may use more. */
+    w->max_stages = writer_max_stages(w->size_hint, STORAGE_STAGES_TAPPED);
     return w->max_stages;
 }
 

@@ -344,7 +344,7 @@ test_tap(const char *dir)
             ASSERT_EQ(storage_writer_create(st, known ? sizes[i] : UINT64_MAX, &w), 0);
             struct storage_tap tap = {tap_stage, tap_hurry, &t};
             size_t n_bufs = storage_writer_tap(w, &tap);
-            ASSERT(n_bufs >= 1 && n_bufs <= 4);
+            ASSERT(n_bufs >= 1 && n_bufs <= 8);
             uint8_t *piece = malloc(65537);
             uint64_t done = 0;
             for (unsigned k = 0; done < sizes[i]; k++) {
