@@ -39,9 +39,32 @@ void hasher_destroy(struct hasher *h);
  */
 struct hasher_stream *hasher_stream_create(struct hasher *h, enum auth_checksum_algo ck,
                                            hasher_flow_fn pause, hasher_flow_fn resume, void *arg);
-/* Queues a copy of 'len' payload bytes. Calls 'pause' (once until the next
+/* Queues a copy of 'len' payload bytes (a copying stream). Calls 'pause' (once until the next
  * 'resume') when the queue is past its limit. */
 void hasher_stream_write(struct hasher_stream *s, const void *data, size_t len);
+/* Gives lent bytes back to their owner (see hasher_stream_lend). */
+typedef void (*hasher_release_fn)(void *arg);
+/*
+ * Makes 's' (before its first byte) a borrowing stream: its bytes come by
+ * hasher_stream_lend, from a writer that holds at most 'n_max' buffers and
+ * needs one free to go on. The writer is paused (the 'pause' of
+ * hasher_stream_create) once it has lent all but one of them, and resumed
+ * when half of those are back.
+ */
+void hasher_stream_borrow(struct hasher_stream *s, size_t n_max);
+/*
+ * Queues 'len' bytes at 'data' of a borrowing stream without copying them:
+ * they stay the caller's, untouched, until 'release'('release_arg') is
+ * called (from a hashing thread, or from hasher_stream_destroy) once they
+ * are hashed or dropped ('release' may be NULL). Every piece but the last
+ * holds a multiple of 64 bytes; 'is_last' ends the stream ('len' may be 0,
+ * 'data' NULL then). Calls 'pause' like hasher_stream_write.
+ */
+void hasher_stream_lend(struct hasher_stream *s, const void *data, size_t len, bool is_last,
+                        hasher_release_fn release, void *release_arg);
+/* The writer is about to wait for a release: hashes the stream's queue
+ * without waiting for its lane neighbours. Never blocks on hashing. */
+void hasher_stream_hurry(struct hasher_stream *s);
 /*
  * Ends the stream and waits until every byte is hashed: writes the MD5 to
  * 'md5' and the checksum to 'ck_out' (when the stream has one; returns its

@@ -72,6 +72,7 @@ struct put_ctx {
     struct auth_checksum md5;
     bool has_md5;
     struct hasher_stream *hs; /* MD5 and 'ck' on the hashing threads instead */
+    bool is_hash_lent;        /* 'hs' reads the writer's staging buffers */
     enum auth_checksum_algo ck_algo;
     struct auth_checksum ck;
     bool has_ck;
@@ -135,9 +136,11 @@ put_cleanup(struct s3_req *r)
     struct put_ctx *c = r->op_ctx;
     if (!c)
         return;
-    put_release(r, c, false);
+    /* The stream first: it gives back the staging buffers lent to it
+     * unhashed, so the writer need not wait for their hashing. */
     hasher_stream_destroy(c->hs);
     c->hs = NULL;
+    put_release(r, c, false);
     member_builder_destroy(c->members);
     c->members = NULL;
     sse_writer_destroy(c->sse_writer);
@@ -156,7 +159,9 @@ put_body(struct s3_req *r, const char *data, size_t len)
     struct put_ctx *c = r->op_ctx;
     if (c->has_declared_len && r->payload_len > c->declared_len)
         return S3_ERR_INCOMPLETE_BODY;
-    if (c->hs) {
+    if (c->is_hash_lent) {
+        /* Hashed in the writer's staging buffers (put_tap_stage). */
+    } else if (c->hs) {
         hasher_stream_write(c->hs, data, len);
     } else {
         auth_checksum_update(&c->md5, data, len);
@@ -594,6 +599,30 @@ put_resume(void *arg)
         http_body_resume(r);
 }
 
+/* The writer's tap (storage_writer_tap): each staging buffer, once full,
+ * is lent to the hashing stream, which gives it back once hashed. */
+static void
+put_tap_release(void *arg)
+{
+    storage_writer_stage_release(arg);
+}
+
+static void
+put_tap_stage(void *arg, const uint8_t *data, size_t len, bool is_last,
+              struct storage_stage *stage)
+{
+    struct put_ctx *c = arg;
+    hasher_stream_lend(c->hs, data, len, is_last, stage ? put_tap_release : NULL, stage);
+}
+
+static void
+put_tap_hurry(void *arg)
+{
+    struct put_ctx *c = arg;
+    if (c->hs)
+        hasher_stream_hurry(c->hs);
+}
+
 /* Sets up the streaming body of a PutObject or (with 'c->is_part') an
  * UploadPart: validation, digests, and the storage writer. */
 static void
@@ -694,6 +723,15 @@ put_begin(struct s3_req *r, struct put_ctx *c)
         c->has_md5 = false;
         if (c->has_ck)
             auth_checksum_cleanup(&c->ck); /* c->has_ck still says there is one */
+        /* A plain body is staged as it came: the thread hashes it in the
+         * staging buffers, saving the event loop a copy per byte. An
+         * encrypted one is staged sealed, so its plaintext is copied. */
+        if (c->writer && !c->sse_writer) {
+            struct storage_tap tap = {put_tap_stage, put_tap_hurry, c};
+            size_t n_bufs = storage_writer_tap(c->writer, &tap);
+            hasher_stream_borrow(c->hs, n_bufs);
+            c->is_hash_lent = true;
+        }
     }
     if (!c->is_part && !c->sse.mode && member_put_is_tar(r))
         c->members = member_builder_create();

@@ -111,9 +111,38 @@ void storage_writer_place(struct storage_writer *w, uint32_t volume, uint64_t of
  * Returns 0 or -errno (-ENOSPC, -EAGAIN: no staging buffer, -EIO, -EFBIG
  * when exceeding a known size_hint). */
 int storage_writer_write(struct storage_writer *w, const void *buf, size_t len);
-/* Flushes the tail and waits for every write to complete (no fsync).
- * Returns 0 or -errno. */
+/* Flushes the tail and waits for every write to complete (no fsync) and,
+ * with a tap, for the tap to give every buffer back. Returns 0 or -errno. */
 int storage_writer_finish(struct storage_writer *w);
+
+/*
+ * A reader of the bytes a writer stages (storage_writer_tap), so a caller
+ * that needs every byte (hashing) reads them where they already are instead
+ * of copying them once more.
+ * 'stage_fn': a staging buffer's 'len' bytes, the next in order, once the
+ * buffer is full and its write submitted (on the writing thread), or its
+ * tail at storage_writer_finish with 'is_last' set ('len' may then be 0 and
+ * 'stage' NULL). Every buffer but the last holds a multiple of
+ * STORAGE_ALIGN bytes. The bytes are borrowed until
+ * storage_writer_stage_release('stage') (any thread): the writer reuses or
+ * frees no buffer before. 'hurry_fn': the writer is about to block until a
+ * buffer comes back (its owner may have set it aside for later); it must
+ * not block. Both get 'arg'.
+ */
+struct storage_stage;
+struct storage_tap {
+    void (*stage_fn)(void *arg, const uint8_t *data, size_t len, bool is_last,
+                     struct storage_stage *stage);
+    void (*hurry_fn)(void *arg);
+    void *arg;
+};
+/* Sets the tap of 'w' (copied), before its first write; a tapped writer may
+ * use up to 8 staging buffers instead of 4, as they are also held while
+ * read. Returns how many it may use, so how many the tap may hold at once
+ * (0: it stages nothing, a writer of an empty object). */
+size_t storage_writer_tap(struct storage_writer *w, const struct storage_tap *tap);
+/* Gives a buffer handed to a tap back to its writer (any thread). */
+void storage_writer_stage_release(struct storage_stage *stage);
 /* After finish: the extents written, in order (owned by the writer). */
 size_t storage_writer_extents(const struct storage_writer *w, const struct storage_extent **out);
 /* After finish: the block checksums of those extents (owned by the writer). */
@@ -134,7 +163,7 @@ void storage_writer_destroy(struct storage_writer *w, bool is_committed);
 uint64_t storage_writer_reserved_len(const struct storage_writer *w);
 /* What the writer holds beyond the bytes it was given: reserved space not
  * yet written plus its staging buffers (bytes); 0 once finished. At most
- * one reservation step (16 MiB) plus STORAGE_STAGES_MAX buffers of 512 KiB. */
+ * one reservation step (16 MiB) plus 4 buffers of 512 KiB (8 with a tap). */
 uint64_t storage_writer_held_len(const struct storage_writer *w);
 
 /* Makes all completed writes durable: one fdatasync per volume written

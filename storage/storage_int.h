@@ -18,6 +18,10 @@
 
 #define STORAGE_STAGE_LEN (512u << 10) /* one staging buffer */
 #define STORAGE_STAGES_MAX 4           /* staging buffers per writer */
+/* ... and per writer with a tap, whose buffers are also held while they
+ * are read: as many bytes in flight as a writer beside a hashing queue of
+ * its own copies had (2 MiB each). */
+#define STORAGE_STAGES_TAPPED 8
 #define STORAGE_RING_DEPTH 64
 #define STORAGE_READAHEAD_LEN (8u << 20) /* storage_reader_read hints this far ahead */
 

@@ -8,13 +8,18 @@
  * first. A caller may name where the first byte goes (storage_writer_place);
  * that is only a preference. Bytes are hashed per STORAGE_BLOCK_LEN block of the extent; a full
  * buffer becomes one O_DIRECT IORING_OP_WRITE while the next one fills.
- * Invariant: a buffer is never touched while its io.is_inflight is set.
+ * A tap (storage_writer_tap) may borrow each full buffer to read its bytes
+ * in place, as its write goes on.
+ * Invariant: a buffer is never touched while its io.is_inflight is set, and
+ * never reused or freed while its is_tapped is set.
  */
 #define _GNU_SOURCE
 #include "storage/storage_int.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <liburing.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -25,7 +30,7 @@
  * what a stalled upload holds. */
 #define WRITER_STEP_MAX (16ull << 20)
 
-struct writer_stage {
+struct storage_stage {
     struct storage__io io; /* first: the completion callback casts back */
     struct storage_writer *w;
     struct storage__volume *vol;
@@ -37,6 +42,7 @@ struct writer_stage {
     size_t io_len; /* fill padded to STORAGE_ALIGN */
     size_t io_done;
     int res; /* outcome of the last write, 0 or -errno */
+    bool is_tapped; /* lent to the tap (w->tap_lock) */
 };
 
 struct storage_writer {
@@ -55,12 +61,12 @@ struct storage_writer {
     uint32_t place_vol;
     uint64_t place_off;
 
-    struct writer_stage stages[STORAGE_STAGES_MAX];
+    struct storage_stage stages[STORAGE_STAGES_TAPPED];
     size_t n_stages;   /* buffers taken so far */
     size_t max_stages; /* buffers this writer may take */
     size_t stage_cap;  /* bytes of each */
     size_t next_stage;
-    struct writer_stage *filling;
+    struct storage_stage *filling;
 
     XXH64_state_t *hash;
     uint64_t block_fill;
@@ -68,6 +74,11 @@ struct storage_writer {
 
     int err;
     bool is_finished;
+
+    bool has_tap;
+    struct storage_tap tap;
+    pthread_mutex_t tap_lock;
+    pthread_cond_t tap_back; /* a buffer came back from the tap */
 };
 
 /* ---- staging buffer pool ---------------------------------------------- */
@@ -147,7 +158,7 @@ pool_put(struct storage__pool *p, void *buf, size_t len)
 /* ---- I/O ---------------------------------------------------------------- */
 
 static void
-stage_prep_write(struct storage__ring *r, struct writer_stage *s)
+stage_prep_write(struct storage__ring *r, struct storage_stage *s)
 {
     struct io_uring_sqe *sqe = storage__ring_prep(r, &s->io);
     io_uring_prep_write(sqe, s->vol->wfd, s->buf + s->io_done, (unsigned)(s->io_len - s->io_done),
@@ -160,7 +171,7 @@ stage_prep_write(struct storage__ring *r, struct writer_stage *s)
 static void
 stage_complete(struct storage__io *io, int res)
 {
-    struct writer_stage *s = (struct writer_stage *)io;
+    struct storage_stage *s = (struct storage_stage *)io;
     if (res <= 0) {
         s->res = res < 0 ? res : -EIO;
         return;
@@ -178,7 +189,7 @@ stage_complete(struct storage__io *io, int res)
 
 /* Writes without io_uring (rings unavailable): the same outcome, synchronously. */
 static int
-stage_pwrite(struct writer_stage *s)
+stage_pwrite(struct storage_stage *s)
 {
     while (s->io_done < s->io_len) {
         ssize_t n = pwrite(s->vol->wfd, s->buf + s->io_done, s->io_len - s->io_done,
@@ -195,7 +206,7 @@ stage_pwrite(struct writer_stage *s)
 
 /* Pads 's' to STORAGE_ALIGN and submits it. Returns 0 or -errno. */
 static int
-stage_submit(struct storage_writer *w, struct writer_stage *s)
+stage_submit(struct storage_writer *w, struct storage_stage *s)
 {
     int err = 0;
     s->io_len = ALIGN_UP(s->fill, STORAGE_ALIGN);
@@ -216,11 +227,46 @@ stage_submit(struct storage_writer *w, struct writer_stage *s)
     return 0;
 }
 
-/* Waits for 's' to be idle. Returns its last write's outcome. */
+/* Waits until the tap gave 's' back, asking it to hurry first. */
+static void
+stage_wait_tap(struct storage_stage *s)
+{
+    struct storage_writer *w = s->w;
+    if (!w || !w->has_tap)
+        return;
+    pthread_mutex_lock(&w->tap_lock);
+    bool is_tapped = s->is_tapped;
+    pthread_mutex_unlock(&w->tap_lock);
+    if (!is_tapped)
+        return;
+    w->tap.hurry_fn(w->tap.arg);
+    pthread_mutex_lock(&w->tap_lock);
+    while (s->is_tapped)
+        pthread_cond_wait(&w->tap_back, &w->tap_lock);
+    pthread_mutex_unlock(&w->tap_lock);
+}
+
+/* Lends the bytes of 's' ('is_last': the writer's tail) to the tap. */
+static void
+stage_tap(struct storage_writer *w, struct storage_stage *s, bool is_last)
+{
+    if (!w->has_tap)
+        return;
+    if (s) {
+        pthread_mutex_lock(&w->tap_lock);
+        s->is_tapped = true;
+        pthread_mutex_unlock(&w->tap_lock);
+    }
+    w->tap.stage_fn(w->tap.arg, s ? s->buf : NULL, s ? s->fill : 0, is_last, s);
+}
+
+/* Waits for 's' to be idle (written, and back from the tap). Returns its
+ * last write's outcome. */
 static int
-stage_wait(struct writer_stage *s)
+stage_wait(struct storage_stage *s)
 {
     storage__io_wait(&s->io);
+    stage_wait_tap(s);
     int res = s->res;
     s->res = 0;
     return res;
@@ -342,11 +388,11 @@ writer_room(struct storage_writer *w)
 /* Picks the next staging buffer round robin, taking one more from the pool
  * while the writer has fewer than it may use (under pressure it runs with
  * what it has). Returns NULL when it has none and the pool has none. */
-static struct writer_stage *
+static struct storage_stage *
 writer_stage_pick(struct storage_writer *w)
 {
     if (w->next_stage == w->n_stages && w->n_stages < w->max_stages) {
-        struct writer_stage *s = &w->stages[w->n_stages];
+        struct storage_stage *s = &w->stages[w->n_stages];
         s->buf = pool_get(&w->st->pool, w->stage_cap);
         if (s->buf) {
             s->cap = w->stage_cap;
@@ -365,11 +411,11 @@ writer_stage_pick(struct storage_writer *w)
 /* Returns the next staging buffer, aimed at the current extent's next
  * bytes, waiting while it is in flight. Returns NULL and sets w->err
  * (-EAGAIN: no staging buffer; -ENOSPC, -EFBIG, -EIO). */
-static struct writer_stage *
+static struct storage_stage *
 writer_stage_next(struct storage_writer *w)
 {
     int err = -EAGAIN;
-    struct writer_stage *s = writer_stage_pick(w);
+    struct storage_stage *s = writer_stage_pick(w);
     if (!s)
         goto fail;
     err = stage_wait(s);
@@ -390,6 +436,18 @@ fail:
     return NULL;
 }
 
+/* How many staging buffers a writer of 'size_hint' bytes may use, at most
+ * 'max': none for an empty object, one (of its size) for one that fits. */
+static size_t
+writer_max_stages(uint64_t size_hint, size_t max)
+{
+    if (size_hint == UINT64_MAX)
+        return max;
+    if (size_hint == 0)
+        return 0;
+    return (size_t)MIN((uint64_t)max, (size_hint + STORAGE_STAGE_LEN - 1) / STORAGE_STAGE_LEN);
+}
+
 /* ---- interface ------------------------------------------------------------ */
 
 int
@@ -405,6 +463,8 @@ storage_writer_create(struct storage *st, uint64_t size_hint, struct storage_wri
     if (!w->hash)
         abort();
     XXH64_reset(w->hash, STORAGE_SUM_SEED);
+    pthread_mutex_init(&w->tap_lock, NULL);
+    pthread_cond_init(&w->tap_back, NULL);
 
     bool is_known = size_hint != UINT64_MAX;
     if (is_known && size_hint > UINT64_MAX - STORAGE_ALIGN) {
@@ -412,15 +472,9 @@ storage_writer_create(struct storage *st, uint64_t size_hint, struct storage_wri
         goto fail;
     }
     w->stage_cap = STORAGE_STAGE_LEN;
-    if (!is_known) {
-        w->max_stages = STORAGE_STAGES_MAX;
-    } else if (size_hint > 0 && size_hint <= STORAGE_STAGE_LEN) {
-        w->max_stages = 1;
+    w->max_stages = writer_max_stages(size_hint, STORAGE_STAGES_MAX);
+    if (is_known && size_hint > 0 && size_hint <= STORAGE_STAGE_LEN)
         w->stage_cap = (size_t)ALIGN_UP(size_hint, STORAGE_ALIGN);
-    } else if (size_hint > 0) {
-        w->max_stages = (size_t)MIN((uint64_t)STORAGE_STAGES_MAX,
-                                    (size_hint + STORAGE_STAGE_LEN - 1) / STORAGE_STAGE_LEN);
-    }
     /* Nothing is taken yet, but what cannot work now is refused before
      * the caller accepts a body: no buffer left in the pool, or a known
      * size larger than all the space there is and could be. */
@@ -444,6 +498,27 @@ fail:
     return err;
 }
 
+size_t
+storage_writer_tap(struct storage_writer *w, const struct storage_tap *tap)
+{
+    assert(w->size == 0 && !w->has_tap);
+    w->tap = *tap;
+    w->has_tap = true;
+    /* Its buffers are held while they are read too: it may use more. */
+    w->max_stages = writer_max_stages(w->size_hint, STORAGE_STAGES_TAPPED);
+    return w->max_stages;
+}
+
+void
+storage_writer_stage_release(struct storage_stage *s)
+{
+    struct storage_writer *w = s->w;
+    pthread_mutex_lock(&w->tap_lock);
+    s->is_tapped = false;
+    pthread_cond_broadcast(&w->tap_back);
+    pthread_mutex_unlock(&w->tap_lock);
+}
+
 void
 storage_writer_place(struct storage_writer *w, uint32_t volume, uint64_t offset)
 {
@@ -465,7 +540,7 @@ storage_writer_write(struct storage_writer *w, const void *buf, size_t len)
     if (w->size_hint != UINT64_MAX && len > w->size_hint - w->size)
         return -EFBIG;
     while (len > 0) {
-        struct writer_stage *s = w->filling;
+        struct storage_stage *s = w->filling;
         if (!s) {
             s = writer_stage_next(w);
             if (!s)
@@ -487,6 +562,7 @@ storage_writer_write(struct storage_writer *w, const void *buf, size_t len)
                 w->err = err;
                 return err;
             }
+            stage_tap(w, s, false);
         }
     }
     return 0;
@@ -498,8 +574,11 @@ storage_writer_finish(struct storage_writer *w)
     int err = w->err;
     if (w->is_finished)
         return err;
-    if (err == 0 && w->filling && w->filling->fill > 0)
-        err = stage_submit(w, w->filling);
+    struct storage_stage *tail = w->filling && w->filling->fill > 0 ? w->filling : NULL;
+    if (err == 0 && tail)
+        err = stage_submit(w, tail);
+    if (err == 0)
+        stage_tap(w, tail, true);
     w->filling = NULL;
     int wait_err = writer_wait_all(w);
     if (err == 0)
@@ -589,5 +668,7 @@ storage_writer_destroy(struct storage_writer *w, bool is_committed)
     free(w->alloc_lens);
     buf_cleanup(&w->sums);
     XXH64_freeState(w->hash);
+    pthread_cond_destroy(&w->tap_back);
+    pthread_mutex_destroy(&w->tap_lock);
     free(w);
 }

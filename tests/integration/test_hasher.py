@@ -18,6 +18,12 @@ threads, up to 8 streams per thread in the lanes of one multi-buffer MD5.
 (d) With the default connection_memory a large body is read in large
     pieces (each socket read costs a poll and a callback: at 16K they were
     7.6 KiB each, ~138,000 per GiB), and the lane runs are counted.
+(e) A plain body is hashed in the storage writer's staging buffers, which
+    must not be reused before their hashing is done: 32 concurrent PUTs and
+    UploadParts of distinct random bodies (plain, Content-MD5, checksum
+    headers, aws-chunked with trailers, SSE-S3 beside them, whose plaintext
+    is still copied), with the hashing slowed so the receivers are paused
+    and wait for their buffers; every ETag and checksum is the body's.
 """
 
 import base64
@@ -242,7 +248,71 @@ def test_lanes_and_digests():
         test_digests_checked(srv)
 
 
-TESTS = [test_lanes_and_digests, test_paused_upload_does_not_block, test_body_pieces]
+def test_lent_buffers():
+    # 1 ms per 64 KiB run: the hashing lags the receivers, so buffers stay
+    # lent, writers pause and wait for them.
+    cfg = "http_threads = 2\ntest_hash_delay_ms = 1\nmin_part_size = 1048576\n"
+    with harness.Server(config=cfg, tag="hash-e") as srv:
+        s3 = srv.client()
+        s3.create_bucket(Bucket=BUCKET)
+        upload_id = s3.create_multipart_upload(Bucket=BUCKET, Key="mp")["UploadId"]
+        pauses = srv.metric("shardstore_hash_pauses_total")
+        kinds = ["plain", "md5", "crc32c", "sha256", "crc32", "signed", "sse", "part"]
+        jobs = []
+        for i in range(32):
+            size = 256 * KIB + (i * 524287 + 4096 * (i % 3)) % (6 * MIB) + (i % 5) * 17
+            jobs.append((i, kinds[i % len(kinds)], harness.random_bytes(size, seed=9000 + i)))
+
+        def one(job):
+            i, kind, data = job
+            path = "/%s/lent-%d" % (BUCKET, i)
+            if kind == "plain":
+                r = srv.request("PUT", path, body=data)
+            elif kind == "md5":
+                r = srv.request("PUT", path, headers={"Content-MD5": base64.b64encode(hashlib.md5(data).digest()).decode()}, body=data)
+            elif kind in ("crc32c", "sha256"):
+                algo = "CRC32C" if kind == "crc32c" else "SHA256"
+                if algo == "CRC32C" and len(data) > SLOW_CRC_MAX:
+                    algo = "CRC32"
+                r = put_plain(srv, path, data, algo)
+            elif kind == "crc32":
+                r = put_unsigned_trailer(srv, path, data, "CRC32")
+            elif kind == "signed":
+                r = put_signed_chunked(srv, path, data)
+            elif kind == "sse":
+                r = srv.request("PUT", path, headers={"x-amz-server-side-encryption": "AES256"}, body=data)
+            else:
+                q = "partNumber=%d&uploadId=%s" % (i // len(kinds) + 1, upload_id)
+                r = put_unsigned_trailer(srv, "/%s/mp" % BUCKET, data, "CRC32", query=q)
+            return i, kind, data, r
+
+        with concurrent.futures.ThreadPoolExecutor(max_workers=len(jobs)) as ex:
+            results = [f.result() for f in [ex.submit(one, j) for j in jobs]]
+        parts = []
+        for i, kind, data, r in results:
+            eq(r.status, 200, "%d (%s, %d bytes): %r" % (i, kind, len(data), r.body[:300]))
+            eq(etag_of(r), harness.md5_hex(data), "ETag of %d (%s, %d bytes)" % (i, kind, len(data)))
+            for algo in ("crc32", "crc32c", "sha256"):
+                v = r.header("x-amz-checksum-" + algo)
+                if v:
+                    eq(v, harness.checksum_b64(algo.upper(), data), "%s of %d (%s)" % (algo, i, kind))
+            if kind == "part":
+                parts.append((i // len(kinds) + 1, data, r.header("ETag")))
+            else:
+                got = s3.get_object(Bucket=BUCKET, Key="lent-%d" % i)
+                eq(got["ETag"].strip('"'), harness.md5_hex(data), "stored ETag of %d" % i)
+                same_bytes(got["Body"].read(), data, "%d (%s, %d bytes)" % (i, kind, len(data)))
+        parts.sort(key=lambda p: p[0])
+        s3.complete_multipart_upload(Bucket=BUCKET, Key="mp", UploadId=upload_id,
+                                     MultipartUpload={"Parts": [{"PartNumber": n, "ETag": e} for n, _, e in parts]})
+        got = s3.get_object(Bucket=BUCKET, Key="mp")
+        want = hashlib.md5(b"".join(hashlib.md5(d).digest() for _, d, _ in parts)).hexdigest() + "-%d" % len(parts)
+        eq(got["ETag"].strip('"'), want, "multipart ETag")
+        same_bytes(got["Body"].read(), b"".join(d for _, d, _ in parts), "multipart object")
+        check(srv.metric("shardstore_hash_pauses_total") > pauses, "no receiver was ever paused for its buffers")
+
+
+TESTS = [test_lanes_and_digests, test_paused_upload_does_not_block, test_body_pieces, test_lent_buffers]
 
 if __name__ == "__main__":
     harness.main(TESTS, shared_server=False)

@@ -2,11 +2,14 @@
  * test_writer.c: objects of awkward sizes written through the io_uring
  * writer and read back byte for byte (storage_read and a dup'd fd), block
  * sums, scrubbing a corrupted volume, uncommitted writers returning their
- * space, and the submit/fsync/read fault hooks.
+ * space, the submit/fsync/read fault hooks, and a tap that borrows the
+ * staging buffers (each must stay untouched until it is given back).
  */
 #include "tests/unit/storage/storage_test.h"
 
 #include <fcntl.h>
+#include <pthread.h>
+#include <time.h>
 
 #define VOL (128 * MIB)
 
@@ -235,6 +238,174 @@ test_buffered(const char *dir)
     storage_close(st);
 }
 
+/* ---- the tap ---------------------------------------------------------------- */
+
+/* A tap that lends every buffer to a thread which, a little later, checks
+ * the bytes are still the pattern at their offset and only then gives the
+ * buffer back: a writer that reused a lent buffer early fails the check. */
+struct tap_loan {
+    const uint8_t *data;
+    size_t len;
+    struct storage_stage *stage;
+    bool is_last;
+};
+
+struct tap_test {
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    struct tap_loan loans[64];
+    size_t head, tail; /* ring of loans not given back */
+    uint32_t seed;
+    uint64_t off;  /* bytes checked by the thread */
+    uint64_t lent; /* bytes lent by the writer */
+    unsigned n_last;
+    unsigned n_hurry;
+    unsigned n_bad;
+    unsigned n_unaligned;
+    bool is_done;
+};
+
+static void
+tap_stage(void *arg, const uint8_t *data, size_t len, bool is_last, struct storage_stage *stage)
+{
+    struct tap_test *t = arg;
+    pthread_mutex_lock(&t->lock);
+    if (!is_last && len % STORAGE_ALIGN != 0)
+        t->n_unaligned++;
+    t->lent += len;
+    t->n_last += is_last;
+    if (!stage) { /* an empty tail: nothing lent */
+        ASSERT(is_last && len == 0);
+        pthread_mutex_unlock(&t->lock);
+        return;
+    }
+    ASSERT(t->tail - t->head < ARRAY_LEN(t->loans));
+    t->loans[t->tail++ % ARRAY_LEN(t->loans)] = (struct tap_loan){data, len, stage, is_last};
+    pthread_cond_broadcast(&t->cond);
+    pthread_mutex_unlock(&t->lock);
+}
+
+static void
+tap_hurry(void *arg)
+{
+    struct tap_test *t = arg;
+    pthread_mutex_lock(&t->lock);
+    t->n_hurry++;
+    pthread_mutex_unlock(&t->lock);
+}
+
+static void *
+tap_thread(void *arg)
+{
+    struct tap_test *t = arg;
+    pthread_mutex_lock(&t->lock);
+    for (;;) {
+        while (t->head == t->tail && !t->is_done)
+            pthread_cond_wait(&t->cond, &t->lock);
+        if (t->head == t->tail)
+            break;
+        struct tap_loan l = t->loans[t->head % ARRAY_LEN(t->loans)];
+        pthread_mutex_unlock(&t->lock);
+        /* Long enough for a writer that did not wait to overwrite it. */
+        struct timespec ts = {0, 2 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+        for (size_t i = 0; i < l.len; i++)
+            if (l.data[i] != pattern_byte(t->seed, t->off + i)) {
+                t->n_bad++;
+                break;
+            }
+        t->off += l.len;
+        pthread_mutex_lock(&t->lock);
+        t->head++;
+        if (l.stage)
+            storage_writer_stage_release(l.stage);
+    }
+    pthread_mutex_unlock(&t->lock);
+    return NULL;
+}
+
+static void
+test_tap(const char *dir)
+{
+    struct storage *st = test_storage_open(dir, VOL, 2, 16 * MIB);
+    ASSERT_EQ(storage_ready(st), 0);
+    const uint64_t sizes[] = {0, 1, 4096, 300000, 512 << 10, MIB, 5 * MIB + 3, 20 * MIB + 777};
+    for (size_t i = 0; i < ARRAY_LEN(sizes); i++) {
+        for (int known = 0; known < 2; known++) {
+            if (known && sizes[i] == 0)
+                continue; /* no writer stages nothing: an empty object has none */
+            uint32_t seed = (uint32_t)(100 + i * 2 + (size_t)known);
+            struct tap_test t = {.seed = seed};
+            pthread_mutex_init(&t.lock, NULL);
+            pthread_cond_init(&t.cond, NULL);
+            pthread_t tid;
+            ASSERT_EQ(pthread_create(&tid, NULL, tap_thread, &t), 0);
+            struct storage_writer *w = NULL;
+            ASSERT_EQ(storage_writer_create(st, known ? sizes[i] : UINT64_MAX, &w), 0);
+            struct storage_tap tap = {tap_stage, tap_hurry, &t};
+            size_t n_bufs = storage_writer_tap(w, &tap);
+            ASSERT(n_bufs >= 1 && n_bufs <= 8);
+            if (!known) /* held while read too: twice the untapped 4 */
+                ASSERT_UEQ(n_bufs, 8);
+            uint8_t *piece = malloc(65537);
+            uint64_t done = 0;
+            for (unsigned k = 0; done < sizes[i]; k++) {
+                size_t len = (size_t)MIN((uint64_t)(1 + (k * 7919u) % 65537), sizes[i] - done);
+                pattern_fill(seed, done, piece, len);
+                ASSERT_EQ(storage_writer_write(w, piece, len), 0);
+                done += len;
+            }
+            free(piece);
+            ASSERT_EQ(storage_writer_finish(w), 0);
+            /* finish waited for every loan to come back */
+            pthread_mutex_lock(&t.lock);
+            ASSERT_UEQ(t.tail - t.head, 0);
+            ASSERT_UEQ(t.lent, sizes[i]);
+            ASSERT_UEQ(t.off, sizes[i]);
+            ASSERT_UEQ(t.n_last, 1);
+            ASSERT_UEQ(t.n_bad, 0);
+            ASSERT_UEQ(t.n_unaligned, 0);
+            t.is_done = true;
+            pthread_cond_broadcast(&t.cond);
+            pthread_mutex_unlock(&t.lock);
+            pthread_join(tid, NULL);
+            test_check_writer(st, w, seed, sizes[i]);
+            storage_writer_destroy(w, false);
+            pthread_cond_destroy(&t.cond);
+            pthread_mutex_destroy(&t.lock);
+        }
+    }
+    ASSERT_UEQ(test_free_bytes(st), VOL);
+
+    /* Destroyed unfinished with buffers lent: it waits for them. */
+    uint32_t seed = 9;
+    struct tap_test t = {.seed = seed};
+    pthread_mutex_init(&t.lock, NULL);
+    pthread_cond_init(&t.cond, NULL);
+    pthread_t tid;
+    ASSERT_EQ(pthread_create(&tid, NULL, tap_thread, &t), 0);
+    struct storage_writer *w = NULL;
+    ASSERT_EQ(storage_writer_create(st, UINT64_MAX, &w), 0);
+    struct storage_tap tap = {tap_stage, tap_hurry, &t};
+    storage_writer_tap(w, &tap);
+    uint8_t *big = malloc(3 * MIB);
+    pattern_fill(seed, 0, big, 3 * MIB);
+    ASSERT_EQ(storage_writer_write(w, big, 3 * MIB), 0);
+    storage_writer_destroy(w, false);
+    pthread_mutex_lock(&t.lock);
+    ASSERT_UEQ(t.tail - t.head, 0);
+    ASSERT_UEQ(t.n_bad, 0);
+    t.is_done = true;
+    pthread_cond_broadcast(&t.cond);
+    pthread_mutex_unlock(&t.lock);
+    pthread_join(tid, NULL);
+    free(big);
+    pthread_cond_destroy(&t.cond);
+    pthread_mutex_destroy(&t.lock);
+    ASSERT_UEQ(test_free_bytes(st), VOL);
+    storage_close(st);
+}
+
 int
 main(void)
 {
@@ -242,6 +413,7 @@ main(void)
         {"sizes", test_sizes},           {"large_unknown", test_large_unknown},
         {"corruption", test_corruption}, {"faults", test_faults},
         {"reopen", test_reopen},         {"buffered", test_buffered},
+        {"tap", test_tap},
     };
     return storage_test_run("storage-writer", LOG_WARN, cases, ARRAY_LEN(cases));
 }
