@@ -16,6 +16,14 @@
  * claims ranges of it (storage__alloc_claim), which leave the free map
  * while it writes zeros into them and come back written, as ranges of
  * their own that best fit hands out before the large unwritten rest.
+ *
+ * A claim must not sit where a writer grows next: a large object would then
+ * continue in a new extent elsewhere, and its GET would be streamed instead
+ * of sent by sendfile. So writers that may still grow in place are listed
+ * (struct storage__grower, moved in the same critical section as each
+ * reservation) and claims keep clear of the span each may still take; a
+ * writer that meets a claim anyway (one taken before it was listed, a
+ * part's slot) waits for that claim rather than split.
  */
 #include "storage/storage_int.h"
 
@@ -254,6 +262,110 @@ done:
     return 0;
 }
 
+/* ---- writers that may grow in place -------------------------------------- */
+
+void
+storage__grower_init(struct storage__grower *g, uint64_t size_hint)
+{
+    memset(g, 0, sizeof(*g));
+    g->want_len = size_hint == UINT64_MAX ? UINT64_MAX : ALIGN_UP(size_hint, STORAGE_ALIGN);
+}
+
+static void
+grower_unlink(struct storage *st, struct storage__grower *g)
+{
+    if (!g->is_listed)
+        return;
+    if (g->prev)
+        g->prev->next = g->next;
+    else
+        st->growers = g->next;
+    if (g->next)
+        g->next->prev = g->prev;
+    g->prev = g->next = NULL;
+    g->is_listed = false;
+}
+
+/* Records that 'g' (or NULL) just reserved 'got' bytes ending at 'end' of
+ * 'vol': its next step would go at 'end'. Lists it while it may want more. */
+static void
+grower_advance(struct storage *st, struct storage__grower *g, uint32_t vol, uint64_t end,
+               uint64_t got)
+{
+    if (!g)
+        return;
+    if (g->want_len != UINT64_MAX)
+        g->want_len -= MIN(got, g->want_len);
+    g->vol = vol;
+    g->frontier = end;
+    if (g->want_len == 0) {
+        grower_unlink(st, g);
+    } else if (!g->is_listed) {
+        g->prev = NULL;
+        g->next = st->growers;
+        if (st->growers)
+            st->growers->prev = g;
+        st->growers = g;
+        g->is_listed = true;
+    }
+}
+
+void
+storage__grower_drop(struct storage *st, struct storage__grower *g)
+{
+    /* Only the writer's own thread changes 'is_listed' (in its reservations
+     * and here), so it may read it unlocked: a small PUT, never listed,
+     * takes no lock for this. */
+    if (!g->is_listed)
+        return;
+    pthread_mutex_lock(&st->alloc_lock);
+    grower_unlink(st, g);
+    pthread_mutex_unlock(&st->alloc_lock);
+}
+
+/* The end of the span 'g' may still grow into. */
+static uint64_t
+grower_guard_end(const struct storage__grower *g)
+{
+    uint64_t want = g->want_len == UINT64_MAX ? STORAGE_GROW_GUARD_LEN : g->want_len;
+    return want > UINT64_MAX - g->frontier ? UINT64_MAX : g->frontier + want;
+}
+
+/* The first byte of [off, end) of volume 'vol' that no listed grower may
+ * grow into, and in '*lim' where the next such span starts (at most 'end').
+ * Returns 'end' when there is none. */
+static uint64_t
+grower_clear(const struct storage *st, uint32_t vol, uint64_t off, uint64_t end, uint64_t *lim)
+{
+    /* Spans may overlap or follow each other: skip until none holds 'off'. */
+    bool is_moved = true;
+    while (is_moved && off < end) {
+        is_moved = false;
+        for (const struct storage__grower *g = st->growers; g; g = g->next) {
+            uint64_t g_end = grower_guard_end(g);
+            if (g->vol == vol && off >= g->frontier && off < g_end) {
+                off = g_end;
+                is_moved = true;
+            }
+        }
+    }
+    off = MIN(off, end);
+    *lim = end;
+    for (const struct storage__grower *g = st->growers; g; g = g->next) {
+        if (g->vol == vol && g->frontier > off && g->frontier < *lim)
+            *lim = g->frontier;
+    }
+    return off;
+}
+
+/* True when the prezeroer's current claim holds byte 'off' of 'vol'. */
+static bool
+claim_holds(const struct storage *st, uint32_t vol, uint64_t off)
+{
+    return st->claimed_len > 0 && st->claimed_vol == vol && off >= st->claimed_off &&
+           off - st->claimed_off < st->claimed_len;
+}
+
 /* ---- allocation ------------------------------------------------------------ */
 
 static void
@@ -298,8 +410,8 @@ range_pick(struct storage *st, uint64_t len, bool is_best, uint32_t *vol, size_t
 }
 
 static int
-alloc_once(struct storage *st, uint64_t len, uint64_t fit_len, struct storage_extent **ext,
-           uint64_t **alloc_lens, size_t *n, size_t *cap)
+alloc_once(struct storage *st, uint64_t len, uint64_t fit_len, struct storage__grower *g,
+           struct storage_extent **ext, uint64_t **alloc_lens, size_t *n, size_t *cap)
 {
     int err = 0;
     uint32_t vol;
@@ -331,43 +443,54 @@ alloc_once(struct storage *st, uint64_t len, uint64_t fit_len, struct storage_ex
     uint64_t off = v->free[idx].off, take = MIN(len, v->free[idx].len);
     range_take(st, v, idx, off, take);
     ext_push(ext, alloc_lens, n, cap, vol, off, take);
+    grower_advance(st, g, vol, off + take, take);
 done:
     pthread_mutex_unlock(&st->alloc_lock);
     return err;
 }
 
 int
-storage__alloc(struct storage *st, uint64_t len, uint64_t fit_len, struct storage_extent **ext,
-               uint64_t **alloc_lens, size_t *n, size_t *cap)
+storage__alloc(struct storage *st, uint64_t len, uint64_t fit_len, struct storage__grower *g,
+               struct storage_extent **ext, uint64_t **alloc_lens, size_t *n, size_t *cap)
 {
-    int err = alloc_once(st, len, fit_len, ext, alloc_lens, n, cap);
+    int err = alloc_once(st, len, fit_len, g, ext, alloc_lens, n, cap);
     /* Space held back by a reader that stalled past its deadline is only
      * reclaimed when someone looks: look now rather than fail. */
     if (err == -ENOSPC && storage__reclaim_poll(st) > 0)
-        err = alloc_once(st, len, fit_len, ext, alloc_lens, n, cap);
+        err = alloc_once(st, len, fit_len, g, ext, alloc_lens, n, cap);
     /* Nearly full: the prezeroer's claim (at most a quarter of the free
      * space, one write and fdatasync long) may hold what this needs. Only
      * here does a writer wait for it. */
     if (err == -ENOSPC && storage__alloc_claim_wait(st))
-        err = alloc_once(st, len, fit_len, ext, alloc_lens, n, cap);
+        err = alloc_once(st, len, fit_len, g, ext, alloc_lens, n, cap);
     return err;
 }
 
 int
 storage__alloc_fixed(struct storage *st, uint32_t vol, uint64_t off, uint64_t len,
-                     struct storage_extent **ext, uint64_t **alloc_lens, size_t *n, size_t *cap)
+                     struct storage__grower *g, struct storage_extent **ext, uint64_t **alloc_lens,
+                     size_t *n, size_t *cap)
 {
     int err = -ENOSPC;
     pthread_mutex_lock(&st->alloc_lock);
     struct storage__volume *v = storage__volume_get(st, vol);
     if (!v || !st->is_ready || len == 0 || len % STORAGE_ALIGN != 0 || off % STORAGE_ALIGN != 0)
         goto done;
-    long i = range_find(v, off);
-    if (i < 0 || v->free[i].off + v->free[i].len <= off)
-        goto done;
+    long i;
+    for (;;) {
+        i = range_find(v, off);
+        if (i >= 0 && v->free[i].off + v->free[i].len > off)
+            break;
+        /* A part's slot the prezeroer is zeroing comes back free (and
+         * written) within one write and fdatasync. */
+        if (!claim_holds(st, vol, off))
+            goto done;
+        pthread_cond_wait(&st->claim_cond, &st->alloc_lock);
+    }
     uint64_t take = MIN(len, v->free[i].off + v->free[i].len - off);
     range_take(st, v, (size_t)i, off, take);
     ext_push(ext, alloc_lens, n, cap, vol, off, take);
+    grower_advance(st, g, vol, off + take, take);
     err = 0;
 done:
     pthread_mutex_unlock(&st->alloc_lock);
@@ -404,18 +527,29 @@ storage__alloc_room(struct storage *st)
 }
 
 uint64_t
-storage__alloc_at(struct storage *st, uint32_t vol, uint64_t off, uint64_t max_len)
+storage__alloc_at(struct storage *st, uint32_t vol, uint64_t off, uint64_t max_len,
+                  struct storage__grower *g)
 {
     uint64_t got = 0;
     pthread_mutex_lock(&st->alloc_lock);
     struct storage__volume *v = storage__volume_get(st, vol);
     if (!v || !st->is_ready)
         goto done;
-    long i = range_find(v, off);
-    if (i < 0 || v->free[i].off != off)
-        goto done;
+    long i;
+    for (;;) {
+        i = range_find(v, off);
+        if (i >= 0 && v->free[i].off == off)
+            break;
+        /* The claim was taken before this writer was listed (or it grew
+         * faster than its guard): it comes back free within one write and
+         * fdatasync, where continuing elsewhere would split the object. */
+        if (!(claim_holds(st, vol, off) && st->claimed_off == off))
+            goto done;
+        pthread_cond_wait(&st->claim_cond, &st->alloc_lock);
+    }
     got = MIN(max_len, v->free[i].len);
     range_take(st, v, (size_t)i, off, got);
+    grower_advance(st, g, vol, off + got, got);
 done:
     pthread_mutex_unlock(&st->alloc_lock);
     return got;
@@ -460,7 +594,11 @@ storage__alloc_claim(struct storage *st, uint64_t max_len, uint32_t *vol, uint64
     for (uint32_t id = 0; id < n; id++) {
         struct storage__volume *v = st->vols[id];
         for (size_t u = 0; u < v->n_unwritten; u++) {
-            long i = range_find(v, v->unwritten[u].off);
+            uint64_t u_end = v->unwritten[u].off + v->unwritten[u].len, lim;
+            uint64_t from = grower_clear(st, id, v->unwritten[u].off, u_end, &lim);
+            if (from >= u_end)
+                continue; /* all of it is where writers grow next */
+            long i = range_find(v, from);
             if (i < 0)
                 continue; /* cannot happen: unwritten space is free */
             uint64_t free_len = v->free[i].len;
@@ -469,8 +607,8 @@ storage__alloc_claim(struct storage *st, uint64_t max_len, uint32_t *vol, uint64
                 pick_free_len = free_len;
                 pick_free = (size_t)i;
                 *vol = id;
-                *off = v->unwritten[u].off;
-                *len = MIN(max_len, v->unwritten[u].len);
+                *off = from;
+                *len = MIN(max_len, lim - from);
             }
         }
     }
@@ -480,6 +618,8 @@ storage__alloc_claim(struct storage *st, uint64_t max_len, uint32_t *vol, uint64
     range_take(st, v, pick_free, *off, *len);
     st->free_bytes += *len; /* still free, only borrowed */
     st->claimed_len = *len;
+    st->claimed_vol = *vol;
+    st->claimed_off = *off;
     return true;
 }
 

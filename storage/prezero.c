@@ -15,13 +15,16 @@
  * range_take cuts as space is handed out. The thread runs while less than
  * 'prezero_window' bytes of free space are written: it claims the start of
  * the unwritten range the allocator would reach first (storage__alloc_claim:
- * the range leaves the free map, so no writer can get it, and none waits),
- * asks FIEMAP again which of it is still unwritten, writes zeros there with
- * O_DIRECT writes of PREZERO_WRITE_LEN, fdatasyncs, and gives the range back,
- * now written; at most PREZERO_RATE bytes a second, so that a window filled
- * at once (a start, a new volume) does not take the disk from PUTs. A crash meanwhile leaves free
- * space partly zeroed: nothing references it, and the next open reads FIEMAP again. An I/O error
- * (ENOSPC, EIO) stops the thread, logged; the store goes on as without it.
+ * the range leaves the free map, so no writer can get it; it keeps clear of
+ * where a growing writer goes next, and a writer that meets it anyway waits
+ * for it rather than split its object), asks FIEMAP again which of it is
+ * still unwritten, writes zeros there with O_DIRECT writes of
+ * PREZERO_WRITE_LEN, fdatasyncs, and gives the range back, now written; at
+ * most PREZERO_RATE bytes a second, so that a window filled at once (a start,
+ * a new volume) does not take the disk from PUTs. A crash meanwhile leaves
+ * free space partly zeroed: nothing references it, and the next open reads
+ * FIEMAP again. An I/O error (ENOSPC, EIO) stops the thread, logged; the
+ * store goes on as without it.
  */
 #define _GNU_SOURCE
 #include "storage/storage_int.h"

@@ -24,6 +24,14 @@
 #define STORAGE_STAGES_TAPPED 8
 #define STORAGE_RING_DEPTH 64
 #define STORAGE_READAHEAD_LEN (8u << 20) /* storage_reader_read hints this far ahead */
+/* The largest reservation step of a writer (a quarter volume at most): large
+ * enough that a big object takes the allocator lock once per step, small
+ * enough to bound what a stalled upload holds. */
+#define STORAGE_STEP_MAX (16ull << 20)
+/* How far past the end of its reservation a writer of unknown size is kept
+ * clear of the prezeroer's claims: two steps, so the claim made just before
+ * its next step is not where the step after it goes. */
+#define STORAGE_GROW_GUARD_LEN (2 * STORAGE_STEP_MAX)
 
 enum storage__fault {
     STORAGE_FAULT_SUBMIT,
@@ -64,6 +72,20 @@ struct storage__volume {
     atomic_uint_fast64_t write_seq;
     uint64_t synced_seq;
     pthread_mutex_t sync_lock;
+};
+
+/* A writer that may still grow in place (writer.c embeds one), listed in
+ * storage.growers while it is: its next step goes at 'frontier' of volume
+ * 'vol' when that space is free, so the prezeroer keeps its claims out of
+ * [frontier, frontier + want_len) (STORAGE_GROW_GUARD_LEN when the size is
+ * unknown). All fields are guarded by storage.alloc_lock. */
+struct storage__grower {
+    struct storage__grower *prev;
+    struct storage__grower *next;
+    bool is_listed;
+    uint32_t vol;
+    uint64_t frontier; /* just past its reservation */
+    uint64_t want_len; /* what it may still reserve; UINT64_MAX: unknown */
 };
 
 /* A byte range of a volume that a narrowed pin still holds back; 'obj_end'
@@ -129,6 +151,7 @@ struct storage {
     pthread_mutex_t alloc_lock; /* free maps, free_bytes, volume creation */
     uint64_t free_bytes;
     bool is_ready;
+    struct storage__grower *growers; /* writers that may grow in place (alloc_lock) */
 
     /* Deferred reclaim (pin.c), guarded by reclaim_lock (taken before
      * alloc_lock). pins[max_pins] is the bounded pin table; free_slots is a
@@ -155,7 +178,9 @@ struct storage {
      * free map (still counted in free_bytes), both under alloc_lock. */
     uint64_t prezero_window; /* 0: off */
     uint64_t unwritten_bytes;
-    uint64_t claimed_len;
+    uint64_t claimed_len; /* 0: nothing claimed */
+    uint32_t claimed_vol;
+    uint64_t claimed_off;
     atomic_uint_fast64_t prezeroed_bytes;
     pthread_t prezero_thread;
     bool is_prezero_running;
@@ -186,23 +211,37 @@ void storage__alloc_volume_cleanup(struct storage__volume *v);
 /* Reserves one extent of up to 'len' (a multiple of 4096) bytes and appends
  * it (len 0, allocation in '*alloc_lens') to the arrays: at the start of the
  * smallest free range of at least 'fit_len' bytes (room to grow in place),
- * else of 'len', else in a new volume, else the largest free range.
- * Returns 0, -EINVAL or -ENOSPC (nothing reserved). */
-int storage__alloc(struct storage *st, uint64_t len, uint64_t fit_len, struct storage_extent **ext,
-                   uint64_t **alloc_lens, size_t *n, size_t *cap);
+ * else of 'len', else in a new volume, else the largest free range. 'g' (or
+ * NULL) is the writer's grower, moved to the new extent's end in the same
+ * critical section (storage__grower_init). Returns 0, -EINVAL or -ENOSPC
+ * (nothing reserved). */
+int storage__alloc(struct storage *st, uint64_t len, uint64_t fit_len, struct storage__grower *g,
+                   struct storage_extent **ext, uint64_t **alloc_lens, size_t *n, size_t *cap);
 /* The bytes that could still be reserved: free space plus the volumes not
  * yet created (a bound; nothing is reserved). */
 uint64_t storage__alloc_room(struct storage *st);
 /* Reserves up to 'max_len' bytes starting exactly at 'vol'/'off' when that is
- * the start of a free range. Returns the bytes reserved (0: none). */
-uint64_t storage__alloc_at(struct storage *st, uint32_t vol, uint64_t off, uint64_t max_len);
+ * the start of a free range, and moves 'g' (or NULL) past them. When 'off'
+ * is where the prezeroer's current claim starts, it waits for the claim to
+ * be given back (one write and fdatasync at most) rather than fail: the
+ * writer growing there would otherwise have to continue elsewhere. Returns
+ * the bytes reserved (0: none). */
+uint64_t storage__alloc_at(struct storage *st, uint32_t vol, uint64_t off, uint64_t max_len,
+                           struct storage__grower *g);
 /* Reserves up to 'len' (a multiple of 4096) bytes starting exactly at
  * 'vol'/'off' (aligned) when that byte is free, anywhere in a free range,
- * and appends the extent as storage__alloc does. Returns 0, or -ENOSPC
- * when 'off' is not free (nothing reserved). */
+ * and appends the extent as storage__alloc does (waiting, as
+ * storage__alloc_at does, when the byte is inside the prezeroer's claim).
+ * Returns 0, or -ENOSPC when 'off' is not free (nothing reserved). */
 int storage__alloc_fixed(struct storage *st, uint32_t vol, uint64_t off, uint64_t len,
-                         struct storage_extent **ext, uint64_t **alloc_lens, size_t *n,
-                         size_t *cap);
+                         struct storage__grower *g, struct storage_extent **ext,
+                         uint64_t **alloc_lens, size_t *n, size_t *cap);
+/* Sets up 'g' for a writer of 'size_hint' bytes (UINT64_MAX: unknown); it is
+ * listed once space is reserved for it and unlisted when it has all it may
+ * want. Nothing is locked: 'g' is not listed yet. */
+void storage__grower_init(struct storage__grower *g, uint64_t size_hint);
+/* Unlists 'g' (the writer is done growing); a no-op when it is not listed. */
+void storage__grower_drop(struct storage *st, struct storage__grower *g);
 /* Returns [off, off+len) of 'vol' to the free map at once. */
 void storage__free(struct storage *st, uint32_t vol, uint64_t off, uint64_t len);
 /* The same for space reserved and never written (a writer's unused tail):
@@ -213,7 +252,8 @@ void storage__free_unwritten(struct storage *st, uint32_t vol, uint64_t off, uin
 /* The prezeroer's claim: takes up to 'max_len' bytes of unwritten free space
  * out of the free map (the start of the lowest unwritten range in the
  * smallest free range holding one: where best fit allocates next), still
- * counted free. Caller holds alloc_lock. Returns false when none is left. */
+ * counted free, never where a listed grower would grow next. Caller holds
+ * alloc_lock. Returns false when none is left. */
 bool storage__alloc_claim(struct storage *st, uint64_t max_len, uint32_t *vol, uint64_t *off,
                           uint64_t *len);
 /* Waits until no range is claimed. Returns true when one was. */

@@ -2,7 +2,7 @@
  * writer.c: the aligned writer and the staging buffer pool.
  *
  * A writer takes staging buffers (up to STORAGE_STAGES_MAX from the bounded
- * pool) and space (in steps doubling up to WRITER_STEP_MAX, grown in place
+ * pool) and space (in steps doubling up to STORAGE_STEP_MAX, grown in place
  * when it can) only as bytes arrive: it holds at most one step and its
  * buffers ahead of its bytes, and nothing (no volume either) before the
  * first. A caller may name where the first byte goes (storage_writer_place);
@@ -24,11 +24,6 @@
 #include <string.h>
 #include <unistd.h>
 #include <xxhash.h>
-
-/* The largest reservation step (a quarter volume at most): large enough that
- * a big object takes the allocator lock once per step, small enough to bound
- * what a stalled upload holds. */
-#define WRITER_STEP_MAX (16ull << 20)
 
 struct storage_stage {
     struct storage__io io; /* first: the completion callback casts back */
@@ -60,6 +55,8 @@ struct storage_writer {
     bool has_place;        /* storage_writer_place: try place_vol/place_off first */
     uint32_t place_vol;
     uint64_t place_off;
+    /* Listed while it may grow in place, so the prezeroer claims elsewhere. */
+    struct storage__grower grow;
 
     struct storage_stage stages[STORAGE_STAGES_TAPPED];
     size_t n_stages;   /* buffers taken so far */
@@ -331,7 +328,7 @@ static void
 writer_reserved(struct storage_writer *w, uint64_t got)
 {
     w->reserved_len += got;
-    w->step = MIN(w->step * 2, WRITER_STEP_MAX);
+    w->step = MIN(w->step * 2, STORAGE_STEP_MAX);
 }
 
 /*
@@ -349,8 +346,8 @@ writer_room(struct storage_writer *w)
         if (e->len < w->alloc_lens[w->cur])
             return 0;
         if (step > 0) {
-            uint64_t got =
-                storage__alloc_at(w->st, e->volume, e->offset + w->alloc_lens[w->cur], step);
+            uint64_t got = storage__alloc_at(w->st, e->volume, e->offset + w->alloc_lens[w->cur],
+                                             step, &w->grow);
             if (got > 0) {
                 w->alloc_lens[w->cur] += got;
                 writer_reserved(w, got);
@@ -367,18 +364,19 @@ writer_room(struct storage_writer *w)
     /* The caller's place for the first byte (a part's slot in its
      * upload's run), when that space is free. */
     if (w->has_place && w->n_ext == 0 &&
-        storage__alloc_fixed(w->st, w->place_vol, w->place_off, step, &w->ext, &w->alloc_lens,
-                             &w->n_ext, &w->cap_ext) == 0) {
+        storage__alloc_fixed(w->st, w->place_vol, w->place_off, step, &w->grow, &w->ext,
+                             &w->alloc_lens, &w->n_ext, &w->cap_ext) == 0) {
         writer_reserved(w, w->alloc_lens[0]);
         return 0;
     }
     /* Place the extent where the rest of a known size (or another step of
      * an unknown one) could follow it, so objects stay contiguous. */
     uint64_t fit_len = w->size_hint == UINT64_MAX
-                           ? WRITER_STEP_MAX
+                           ? STORAGE_STEP_MAX
                            : ALIGN_UP(w->size_hint, STORAGE_ALIGN) - w->reserved_len;
     size_t n_before = w->n_ext;
-    int err = storage__alloc(w->st, step, fit_len, &w->ext, &w->alloc_lens, &w->n_ext, &w->cap_ext);
+    int err = storage__alloc(w->st, step, fit_len, &w->grow, &w->ext, &w->alloc_lens, &w->n_ext,
+                             &w->cap_ext);
     if (err < 0)
         return err;
     writer_reserved(w, w->alloc_lens[n_before]);
@@ -458,6 +456,7 @@ storage_writer_create(struct storage *st, uint64_t size_hint, struct storage_wri
     w->st = st;
     w->size_hint = size_hint;
     w->step = STORAGE_STAGE_LEN;
+    storage__grower_init(&w->grow, size_hint);
     buf_init(&w->sums);
     w->hash = XXH64_createState();
     if (!w->hash)
@@ -574,6 +573,8 @@ storage_writer_finish(struct storage_writer *w)
     int err = w->err;
     if (w->is_finished)
         return err;
+    /* Nothing more will be reserved: the space after it may be claimed. */
+    storage__grower_drop(w->st, &w->grow);
     struct storage_stage *tail = w->filling && w->filling->fill > 0 ? w->filling : NULL;
     if (err == 0 && tail)
         err = stage_submit(w, tail);
@@ -657,6 +658,7 @@ storage_writer_destroy(struct storage_writer *w, bool is_committed)
 {
     if (!w)
         return;
+    storage__grower_drop(w->st, &w->grow);
     writer_wait_all(w);
     if (!is_committed) {
         for (size_t i = 0; i < w->n_ext; i++)

@@ -5,6 +5,12 @@ objects: after a restart every acknowledged object reads back whole, no
 space leaked, and the prezeroer goes on where it stopped: what it writes in
 both lives together never exceeds the volume's free space (written space is
 not rezeroed). With prezero_window = off nothing is zeroed.
+
+A large single PUT and a multipart upload on a fresh store, both far past the
+written window, are each one span and sent zero-copy: the prezeroer's claims
+keep clear of where a large writer grows next (issue 19: they used to land
+right at its frontier, the object went on in another extent, and its GET was
+streamed).
 """
 
 import concurrent.futures
@@ -24,6 +30,8 @@ MIB = 1 << 20
 VOLUME = 512 * MIB
 ZEROED = "shardstore_volume_prezeroed_bytes_total"
 FREE = "shardstore_storage_free_bytes"
+ZC = "shardstore_get_zero_copy_total"
+STREAMED = "shardstore_get_streamed_total"
 
 
 def unwritten_bytes(path):
@@ -133,6 +141,39 @@ def test_kill_while_zeroing():
         eq(s3.get_object(Bucket="zero", Key="last")["Body"].read(), b"x" * 5000, "PUT after zeroing")
 
 
+def get_path(srv, path):
+    """GETs 'path'; returns (body, 'zero_copy' | 'streamed')."""
+    z0, s0 = srv.metric(ZC), srv.metric(STREAMED)
+    r = srv.request("GET", path)
+    eq(r.status, 200, "GET %s" % path)
+    dz, ds = srv.metric(ZC) - z0, srv.metric(STREAMED) - s0
+    eq(dz + ds, 1, "one GET counted once")
+    return r.body, "zero_copy" if dz else "streamed"
+
+
+def test_large_objects_one_span():
+    config = "volume_size = 1G\nmax_volumes = 1\nprezero_window = 16M\nmin_part_size = 1\ninline_max = 0\n"
+    with harness.Server(config=config, tag="prezero-span") as srv:
+        # The window is written first, so both objects grow through unwritten
+        # space while the prezeroer keeps claiming there.
+        settle(srv, ZEROED)
+        s3 = srv.client()
+        s3.create_bucket(Bucket="span")
+        big = harness.random_bytes(192 * MIB, seed=7)
+        eq(srv.request("PUT", "/span/single", body=big).status, 200, "192 MiB single PUT")
+        parts = [harness.random_bytes(16 * MIB, seed=20 + i) for i in range(8)]
+        uid = s3.create_multipart_upload(Bucket="span", Key="mp")["UploadId"]
+        etags = [s3.upload_part(Bucket="span", Key="mp", UploadId=uid, PartNumber=i + 1, Body=p)["ETag"]
+                 for i, p in enumerate(parts)]
+        s3.complete_multipart_upload(Bucket="span", Key="mp", UploadId=uid, MultipartUpload={
+            "Parts": [{"PartNumber": i + 1, "ETag": e} for i, e in enumerate(etags)]})
+        check(srv.metric(ZEROED) > 16 * MIB, "the prezeroer worked beside the writers")
+        for key, data in (("single", big), ("mp", b"".join(parts))):
+            body, path = get_path(srv, "/span/" + key)
+            same_bytes(body, data, "%s read back" % key)
+            eq(path, "zero_copy", "GET of the %d MiB object %s sent" % (len(data) // MIB, key))
+
+
 def test_off():
     with harness.Server(config="volume_size = 256M\nmax_volumes = 1\nprezero_window = off\n", tag="prezero-off") as srv:
         s3 = srv.client()
@@ -142,7 +183,7 @@ def test_off():
         eq(srv.metric(ZEROED), 0, "bytes zeroed with prezero_window = off")
 
 
-TESTS = [test_kill_while_zeroing, test_off]
+TESTS = [test_kill_while_zeroing, test_large_objects_one_span, test_off]
 
 if __name__ == "__main__":
     harness.main(TESTS, shared_server=False)
