@@ -48,7 +48,7 @@ struct chunk {
     size_t len;
     size_t off; /* hashed so far */
     bool is_final;
-    bool is_lent; /* 'ptr' is someone else's: no 'data', never pooled */
+    bool is_lent;              /* 'ptr' is someone else's: no 'data', never pooled */
     hasher_release_fn release; /* lent: called once the bytes are no longer read */
     void *release_arg;
     unsigned char data[]; /* HASHER_CHUNK_LEN bytes in a copying stream's chunks */

@@ -608,8 +608,7 @@ put_tap_release(void *arg)
 }
 
 static void
-put_tap_stage(void *arg, const uint8_t *data, size_t len, bool is_last,
-              struct storage_stage *stage)
+put_tap_stage(void *arg, const uint8_t *data, size_t len, bool is_last, struct storage_stage *stage)
 {
     struct put_ctx *c = arg;
     hasher_stream_lend(c->hs, data, len, is_last, stage ? put_tap_release : NULL, stage);

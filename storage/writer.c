@@ -36,7 +36,7 @@ struct storage_stage {
     uint64_t disk_off;
     size_t io_len; /* fill padded to STORAGE_ALIGN */
     size_t io_done;
-    int res; /* outcome of the last write, 0 or -errno */
+    int res;        /* outcome of the last write, 0 or -errno */
     bool is_tapped; /* lent to the tap (w->tap_lock) */
 };
 

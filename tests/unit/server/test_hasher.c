@@ -401,12 +401,15 @@ check_digests(struct hasher_stream *s, enum auth_checksum_algo algo, const unsig
 static void
 test_lent_streams(bool has_pause)
 {
+    /* A table of lengths, kept compact. */
+    /* clang-format off */
     static const size_t lent_lens[] = {
         0,           64,          65,          4096,      65536 + 1, LEND_BUF_LEN - 1,
         LEND_BUF_LEN, LEND_BUF_LEN + 1, 3 * LEND_BUF_LEN, 5 * LEND_BUF_LEN + 63, 9 << 20, 777777,
         300001,      2 << 20,     (2 << 20) + 1, 1000,    6 << 20,   4 * LEND_BUF_LEN + 4096,
         128,         131072,
     };
+    /* clang-format on */
     enum { N = ARRAY_LEN(lent_lens) };
     struct hasher *h = hasher_create(2, 0);
     ASSERT(h != NULL);

@@ -331,8 +331,8 @@ test_claim_clear_of_writer(const char *dir)
         uint64_t len, off = claim_take(st, &len);
         if (off + len > frontier && off < guard_end)
             TEST_FAIL("claim [%" PRIu64 ", +%" PRIu64 ") in the path of a writer at %" PRIu64
-                 " (clear up to %" PRIu64 ")",
-                 off, len, frontier, guard_end);
+                      " (clear up to %" PRIu64 ")",
+                      off, len, frontier, guard_end);
         claim_give_back(st, off, len);
         write_pattern(w, seed, 40 * MIB, size - 40 * MIB);
         ASSERT_EQ(storage_writer_finish(w), 0);

@@ -410,9 +410,12 @@ int
 main(void)
 {
     static const struct storage_test_case cases[] = {
-        {"sizes", test_sizes},           {"large_unknown", test_large_unknown},
-        {"corruption", test_corruption}, {"faults", test_faults},
-        {"reopen", test_reopen},         {"buffered", test_buffered},
+        {"sizes", test_sizes},
+        {"large_unknown", test_large_unknown},
+        {"corruption", test_corruption},
+        {"faults", test_faults},
+        {"reopen", test_reopen},
+        {"buffered", test_buffered},
         {"tap", test_tap},
     };
     return storage_test_run("storage-writer", LOG_WARN, cases, ARRAY_LEN(cases));
