@@ -43,6 +43,17 @@ next_rand(void)
     return rng;
 }
 
+/* 'len' bytes of next_rand() (one more allocated, so 0 is a real buffer). */
+static unsigned char *
+random_bytes(size_t len)
+{
+    unsigned char *d = malloc(len + 1);
+    ASSERT(d != NULL);
+    for (size_t k = 0; k < len; k++)
+        d[k] = (unsigned char)next_rand();
+    return d;
+}
+
 static const enum auth_checksum_algo algos[] = {AUTH_CK_NONE, AUTH_CK_CRC32, AUTH_CK_CRC32C,
                                                 AUTH_CK_CRC64NVME, AUTH_CK_SHA256};
 
@@ -55,9 +66,7 @@ test_many_streams(void)
     unsigned char *data[N_STREAMS];
     size_t off[N_STREAMS];
     for (int i = 0; i < N_STREAMS; i++) {
-        data[i] = malloc(lens[i] + 1);
-        for (size_t k = 0; k < lens[i]; k++)
-            data[i][k] = (unsigned char)next_rand();
+        data[i] = random_bytes(lens[i]);
         off[i] = 0;
         s[i] = hasher_stream_create(h, algos[i % 5], NULL, NULL, NULL);
         ASSERT(s[i] != NULL);
@@ -117,9 +126,7 @@ test_abandoned(void)
     struct hasher *h = hasher_create(1, 0);
     ASSERT(h != NULL);
     size_t len = 1 << 20;
-    unsigned char *d = malloc(len);
-    for (size_t k = 0; k < len; k++)
-        d[k] = (unsigned char)next_rand();
+    unsigned char *d = random_bytes(len);
     for (int round = 0; round < 3; round++) {
         struct hasher_stream *a = hasher_stream_create(h, AUTH_CK_CRC32, NULL, NULL, NULL);
         hasher_stream_write(a, d, len / 2 + 3);
@@ -177,9 +184,7 @@ test_lanes_wait_for_each_other(void)
     enum { CHUNK = 256 << 10 };
     struct hasher *h = hasher_create(1, 0);
     ASSERT(h != NULL);
-    unsigned char *d = malloc(8 * CHUNK);
-    for (size_t k = 0; k < 8 * (size_t)CHUNK; k++)
-        d[k] = (unsigned char)next_rand();
+    unsigned char *d = random_bytes(8 * (size_t)CHUNK);
     struct hasher_stream *s[8];
     for (int i = 0; i < 8; i++)
         s[i] = hasher_stream_create(h, AUTH_CK_NONE, NULL, NULL, NULL);
@@ -220,9 +225,7 @@ test_idle_lane_does_not_block(void)
     enum { LEN = 1 << 20 };
     struct hasher *h = hasher_create(1, 0);
     ASSERT(h != NULL);
-    unsigned char *d = malloc(LEN);
-    for (size_t k = 0; k < LEN; k++)
-        d[k] = (unsigned char)next_rand();
+    unsigned char *d = random_bytes(LEN);
     struct hasher_stream *idle = hasher_stream_create(h, AUTH_CK_NONE, NULL, NULL, NULL);
     struct hasher_stream *a = hasher_stream_create(h, AUTH_CK_NONE, NULL, NULL, NULL);
     struct hasher_stream *b = hasher_stream_create(h, AUTH_CK_NONE, NULL, NULL, NULL);
@@ -246,9 +249,7 @@ test_finished_lane_is_reused(void)
     enum { LEN = 5000 };
     struct hasher *h = hasher_create(1, 0);
     ASSERT(h != NULL);
-    unsigned char *d = malloc(LEN);
-    for (size_t k = 0; k < LEN; k++)
-        d[k] = (unsigned char)next_rand();
+    unsigned char *d = random_bytes(LEN);
     struct hasher_stream *s[9];
     for (int i = 0; i < 8; i++)
         s[i] = hasher_stream_create(h, AUTH_CK_NONE, NULL, NULL, NULL);
@@ -417,9 +418,7 @@ test_lent_streams(bool has_pause)
     unsigned char *data[N];
     size_t off[N];
     for (int i = 0; i < N; i++) {
-        data[i] = malloc(lent_lens[i] + 1);
-        for (size_t k = 0; k < lent_lens[i]; k++)
-            data[i][k] = (unsigned char)next_rand();
+        data[i] = random_bytes(lent_lens[i]);
         off[i] = 0;
         lend_writer_init(&w[i], h, algos[i % 5], has_pause);
     }
@@ -468,9 +467,7 @@ test_lent_pause(void)
 {
     struct hasher *h = hasher_create(1, 20); /* 20 ms per run: it cannot catch up */
     ASSERT(h != NULL);
-    unsigned char *d = malloc(3 * LEND_BUF_LEN);
-    for (size_t k = 0; k < 3 * LEND_BUF_LEN; k++)
-        d[k] = (unsigned char)next_rand();
+    unsigned char *d = random_bytes(3 * LEND_BUF_LEN);
     struct hasher_stream *idle = hasher_stream_create(h, AUTH_CK_NONE, NULL, NULL, NULL);
     struct lend_writer w;
     lend_writer_init(&w, h, AUTH_CK_NONE, true);
@@ -508,9 +505,7 @@ test_lent_hurry(void)
 {
     struct hasher *h = hasher_create(1, 0);
     ASSERT(h != NULL);
-    unsigned char *d = malloc(LEND_BUF_LEN);
-    for (size_t k = 0; k < LEND_BUF_LEN; k++)
-        d[k] = (unsigned char)next_rand();
+    unsigned char *d = random_bytes(LEND_BUF_LEN);
     struct hasher_stream *idle = hasher_stream_create(h, AUTH_CK_NONE, NULL, NULL, NULL);
     struct lend_writer w;
     lend_writer_init(&w, h, AUTH_CK_CRC32C, true);

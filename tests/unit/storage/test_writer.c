@@ -324,6 +324,36 @@ tap_thread(void *arg)
     return NULL;
 }
 
+/* Starts the checking thread of 't' (pattern 'seed') and a writer it taps;
+ * '*n_bufs' is what storage_writer_tap allows the writer. */
+static struct storage_writer *
+tap_start(struct storage *st, struct tap_test *t, pthread_t *tid, uint32_t seed, uint64_t size_hint,
+          size_t *n_bufs)
+{
+    *t = (struct tap_test){.seed = seed};
+    pthread_mutex_init(&t->lock, NULL);
+    pthread_cond_init(&t->cond, NULL);
+    ASSERT_EQ(pthread_create(tid, NULL, tap_thread, t), 0);
+    struct storage_writer *w = NULL;
+    ASSERT_EQ(storage_writer_create(st, size_hint, &w), 0);
+    struct storage_tap tap = {tap_stage, tap_hurry, t};
+    *n_bufs = storage_writer_tap(w, &tap);
+    return w;
+}
+
+/* Ends the checking thread of 't' (every loan already given back). */
+static void
+tap_stop(struct tap_test *t, pthread_t tid)
+{
+    pthread_mutex_lock(&t->lock);
+    t->is_done = true;
+    pthread_cond_broadcast(&t->cond);
+    pthread_mutex_unlock(&t->lock);
+    pthread_join(tid, NULL);
+    pthread_cond_destroy(&t->cond);
+    pthread_mutex_destroy(&t->lock);
+}
+
 static void
 test_tap(const char *dir)
 {
@@ -335,15 +365,11 @@ test_tap(const char *dir)
             if (known && sizes[i] == 0)
                 continue; /* no writer stages nothing: an empty object has none */
             uint32_t seed = (uint32_t)(100 + i * 2 + (size_t)known);
-            struct tap_test t = {.seed = seed};
-            pthread_mutex_init(&t.lock, NULL);
-            pthread_cond_init(&t.cond, NULL);
+            struct tap_test t;
             pthread_t tid;
-            ASSERT_EQ(pthread_create(&tid, NULL, tap_thread, &t), 0);
-            struct storage_writer *w = NULL;
-            ASSERT_EQ(storage_writer_create(st, known ? sizes[i] : UINT64_MAX, &w), 0);
-            struct storage_tap tap = {tap_stage, tap_hurry, &t};
-            size_t n_bufs = storage_writer_tap(w, &tap);
+            size_t n_bufs;
+            struct storage_writer *w =
+                tap_start(st, &t, &tid, seed, known ? sizes[i] : UINT64_MAX, &n_bufs);
             ASSERT(n_bufs >= 1 && n_bufs <= 8);
             if (!known) /* held while read too: twice the untapped 4 */
                 ASSERT_UEQ(n_bufs, 8);
@@ -365,29 +391,20 @@ test_tap(const char *dir)
             ASSERT_UEQ(t.n_last, 1);
             ASSERT_UEQ(t.n_bad, 0);
             ASSERT_UEQ(t.n_unaligned, 0);
-            t.is_done = true;
-            pthread_cond_broadcast(&t.cond);
             pthread_mutex_unlock(&t.lock);
-            pthread_join(tid, NULL);
+            tap_stop(&t, tid);
             test_check_writer(st, w, seed, sizes[i]);
             storage_writer_destroy(w, false);
-            pthread_cond_destroy(&t.cond);
-            pthread_mutex_destroy(&t.lock);
         }
     }
     ASSERT_UEQ(test_free_bytes(st), VOL);
 
     /* Destroyed unfinished with buffers lent: it waits for them. */
     uint32_t seed = 9;
-    struct tap_test t = {.seed = seed};
-    pthread_mutex_init(&t.lock, NULL);
-    pthread_cond_init(&t.cond, NULL);
+    struct tap_test t;
     pthread_t tid;
-    ASSERT_EQ(pthread_create(&tid, NULL, tap_thread, &t), 0);
-    struct storage_writer *w = NULL;
-    ASSERT_EQ(storage_writer_create(st, UINT64_MAX, &w), 0);
-    struct storage_tap tap = {tap_stage, tap_hurry, &t};
-    storage_writer_tap(w, &tap);
+    size_t n_bufs;
+    struct storage_writer *w = tap_start(st, &t, &tid, seed, UINT64_MAX, &n_bufs);
     uint8_t *big = malloc(3 * MIB);
     pattern_fill(seed, 0, big, 3 * MIB);
     ASSERT_EQ(storage_writer_write(w, big, 3 * MIB), 0);
@@ -395,13 +412,9 @@ test_tap(const char *dir)
     pthread_mutex_lock(&t.lock);
     ASSERT_UEQ(t.tail - t.head, 0);
     ASSERT_UEQ(t.n_bad, 0);
-    t.is_done = true;
-    pthread_cond_broadcast(&t.cond);
     pthread_mutex_unlock(&t.lock);
-    pthread_join(tid, NULL);
+    tap_stop(&t, tid);
     free(big);
-    pthread_cond_destroy(&t.cond);
-    pthread_mutex_destroy(&t.lock);
     ASSERT_UEQ(test_free_bytes(st), VOL);
     storage_close(st);
 }
